@@ -1,0 +1,284 @@
+// Command disgw is a Kafka-protocol gateway in front of Huawei Cloud DIS.
+// With no DIS endpoint configured it starts an embedded DIS-compatible server
+// and is a complete Kafka-compatible broker by itself.
+//
+// Every flag can also be set by an environment variable: DISGW_ and the flag
+// name in upper case with '-' as '_' (--data-dir is DISGW_DATA_DIR). A flag on
+// the command line wins. docs/operations.md lists them all.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/disclient/dislocal"
+	"github.com/disgw/disgw/gateway"
+)
+
+// options are the parsed flags.
+type options struct {
+	listen, advertised, adminListen string
+	dataDir, fsync, embeddedListen  string
+	disEndpoint, disRegion          string
+	disProjectID, disAK, disSK      string
+	autoCreate, recordFormat        string
+	defaultPartitions               int
+	maxRequestBytes                 int
+	logLevel, logFormat             string
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "disgw:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("disgw", flag.ContinueOnError)
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:9092", "Kafka listener address")
+	fs.StringVar(&o.advertised, "advertised-addr", "", "host:port clients are told to connect to (default: the listener address)")
+	fs.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:9094", "admin HTTP address serving /healthz, /readyz and /metrics (empty disables)")
+	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "embedded DIS data directory")
+	fs.StringVar(&o.fsync, "fsync", "always", "embedded DIS durability: always (fsync before acknowledging) or none")
+	fs.StringVar(&o.embeddedListen, "embedded-dis-listen", "127.0.0.1:0", "address of the embedded DIS REST API")
+	fs.StringVar(&o.disEndpoint, "dis-endpoint", "", "DIS endpoint URL; empty (and no region) starts the embedded DIS server")
+	fs.StringVar(&o.disRegion, "dis-region", "", "DIS region, e.g. cn-north-4 (sets the endpoint to https://dis.REGION.myhuaweicloud.com)")
+	fs.StringVar(&o.disProjectID, "dis-project-id", "", "DIS project id")
+	fs.StringVar(&o.disAK, "dis-ak", "", "DIS access key (prefer the DISGW_DIS_AK environment variable)")
+	fs.StringVar(&o.disSK, "dis-sk", "", "DIS secret key (prefer the DISGW_DIS_SK environment variable)")
+	fs.StringVar(&o.autoCreate, "auto-create-topics", "auto", "create missing topics on Metadata requests: true, false, or auto (true with the embedded DIS, false with real DIS)")
+	fs.StringVar(&o.recordFormat, "record-format", "kafka", "record format of topics created through the gateway: kafka or raw")
+	fs.IntVar(&o.defaultPartitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with num_partitions -1")
+	fs.IntVar(&o.maxRequestBytes, "max-request-bytes", 100<<20, "largest Kafka request accepted (Kafka's socket.request.max.bytes)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "DISGW_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok && !set[f.Name] {
+			if err := f.Value.Set(v); err != nil && envErr == nil {
+				envErr = fmt.Errorf("%s: %w", env, err)
+			}
+		}
+	})
+	return o, envErr
+}
+
+// defaultDataDir is $XDG_DATA_HOME/disgw, else ~/.local/share/disgw.
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "disgw")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "disgw")
+	}
+	return "disgw-data"
+}
+
+func newLogger(o *options) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(o.logLevel)
+	if err != nil {
+		return zerolog.Logger{}, fmt.Errorf("--log-level: %w", err)
+	}
+	var log zerolog.Logger
+	switch o.logFormat {
+	case "json":
+		log = zerolog.New(os.Stderr)
+	case "console":
+		log = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.RFC3339})
+	default:
+		return log, fmt.Errorf("--log-format must be console or json")
+	}
+	return log.Level(lvl).With().Timestamp().Logger(), nil
+}
+
+func run(args []string) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	log, err := newLogger(o)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	endpoint := o.disEndpoint
+	if endpoint == "" && o.disRegion != "" {
+		endpoint = "https://dis." + o.disRegion + ".myhuaweicloud.com"
+	}
+	embedded := endpoint == ""
+	var local *dislocal.Server
+	var localHTTP *http.Server
+	projectID := o.disProjectID
+	if embedded {
+		local, localHTTP, endpoint, err = startEmbedded(o, log)
+		if err != nil {
+			return err
+		}
+		if projectID == "" {
+			projectID = "disgw"
+		}
+	} else if projectID == "" {
+		return errors.New("--dis-project-id is required with a DIS endpoint")
+	}
+	if o.disAK != "" || o.disSK != "" {
+		return errors.New("AK/SK request signing is not available in this build; point --dis-endpoint at an endpoint that accepts unsigned requests")
+	}
+
+	dis, err := disclient.New(disclient.Config{Endpoint: endpoint, ProjectID: projectID, Logger: log.With().Str("component", "disclient").Logger()})
+	if err != nil {
+		return err
+	}
+	defer dis.Close()
+
+	autoCreate := embedded
+	switch o.autoCreate {
+	case "true":
+		autoCreate = true
+	case "false":
+		autoCreate = false
+	case "auto":
+	default:
+		return fmt.Errorf("--auto-create-topics must be true, false or auto")
+	}
+	cfg := gateway.Config{
+		Listen:              o.listen,
+		AdvertisedAddr:      o.advertised,
+		AutoCreateTopics:    autoCreate,
+		DefaultPartitions:   int32(o.defaultPartitions),
+		DefaultRecordFormat: gateway.RecordFormat(o.recordFormat),
+		MaxFrameBytes:       int32(o.maxRequestBytes),
+		Logger:              log,
+		Registry:            reg,
+	}
+	if embedded {
+		// The embedded server takes larger calls than a COMMON DIS stream.
+		cfg.PutRecordsMaxRecords = 5000
+		cfg.PutRecordsMaxBytes = 8 << 20
+	}
+	gw, err := gateway.New(cfg, dis)
+	if err != nil {
+		return err
+	}
+	if err := gw.Start(); err != nil {
+		return err
+	}
+
+	var admin *http.Server
+	if o.adminListen != "" {
+		admin, err = startAdmin(o.adminListen, reg, dis, log)
+		if err != nil {
+			return err
+		}
+	}
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	s := <-sig
+	log.Info().Str("signal", s.String()).Msg("shutting down: finishing in-flight requests")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := gw.Close(ctx); err != nil {
+		log.Warn().Err(err).Msg("gateway shutdown")
+	}
+	if admin != nil {
+		_ = admin.Shutdown(ctx)
+	}
+	if localHTTP != nil {
+		_ = localHTTP.Shutdown(ctx)
+	}
+	if local != nil {
+		if err := local.Close(); err != nil {
+			log.Warn().Err(err).Msg("embedded DIS shutdown")
+		}
+	}
+	log.Info().Msg("stopped")
+	return nil
+}
+
+// startEmbedded opens the embedded DIS server and serves its REST API.
+func startEmbedded(o *options, log zerolog.Logger) (*dislocal.Server, *http.Server, string, error) {
+	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
+		return nil, nil, "", fmt.Errorf("data directory: %w", err)
+	}
+	srv, err := dislocal.Open(dislocal.Config{
+		Dir:    o.dataDir,
+		Sync:   dislocal.SyncMode(o.fsync),
+		Logger: log.With().Str("component", "dislocal").Logger(),
+	})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	ln, err := net.Listen("tcp", o.embeddedListen)
+	if err != nil {
+		_ = srv.Close()
+		return nil, nil, "", fmt.Errorf("embedded DIS listener: %w", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("embedded DIS server stopped")
+		}
+	}()
+	endpoint := "http://" + ln.Addr().String()
+	log.Info().Str("data_dir", o.dataDir).Str("endpoint", endpoint).Str("fsync", o.fsync).Msg("embedded DIS server started")
+	return srv, hs, endpoint, nil
+}
+
+// startAdmin serves health and metrics.
+func startAdmin(addr string, reg *prometheus.Registry, dis disclient.API, log zerolog.Logger) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		if _, err := dis.ListStreams(ctx, 1, ""); err != nil {
+			http.Error(w, "DIS unreachable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin listener: %w", err)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("admin server stopped")
+		}
+	}()
+	log.Info().Str("listen", ln.Addr().String()).Msg("admin HTTP started")
+	return hs, nil
+}

@@ -1,0 +1,31 @@
+package disclient
+
+import "context"
+
+// API is the set of DIS operations disgw uses. *Client implements it over
+// HTTP; tests and alternative transports can supply their own.
+type API interface {
+	CreateStream(ctx context.Context, req *CreateStreamRequest) error
+	ListStreams(ctx context.Context, limit int, startStreamName string) (*ListStreamsResponse, error)
+	// DescribeStream returns up to limit partitions after startPartitionID
+	// (exclusive, "" for the first page).
+	DescribeStream(ctx context.Context, name, startPartitionID string, limit int) (*DescribeStreamResponse, error)
+	DeleteStream(ctx context.Context, name string) error
+	UpdatePartitionCount(ctx context.Context, req *UpdatePartitionCountRequest) error
+	UpdateStream(ctx context.Context, req *UpdateStreamRequest) error
+
+	PutRecords(ctx context.Context, req *PutRecordsRequest) (*PutRecordsResponse, error)
+	GetCursor(ctx context.Context, req *GetCursorRequest) (*GetCursorResponse, error)
+	// GetRecords reads from a cursor; maxFetchBytes <= 0 leaves the server default.
+	GetRecords(ctx context.Context, cursor string, maxFetchBytes int) (*GetRecordsResponse, error)
+
+	CreateApp(ctx context.Context, name string) error
+	ListApps(ctx context.Context, limit int, startAppName, streamName string) (*ListAppsResponse, error)
+	DescribeApp(ctx context.Context, name string) (*App, error)
+	DeleteApp(ctx context.Context, name string) error
+	ConsumerState(ctx context.Context, app, stream string, limit int, startPartitionID string) (*ConsumerStateResponse, error)
+
+	CommitCheckpoint(ctx context.Context, req *CommitCheckpointRequest) error
+	GetCheckpoint(ctx context.Context, req *GetCheckpointRequest) (*GetCheckpointResponse, error)
+	DeleteCheckpoint(ctx context.Context, req *DeleteCheckpointRequest) error
+}

@@ -1,0 +1,211 @@
+package dislocal
+
+import (
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/disgw/disgw/disclient"
+)
+
+// GetRecords limits. DIS documents neither a default nor a maximum for
+// max_fetch_bytes; these keep one answer's memory bounded.
+const (
+	defaultFetchBytes = 4 << 20
+	maxFetchBytes     = 32 << 20
+	defaultFetchLimit = 1000
+	maxFetchLimit     = 10000
+	// maxPooledBuffer keeps rare huge answers from staying in the pool.
+	maxPooledBuffer = 8 << 20
+)
+
+// responseBuffers recycles GetRecords answers, which are built by hand.
+var responseBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// getRecords reads from a cursor's position up to limit records or
+// max_fetch_bytes of key and data. Unlike DIS, which never returns a record
+// larger than max_fetch_bytes, it always returns at least one record when
+// one is available, so a reader with a small max_fetch_bytes cannot get
+// stuck in front of a large record.
+func (s *Server) getRecords(w http.ResponseWriter, r *http.Request, project string) error {
+	q := r.URL.Query()
+	c, pos, err := decodeCursor(q.Get("partition-cursor"))
+	if err != nil {
+		return err
+	}
+	now := s.nowMs()
+	if now-c.GenerateTimestamp > s.cfg.CursorTTL.Milliseconds() {
+		return errorf(disclient.CodeCursorExpired, "Partition cursor has expired.")
+	}
+	limit, err := queryInt(q, "limit", defaultFetchLimit, 1, maxFetchLimit)
+	if err != nil {
+		return err
+	}
+	fetchBytes := defaultFetchBytes
+	if v := q.Get("max_fetch_bytes"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return errorf(disclient.CodeInvalidRequest, "Invalid max_fetch_bytes. [%s]", v)
+		}
+		if n > 0 {
+			fetchBytes = min(n, maxFetchBytes)
+		}
+	}
+
+	st, err := s.readStream(project, c.Param.StreamName)
+	if err != nil {
+		return err
+	}
+	defer st.mu.RUnlock()
+	n, err := disclient.ParsePartitionID(c.Param.PartitionID)
+	if err != nil {
+		return errorf(disclient.CodeInvalidCursor, "Invalid partition-cursor.")
+	}
+	if int(n) >= len(st.parts) {
+		return errPartitionNotFound(disclient.PartitionID(n))
+	}
+	earliest, visible := st.parts[n].bounds()
+	if pos < earliest {
+		return errPositionGone(pos, earliest)
+	}
+	if pos > visible {
+		return outOfRange(pos, earliest, visible)
+	}
+
+	bufp := responseBuffers.Get().(*[]byte)
+	out := append((*bufp)[:0], `{"records":[`...)
+	defer func() {
+		if cap(out) <= maxPooledBuffer {
+			*bufp = out
+			responseBuffers.Put(bufp)
+		}
+	}()
+	next := pos
+	if pos < visible {
+		out, next, err = s.appendRecordsJSON(out, st.meta.Key, n, pos, visible, limit, fetchBytes)
+		if err != nil {
+			return err
+		}
+	}
+	c.Param.CursorType = disclient.CursorAtSequenceNumber
+	c.Param.StartingSequenceNumber = strconv.FormatInt(next, 10)
+	c.GenerateTimestamp = now
+	nextCursor, err := encodeCursor(c)
+	if err != nil {
+		return err
+	}
+	out = append(out, `],"next_partition_cursor":"`...)
+	out = append(out, nextCursor...)
+	out = append(out, `"}`...)
+
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+	return nil
+}
+
+func errPositionGone(pos, earliest int64) *apiError {
+	return errorf(disclient.CodeCursorPositionGone, "The partition-cursor position has expired. [%d] is before the earliest record [%d]", pos, earliest)
+}
+
+// appendRecordsJSON appends the records [pos, visible) of a partition as
+// JSON objects of disclient.Record's shape, stopping at limit records or
+// once fetchBytes of key and data are reached (after at least one record).
+// It returns the position after the last record appended. Values are
+// encoded straight from the iterator, without per-record allocations.
+func (s *Server) appendRecordsJSON(out []byte, skey uint64, n int32, pos, visible int64, limit, fetchBytes int) ([]byte, int64, error) {
+	var lower, upper [recordKeyLen]byte
+	it, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: appendRecordKey(lower[:0], skey, n, pos),
+		UpperBound: appendRecordKey(upper[:0], skey, n, visible),
+	})
+	if err != nil {
+		return out, pos, err
+	}
+	next := pos
+	count, size := 0, 0
+	for ok := it.First(); ok && count < limit; ok = it.Next() {
+		seq, valid := recordSeq(it.Key())
+		if !valid {
+			err = errors.New("corrupt record key")
+			break
+		}
+		if count == 0 && seq != pos {
+			// Retention removed the position after bounds were read.
+			_ = it.Close()
+			return out, pos, errPositionGone(pos, seq)
+		}
+		v, verr := it.ValueAndErr()
+		if verr != nil {
+			err = verr
+			break
+		}
+		ts, key, data, valid := decodeRecordValue(v)
+		if !valid {
+			err = errors.New("corrupt record value")
+			break
+		}
+		if count > 0 && size+len(key)+len(data) > fetchBytes {
+			break
+		}
+		size += len(key) + len(data)
+		if count > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, '{')
+		if len(key) > 0 {
+			out = append(out, `"partition_key":`...)
+			out = appendJSONString(out, key)
+			out = append(out, ',')
+		}
+		out = append(out, `"sequence_number":"`...)
+		out = strconv.AppendInt(out, seq, 10)
+		out = append(out, `","data":"`...)
+		out = base64.StdEncoding.AppendEncode(out, data)
+		out = append(out, `","timestamp":`...)
+		out = strconv.AppendInt(out, ts, 10)
+		out = append(out, `,"timestamp_type":"CreateTime"}`...)
+		count++
+		next = seq + 1
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return out, next, err
+}
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
+// as encoding/json does.
+func appendJSONString(out, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	out = append(out, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				out = append(out, '\\', c)
+			case c < 0x20:
+				out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				out = append(out, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, `\ufffd`...)
+		} else {
+			out = append(out, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(out, '"')
+}

@@ -1,0 +1,336 @@
+// Package dislocal is disgw's embedded DIS: an HTTP server that serves the
+// DIS REST API (paths, JSON shapes, status codes, error bodies, cursors and
+// their expiry, dense sequence numbers) closely enough that disgw's own
+// client and the official Huawei Cloud Go SDK work against it unchanged.
+// It is the default backend when no DIS account is configured, so it keeps
+// everything in a pebble database and acknowledges writes only once they are
+// as durable as Config.Sync asks.
+//
+// Authentication is not checked: any signature, token or none is accepted,
+// and any project id names its own namespace of streams and apps.
+package dislocal
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/disgw/disgw/disclient"
+)
+
+// SyncMode says when a write is acknowledged relative to reaching the disk.
+type SyncMode string
+
+const (
+	// SyncAlways fsyncs the write-ahead log before answering each write
+	// request; concurrent requests share fsyncs (pebble group-commits them).
+	// An acknowledged write survives a process crash and a power loss.
+	SyncAlways SyncMode = "always"
+	// SyncNone answers once the write is in pebble's memtable and WAL buffer
+	// and leaves flushing to pebble and the OS. It is much faster, but a
+	// process crash or power loss can lose the writes of the last moments
+	// (pebble buffers the WAL tail in the process before writing it to the
+	// OS). The database itself always stays consistent.
+	SyncNone SyncMode = "none"
+)
+
+// Config configures an embedded DIS server.
+type Config struct {
+	// Dir is the data directory; the pebble database lives directly in it.
+	Dir string
+	// Sync defaults to SyncAlways.
+	Sync SyncMode
+	// CursorTTL is how long a partition cursor stays valid (DIS.4225 after);
+	// default 5 minutes, as on DIS.
+	CursorTTL time.Duration
+	// Now is the clock; default time.Now. Tests inject one to expire
+	// cursors and records without sleeping.
+	Now func() time.Time
+	// RetentionCheckInterval is how often expired records are deleted;
+	// default 1 minute.
+	RetentionCheckInterval time.Duration
+	// Logger receives server failures (every 5xx) and pebble's messages.
+	Logger zerolog.Logger
+}
+
+// Server is an embedded DIS server. It is an http.Handler; mount it on any
+// listener.
+type Server struct {
+	cfg  Config
+	log  zerolog.Logger
+	db   *pebble.DB
+	sync *pebble.WriteOptions
+	mux  *http.ServeMux
+
+	// life is held shared by every request and exclusively by Close, so that
+	// no request touches the database after it is closed.
+	life   sync.RWMutex
+	closed bool
+
+	// mu guards the catalog: the maps and nextStreamKey. Lock order is
+	// Server.mu, then stream.mu, then partition.mu.
+	mu            sync.RWMutex
+	streams       map[string]*stream // by catalogKey(project, name)
+	streamsByKey  map[uint64]*stream
+	apps          map[string]*appMeta // by catalogKey(project, name)
+	nextStreamKey uint64
+
+	stopSweep context.CancelFunc
+	sweepDone chan struct{}
+}
+
+// catalogKey is how streams and apps are found in memory: project and name
+// joined by 0x00, the same bytes that follow the kind byte in pebble.
+func catalogKey(project, name string) string { return project + "\x00" + name }
+
+// Open opens (or creates) the store in cfg.Dir, loads the catalog and starts
+// the retention sweeper.
+func Open(cfg Config) (*Server, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("dislocal: Config.Dir is required")
+	}
+	if cfg.Sync == "" {
+		cfg.Sync = SyncAlways
+	}
+	var writeOpts *pebble.WriteOptions
+	switch cfg.Sync {
+	case SyncAlways:
+		writeOpts = pebble.Sync
+	case SyncNone:
+		writeOpts = pebble.NoSync
+	default:
+		return nil, fmt.Errorf("dislocal: unknown sync mode %q (want %q or %q)", cfg.Sync, SyncAlways, SyncNone)
+	}
+	if cfg.CursorTTL <= 0 {
+		cfg.CursorTTL = 5 * time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.RetentionCheckInterval <= 0 {
+		cfg.RetentionCheckInterval = time.Minute
+	}
+	db, err := pebble.Open(cfg.Dir, &pebble.Options{
+		Logger: pebbleLogger{cfg.Logger},
+		// Large enough that a maximal PutRecords batch stays an ordinary
+		// memtable write instead of forcing a flush.
+		MemTableSize: 64 << 20,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dislocal: open %s: %w", cfg.Dir, err)
+	}
+	s := &Server{
+		cfg:          cfg,
+		log:          cfg.Logger,
+		db:           db,
+		sync:         writeOpts,
+		streams:      make(map[string]*stream),
+		streamsByKey: make(map[uint64]*stream),
+		apps:         make(map[string]*appMeta),
+		sweepDone:    make(chan struct{}),
+	}
+	if err := s.load(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("dislocal: load %s: %w", cfg.Dir, err)
+	}
+	s.routes()
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopSweep = cancel
+	go s.sweepLoop(ctx)
+	s.log.Info().Str("dir", cfg.Dir).Str("sync", string(cfg.Sync)).Int("streams", len(s.streams)).Msg("dislocal: opened")
+	return s, nil
+}
+
+// Close stops the sweeper, waits for in-flight requests and closes the
+// database. Requests after Close get DIS.5000.
+func (s *Server) Close() error {
+	s.stopSweep()
+	<-s.sweepDone
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.db.Close()
+}
+
+// ServeHTTP serves the DIS REST API. Trailing slashes are ignored.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.life.RLock()
+	defer s.life.RUnlock()
+	if s.closed {
+		s.writeError(w, r, errorf(disclient.CodeSystemError, "Server is closed."))
+		return
+	}
+	if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+		r2 := *r
+		u := *r.URL
+		u.Path = strings.TrimRight(p, "/")
+		u.RawPath = strings.TrimRight(u.RawPath, "/")
+		r2.URL = &u
+		r = &r2
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// handlerFunc serves one operation for one project. A returned error is
+// written as a DIS error body.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, project string) error
+
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	handle := func(pattern string, h handlerFunc) {
+		s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			project := r.PathValue("project")
+			if err := checkProject(project); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			if err := h(w, r, project); err != nil {
+				s.writeError(w, r, err)
+			}
+		})
+	}
+	handle("POST /v2/{project}/streams", s.createStream)
+	handle("GET /v2/{project}/streams", s.listStreams)
+	handle("GET /v2/{project}/streams/{stream}", s.describeStream)
+	handle("DELETE /v2/{project}/streams/{stream}", s.deleteStream)
+	handle("PUT /v2/{project}/streams/{stream}", s.updatePartitionCount)
+	handle("PUT /v3/{project}/streams/{stream}", s.updateStream)
+	handle("PUT /v2/{project}/streams/{stream}/update", s.updateStream)
+
+	handle("POST /v2/{project}/records", s.putRecords)
+	handle("GET /v2/{project}/records", s.getRecords)
+	handle("GET /v2/{project}/cursors", s.getCursor)
+
+	handle("POST /v2/{project}/apps", s.createApp)
+	handle("GET /v2/{project}/apps", s.listApps)
+	handle("GET /v2/{project}/apps/{app}", s.showApp)
+	handle("DELETE /v2/{project}/apps/{app}", s.deleteApp)
+	handle("GET /v2/{project}/apps/{app}/streams/{stream}", s.consumerState)
+
+	handle("POST /v2/{project}/checkpoints", s.commitCheckpoint)
+	handle("GET /v2/{project}/checkpoints", s.showCheckpoint)
+	handle("DELETE /v2/{project}/checkpoints", s.deleteCheckpoint)
+
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, &apiError{
+			status:  http.StatusNotFound,
+			code:    disclient.CodeInvalidRequest,
+			message: fmt.Sprintf("No such API. [%s %s]", r.Method, r.URL.Path),
+		})
+	})
+}
+
+// load reads the catalog (streams, partitions, apps) into memory.
+func (s *Server) load() error {
+	v, closer, err := s.db.Get(streamCounterKey)
+	switch {
+	case err == nil:
+		if len(v) != 8 {
+			_ = closer.Close()
+			return errors.New("corrupt stream counter")
+		}
+		s.nextStreamKey = binary.BigEndian.Uint64(v)
+		_ = closer.Close()
+	case !errors.Is(err, pebble.ErrNotFound):
+		return err
+	}
+
+	err = s.scan([]byte{kindStream}, func(k, v []byte) error {
+		project, _, ok := splitNamedKey(k)
+		if !ok {
+			return fmt.Errorf("corrupt stream key %q", k)
+		}
+		var meta streamMeta
+		if err := json.Unmarshal(v, &meta); err != nil {
+			return fmt.Errorf("stream %q: %w", k, err)
+		}
+		st := &stream{project: project, meta: meta}
+		for n := range meta.PartitionCount {
+			st.parts = append(st.parts, newPartition(n, newPartitionState()))
+		}
+		s.streams[catalogKey(project, meta.Name)] = st
+		s.streamsByKey[meta.Key] = st
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	err = s.scan([]byte{kindPartition}, func(k, v []byte) error {
+		ps, ok := decodePartitionState(v)
+		if len(k) != partitionPrefixLen || !ok {
+			return fmt.Errorf("corrupt partition state %q", k)
+		}
+		st := s.streamsByKey[binary.BigEndian.Uint64(k[1:])]
+		n := int32(binary.BigEndian.Uint32(k[9:]))
+		if st == nil || n < 0 || int(n) >= len(st.parts) {
+			return fmt.Errorf("partition state %q has no stream", k)
+		}
+		st.parts[n] = newPartition(n, ps)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	return s.scan([]byte{kindApp}, func(k, v []byte) error {
+		project, name, ok := splitNamedKey(k)
+		if !ok {
+			return fmt.Errorf("corrupt app key %q", k)
+		}
+		var app appMeta
+		if err := json.Unmarshal(v, &app); err != nil {
+			return fmt.Errorf("app %q: %w", k, err)
+		}
+		app.Name = name
+		s.apps[catalogKey(project, name)] = &app
+		return nil
+	})
+}
+
+// scan calls fn for every key with the given prefix, in key order.
+func (s *Server) scan(prefix []byte, fn func(k, v []byte) error) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			break
+		}
+		if err := fn(it.Key(), v); err != nil {
+			_ = it.Close()
+			return err
+		}
+	}
+	return it.Close()
+}
+
+// pebbleLogger routes pebble's messages to zerolog. Pebble expects Fatalf
+// not to return; zerolog's Fatal exits the process.
+type pebbleLogger struct{ log zerolog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	l.log.Debug().Msgf("pebble: "+format, args...)
+}
+
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.log.Error().Msgf("pebble: "+format, args...)
+}
+
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	l.log.Fatal().Msgf("pebble: "+format, args...)
+}

@@ -1,0 +1,177 @@
+package gateway
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/protocol"
+)
+
+// Produce v3–v11.
+//
+// v3 is the first version with record batches v2 (and the transactional id
+// field); v5 added log_start_offset to the response; v8 per-record errors
+// and an error message; v9 made it flexible; v10 and v11 only changed the
+// error codes a client may see (KIP-951 leader hints are not needed: this
+// gateway leads every partition). Batches are decoded and split into DIS
+// records, queued on the partition writer in request order, and answered
+// once DIS has accepted them; acks=0 is answered with nothing, as Kafka does.
+
+func init() { regKey(0, 3, 11, handleProduce) }
+
+// producePending is one partition of a produce request waiting for DIS.
+type producePending struct {
+	topic, part int
+	op          *appendOp
+}
+
+func handleProduce(gw *Gateway, r *request, req *kmsg.ProduceRequest) {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	var waits []producePending
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		t, terr := gw.catalog.get(r.ctx, rt.Topic)
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset = -1
+			sp.LogAppendTime = -1
+			sp.LogStartOffset = -1
+			switch {
+			case errors.Is(terr, errUnknownTopic):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case terr != nil:
+				sp.ErrorCode = kafkaCodeForDIS(terr)
+			case !t.writable(rp.Partition):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				if op := gw.startAppend(t, rp, &sp); op != nil {
+					waits = append(waits, producePending{topic: ti, part: len(st.Partitions), op: op})
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		r.respond(nil)
+		return
+	}
+	if len(waits) == 0 {
+		r.respond(resp)
+		return
+	}
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	if timeout <= 0 || timeout > putTimeout {
+		timeout = putTimeout
+	}
+	go func() {
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		for _, w := range waits {
+			sp := &resp.Topics[w.topic].Partitions[w.part]
+			select {
+			case <-w.op.done:
+			case <-timer.C:
+				sp.ErrorCode = kerr.RequestTimedOut.Code
+				continue
+			case <-r.ctx.Done():
+				sp.ErrorCode = kerr.RequestTimedOut.Code
+				continue
+			}
+			if w.op.errCode != 0 {
+				sp.ErrorCode = w.op.errCode
+				sp.ErrorMessage = kmsg.StringPtr(w.op.errMsg)
+				continue
+			}
+			sp.BaseOffset = w.op.baseOffset
+			sp.LogStartOffset = 0
+			if t, err := gw.catalog.get(r.ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.partitions) {
+				sp.LogStartOffset = t.partitions[sp.Partition].earliest
+			}
+		}
+		r.respond(resp)
+	}()
+}
+
+// startAppend decodes one partition's batches and queues them. It returns
+// the op to wait for, or nil with sp's error set.
+func (gw *Gateway) startAppend(t *topicMeta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) *appendOp {
+	fail := func(code int16, msg string) *appendOp {
+		sp.ErrorCode = code
+		if msg != "" {
+			sp.ErrorMessage = kmsg.StringPtr(msg)
+		}
+		return nil
+	}
+	batches, err := protocol.DecodeBatches(rp.Records, int(gw.cfg.MaxFrameBytes))
+	if err != nil {
+		var ie *protocol.InvalidRecordError
+		switch {
+		case errors.Is(err, protocol.ErrCorruptMessage):
+			return fail(kerr.CorruptMessage.Code, err.Error())
+		case errors.As(err, &ie):
+			return fail(kerr.InvalidRecord.Code, err.Error())
+		}
+		return fail(kerr.CorruptMessage.Code, err.Error())
+	}
+	if len(batches) == 0 {
+		return fail(kerr.InvalidRecord.Code, "the produce request holds no record batch")
+	}
+	op := &appendOp{producerID: -1, done: make(chan struct{})}
+	pid := disclient.PartitionID(rp.Partition)
+	for bi := range batches {
+		b := &batches[bi]
+		switch {
+		case b.Transactional():
+			return fail(kerr.InvalidRecord.Code, "disgw does not support transactions")
+		case b.Control():
+			return fail(kerr.InvalidRecord.Code, "clients may not write control batches")
+		case b.ProducerID >= 0 && len(batches) > 1:
+			return fail(kerr.InvalidRecord.Code, "an idempotent producer must send one batch per partition")
+		}
+		if b.ProducerID >= 0 {
+			op.producerID, op.epoch, op.firstSeq = b.ProducerID, b.ProducerEpoch, b.BaseSequence
+			last := int64(b.BaseSequence) + int64(b.NumRecords) - 1
+			if last > 1<<31-1 {
+				last -= 1 << 31 // sequences wrap to 0 after int32 max
+			}
+			op.lastSeq = int32(last)
+		}
+		for i := range b.Records {
+			rec := &b.Records[i]
+			e, err := t.format.toEntry(rec, pid, gw.cfg.MaxRecordBytes)
+			if err != nil {
+				var re *recordError
+				code := kerr.InvalidRecord.Code
+				if errors.As(err, &re) && re.tooLarge {
+					code = kerr.MessageTooLarge.Code
+				}
+				re2 := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+				re2.RelativeOffset = int32(i)
+				re2.ErrorMessage = kmsg.StringPtr(err.Error())
+				sp.ErrorRecords = append(sp.ErrorRecords, re2)
+				return fail(code, err.Error())
+			}
+			op.entries = append(op.entries, e)
+			op.bytes += len(e.Data)
+		}
+		op.records = append(op.records, b.Records...)
+	}
+	w := gw.writerFor(partitionKey{topic: t.name, partition: rp.Partition})
+	dup, code := w.enqueue(op)
+	if code != 0 {
+		return fail(code, "")
+	}
+	if dup != nil {
+		return dup
+	}
+	return op
+}

@@ -1,0 +1,271 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/protocol"
+)
+
+// Fetch v4–v16.
+//
+// v4 added isolation level and the last stable offset; v5 log start offset;
+// v7 fetch sessions (KIP-227); v9 the current leader epoch; v11 rack-aware
+// preferred replicas; v12 made it flexible; v13 names topics by id; v15 moved
+// the replica id into replica state; v16 adds leader hints (KIP-951), which
+// are not needed here. Fetch sessions are answered as full fetches with
+// session id 0, which KIP-227 allows: the client sends its full partition
+// list every time, so nothing is kept for partitions it dropped. Without
+// transactions, read_committed and read_uncommitted see the same records and
+// the last stable offset is the high watermark.
+
+func init() { regKey(1, 4, 16, handleFetch) }
+
+// maxFetchWait bounds max_wait_ms, so a client cannot park a handler forever.
+const maxFetchWait = 30 * time.Second
+
+// fetchPart is one partition of a fetch in progress.
+type fetchPart struct {
+	topic   *topicMeta
+	req     *kmsg.FetchRequestTopicPartition
+	resp    *kmsg.FetchResponseTopicPartition
+	offset  int64
+	records []protocol.Record
+	bytes   int
+	done    bool
+}
+
+func handleFetch(gw *Gateway, r *request, req *kmsg.FetchRequest) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if req.Version >= 7 && req.SessionID != 0 {
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		r.respond(resp)
+		return
+	}
+	var parts []*fetchPart
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		name := rt.Topic
+		var t *topicMeta
+		var terr error
+		if req.Version >= 13 {
+			if n, ok := gw.catalog.nameForID(r.ctx, rt.TopicID); ok {
+				name = n
+			} else {
+				terr = errUnknownTopicID
+			}
+		}
+		if terr == nil {
+			t, terr = gw.catalog.get(r.ctx, name)
+		}
+		for pi := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rt.Partitions[pi].Partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			sp.RecordBatches = []byte{} // librdkafka refuses a null record set
+			switch {
+			case errors.Is(terr, errUnknownTopicID):
+				sp.ErrorCode = kerr.UnknownTopicID.Code
+			case errors.Is(terr, errUnknownTopic):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case terr != nil:
+				sp.ErrorCode = kafkaCodeForDIS(terr)
+			case !t.readable(sp.Partition):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	for ti := range req.Topics {
+		for pi := range req.Topics[ti].Partitions {
+			sp := &resp.Topics[ti].Partitions[pi]
+			if sp.ErrorCode != 0 {
+				continue
+			}
+			name := req.Topics[ti].Topic
+			if req.Version >= 13 {
+				name, _ = gw.catalog.nameForID(r.ctx, req.Topics[ti].TopicID)
+			}
+			t, _ := gw.catalog.get(r.ctx, name)
+			rp := &req.Topics[ti].Partitions[pi]
+			parts = append(parts, &fetchPart{topic: t, req: rp, resp: sp, offset: rp.FetchOffset})
+		}
+	}
+	go gw.serveFetch(r, req, resp, parts)
+}
+
+var errUnknownTopicID = errors.New("unknown topic id")
+
+// serveFetch reads every partition, long-polling until min_bytes are there
+// or max_wait_ms has passed, then encodes the batches.
+func (gw *Gateway) serveFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*fetchPart) {
+	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+	if wait > maxFetchWait {
+		wait = maxFetchWait
+	}
+	deadline := time.Now().Add(wait)
+	maxBytes := int(req.MaxBytes)
+	if req.Version < 3 || maxBytes <= 0 {
+		maxBytes = 1 << 30
+	}
+	minBytes := int(req.MinBytes)
+	ctx, cancel := context.WithDeadline(r.ctx, deadline.Add(putTimeout))
+	defer cancel()
+	total := 0
+	for {
+		var wake []<-chan struct{}
+		for _, p := range parts {
+			if p.done {
+				continue
+			}
+			budget := maxBytes - total
+			if budget <= 0 {
+				break
+			}
+			pmax := int(p.req.PartitionMaxBytes)
+			if pmax <= 0 {
+				pmax = budget
+			}
+			limit := min(pmax, budget)
+			if total == 0 {
+				limit = max(limit, 1) // the first partition always makes progress
+			}
+			n := gw.fetchPartition(ctx, p, limit)
+			total += n
+			if !p.done {
+				wake = append(wake, gw.readerFor(partitionKey{p.topic.name, p.resp.Partition}).waitChan())
+			}
+		}
+		if total >= max(minBytes, 1) || len(wake) == 0 || !time.Now().Before(deadline) {
+			break
+		}
+		if !waitAny(ctx, wake, deadline, gw.cfg.PollInterval) {
+			break
+		}
+	}
+	fetched := 0
+	for _, p := range parts {
+		if len(p.records) == 0 {
+			continue
+		}
+		b, err := protocol.AppendBatch(nil, p.records, protocol.CodecNone, 0)
+		if err != nil {
+			gw.log.Error().Err(err).Str("topic", p.topic.name).Msg("fetch: encoding a record batch failed")
+			p.resp.ErrorCode = kerr.UnknownServerError.Code
+			continue
+		}
+		p.resp.RecordBatches = b
+		fetched += len(p.records)
+	}
+	gw.metrics.fetchedRecs.Add(float64(fetched))
+	r.respond(resp)
+}
+
+// fetchPartition reads once for p and returns the bytes it added. A
+// partition is done once it has records or an error.
+func (gw *Gateway) fetchPartition(ctx context.Context, p *fetchPart, limit int) int {
+	k := partitionKey{p.topic.name, p.resp.Partition}
+	pr := gw.readerFor(k)
+	pm := p.topic.partitions[p.resp.Partition]
+	pr.observeHWM(pm.next)
+	p.resp.LogStartOffset = pm.earliest
+	hwm := pr.knownHWM()
+	if p.offset < pm.earliest || p.offset > hwm {
+		// The description may be stale; look again before refusing.
+		if t, err := gw.catalog.refresh(ctx, p.topic.name); err == nil && int(k.partition) < len(t.partitions) {
+			p.topic = t
+			pm = t.partitions[k.partition]
+			pr.observeHWM(pm.next)
+			hwm = pr.knownHWM()
+			p.resp.LogStartOffset = pm.earliest
+		}
+		if p.offset < pm.earliest || p.offset > hwm {
+			gw.outOfRange(p, pm.earliest, hwm)
+			return 0
+		}
+	}
+	recs, err := pr.read(ctx, p.topic.format, p.offset, limit)
+	hwm = pr.knownHWM()
+	p.resp.HighWatermark, p.resp.LastStableOffset = hwm, hwm
+	if err != nil {
+		if errors.Is(err, errOutOfRange) {
+			if t, rerr := gw.catalog.refresh(ctx, p.topic.name); rerr == nil && int(k.partition) < len(t.partitions) {
+				pm = t.partitions[k.partition]
+			}
+			gw.outOfRange(p, pm.earliest, max(pm.next, hwm))
+			return 0
+		}
+		if ctx.Err() != nil {
+			return 0
+		}
+		gw.log.Warn().Err(err).Str("topic", k.topic).Int32("partition", k.partition).Msg("fetch: reading DIS failed")
+		p.resp.ErrorCode = fetchErrorCode(err)
+		p.done = true
+		return 0
+	}
+	if len(recs) == 0 {
+		return 0
+	}
+	n := 0
+	for i := range recs {
+		n += recordSize(&recs[i])
+	}
+	p.records, p.bytes, p.done = recs, n, true
+	return n
+}
+
+func (gw *Gateway) outOfRange(p *fetchPart, earliest, hwm int64) {
+	p.resp.ErrorCode = kerr.OffsetOutOfRange.Code
+	p.resp.LogStartOffset = earliest
+	p.resp.HighWatermark, p.resp.LastStableOffset = hwm, hwm
+	p.done = true
+}
+
+// waitAny blocks until one of chans closes, poll passes, or deadline. It
+// returns false when ctx is done.
+func waitAny(ctx context.Context, chans []<-chan struct{}, deadline time.Time, poll time.Duration) bool {
+	d := min(time.Until(deadline), poll)
+	if d <= 0 {
+		return true
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	if len(chans) == 1 {
+		select {
+		case <-chans[0]:
+		case <-timer.C:
+		case <-ctx.Done():
+			return false
+		}
+		return true
+	}
+	any := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	for _, c := range chans {
+		go func(c <-chan struct{}) {
+			select {
+			case <-c:
+				select {
+				case any <- struct{}{}:
+				default:
+				}
+			case <-stop:
+			}
+		}(c)
+	}
+	select {
+	case <-any:
+	case <-timer.C:
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}

@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disclient"
+)
+
+// Metadata v0–v12.
+//
+// v1 made an empty topic list mean "no topics" (null means all) and added the
+// controller and rack; v2 the cluster id; v4 allow_auto_topic_creation; v5
+// offline replicas; v7 leader epochs; v8–v10 authorized operations; v10 topic
+// ids; v11 dropped cluster authorized operations; v12 allows requesting a
+// topic by id alone. This gateway is the only broker and leads every
+// partition; the leader epoch is always 0, since DIS partitions never change
+// leader.
+
+func init() { regKey(3, 0, 12, handleMetadata) }
+
+func handleMetadata(gw *Gateway, r *request, req *kmsg.MetadataRequest) {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	b := kmsg.NewMetadataResponseBroker()
+	b.NodeID, b.Host, b.Port = gw.cfg.NodeID, gw.advertisedHost, gw.advertisedPort
+	resp.Brokers = []kmsg.MetadataResponseBroker{b}
+	resp.ClusterID = &gw.cfg.ClusterID
+	resp.ControllerID = gw.cfg.NodeID
+
+	ctx := r.ctx
+	var names []string
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if all {
+		list, err := gw.catalog.list(ctx)
+		if err != nil {
+			gw.log.Warn().Err(err).Msg("metadata: ListStreams failed")
+		}
+		names = list
+	}
+	for _, t := range req.Topics {
+		switch {
+		case t.Topic != nil && *t.Topic != "":
+			names = append(names, *t.Topic)
+		case t.TopicID != [16]byte{}:
+			if name, ok := gw.catalog.nameForID(ctx, t.TopicID); ok {
+				names = append(names, name)
+			} else {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = t.TopicID
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, mt)
+			}
+		}
+	}
+	autoCreate := gw.cfg.AutoCreateTopics && !all && (req.Version < 4 || req.AllowAutoTopicCreation)
+	for _, name := range names {
+		resp.Topics = append(resp.Topics, gw.topicMetadata(ctx, name, autoCreate))
+	}
+	r.respond(resp)
+}
+
+// topicMetadata describes one topic, creating it first when allowed.
+func (gw *Gateway) topicMetadata(ctx context.Context, name string, autoCreate bool) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = kmsg.StringPtr(name)
+	t, err := gw.catalog.get(ctx, name)
+	if errors.Is(err, errUnknownTopic) && autoCreate {
+		if why := validTopicName(name); why != "" {
+			mt.ErrorCode = kerr.InvalidTopicException.Code
+			return mt
+		}
+		err = gw.createTopic(ctx, name, gw.cfg.DefaultPartitions, nil, gw.cfg.DefaultRecordFormat)
+		if err == nil || disclient.IsCode(err, disclient.CodeStreamExists) {
+			gw.log.Info().Str("topic", name).Int32("partitions", gw.cfg.DefaultPartitions).Msg("auto-created topic")
+			t, err = gw.catalog.refresh(ctx, name)
+		}
+	}
+	switch {
+	case errors.Is(err, errUnknownTopic):
+		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return mt
+	case err != nil:
+		gw.log.Warn().Err(err).Str("topic", name).Msg("metadata: DescribeStream failed")
+		mt.ErrorCode = kafkaCodeForDIS(err)
+		return mt
+	}
+	mt.TopicID = t.id
+	if t.status != "" && t.status != disclient.StreamStatusRunning {
+		mt.ErrorCode = kerr.LeaderNotAvailable.Code
+		return mt
+	}
+	for i := range t.partitions {
+		p := int32(i)
+		if !t.readable(p) {
+			continue
+		}
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p
+		mp.Leader = gw.cfg.NodeID
+		mp.LeaderEpoch = 0
+		mp.Replicas = []int32{gw.cfg.NodeID}
+		mp.ISR = []int32{gw.cfg.NodeID}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

@@ -1,0 +1,51 @@
+package gateway
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/protocol"
+)
+
+// ApiVersions v0–v4.
+//
+// v3 made the request flexible and added the client's software name and
+// version; v4 (KIP-511 follow-up) changed nothing on the wire. The response
+// header is always v0 so that a client can read it before it knows which
+// versions we speak. A request at a version we do not have is answered at v0
+// with UNSUPPORTED_VERSION and our ranges, so the client can retry lower
+// instead of failing (KAFKA-COMPAT.md item 1).
+
+const apiKeyApiVersions = 18
+
+func init() { regKey(apiKeyApiVersions, 0, 4, handleApiVersions) }
+
+func handleApiVersions(gw *Gateway, r *request, req *kmsg.ApiVersionsRequest) {
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	resp.ApiKeys = supportedKeys()
+	r.respond(resp)
+}
+
+// supportedKeys lists every registered key with its range.
+func supportedKeys() []kmsg.ApiVersionsResponseApiKey {
+	var keys []kmsg.ApiVersionsResponseApiKey
+	for _, h := range handlers {
+		if h == nil {
+			continue
+		}
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = h.key, h.min, h.max
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// apiVersionsUnsupported builds the v0 answer to an ApiVersions request at a
+// version beyond ours.
+func apiVersionsUnsupported(hdr protocol.RequestHeader) []byte {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = supportedKeys()
+	hdr.Version = 0
+	return protocol.AppendResponse(nil, hdr, resp)
+}

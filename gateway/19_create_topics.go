@@ -1,0 +1,166 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disclient"
+)
+
+// CreateTopics v0–v7.
+//
+// v1 added validate_only and error messages; v4 allows num_partitions and
+// replication_factor -1 (broker defaults); v5 returns the created topic's
+// partition count, replication factor and configs; v7 its topic id. A topic
+// is a DIS stream: partitions become partition_count, retention.ms becomes
+// data_duration in hours, and the record format is kept in a stream tag.
+// DIS keeps one copy, so a replication factor other than 1 (or -1) is refused.
+
+func init() { regKey(19, 0, 7, handleCreateTopics) }
+
+// Topic configs understood at creation.
+const (
+	configRetentionMs   = "retention.ms"
+	configCleanupPolicy = "cleanup.policy"
+	configRecordFormat  = "dis.record.format"
+	configStreamType    = "dis.stream.type"
+)
+
+func handleCreateTopics(gw *Gateway, r *request, req *kmsg.CreateTopicsRequest) {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	for i := range req.Topics {
+		resp.Topics = append(resp.Topics, gw.createOne(r.ctx, &req.Topics[i], req.ValidateOnly))
+	}
+	r.respond(resp)
+}
+
+func (gw *Gateway) createOne(ctx context.Context, t *kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {
+	rt := kmsg.NewCreateTopicsResponseTopic()
+	rt.Topic = t.Topic
+	fail := func(code int16, msg string) kmsg.CreateTopicsResponseTopic {
+		rt.ErrorCode = code
+		rt.ErrorMessage = kmsg.StringPtr(msg)
+		return rt
+	}
+	if why := validTopicName(t.Topic); why != "" {
+		return fail(kerr.InvalidTopicException.Code, why)
+	}
+	partitions := t.NumPartitions
+	if len(t.ReplicaAssignment) > 0 {
+		if partitions != -1 {
+			return fail(kerr.InvalidRequest.Code, "both num_partitions and a replica assignment were given")
+		}
+		for _, a := range t.ReplicaAssignment {
+			if len(a.Replicas) != 1 || a.Replicas[0] != gw.cfg.NodeID {
+				return fail(kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("every partition must be assigned to broker %d alone: DIS keeps the replicas", gw.cfg.NodeID))
+			}
+		}
+		partitions = int32(len(t.ReplicaAssignment))
+	}
+	if partitions == -1 {
+		partitions = gw.cfg.DefaultPartitions
+	}
+	if partitions < 1 {
+		return fail(kerr.InvalidPartitions.Code, "the number of partitions must be at least 1")
+	}
+	if t.ReplicationFactor != -1 && t.ReplicationFactor != 1 {
+		return fail(kerr.InvalidReplicationFactor.Code, "DIS keeps its own replicas; the replication factor must be 1 or -1")
+	}
+	spec := streamSpec{retentionHours: gw.cfg.DefaultRetentionHours, format: gw.cfg.DefaultRecordFormat}
+	for _, c := range t.Configs {
+		if err := spec.apply(c.Name, c.Value); err != nil {
+			return fail(kerr.InvalidConfig.Code, err.Error())
+		}
+	}
+	if _, err := gw.catalog.get(ctx, t.Topic); err == nil {
+		return fail(kerr.TopicAlreadyExists.Code, "topic '"+t.Topic+"' already exists")
+	} else if !errors.Is(err, errUnknownTopic) {
+		return fail(kafkaCodeForDIS(err), err.Error())
+	}
+	rt.NumPartitions = partitions
+	rt.ReplicationFactor = 1
+	if validateOnly {
+		return rt
+	}
+	if err := gw.createTopic(ctx, t.Topic, partitions, &spec, spec.format); err != nil {
+		if disclient.IsCode(err, disclient.CodeStreamExists) {
+			return fail(kerr.TopicAlreadyExists.Code, "topic '"+t.Topic+"' already exists")
+		}
+		gw.log.Warn().Err(err).Str("topic", t.Topic).Msg("CreateStream failed")
+		return fail(kafkaCodeForDIS(err), err.Error())
+	}
+	gw.log.Info().Str("topic", t.Topic).Int32("partitions", partitions).Str("format", string(spec.format)).Msg("created topic")
+	if tm, err := gw.catalog.refresh(ctx, t.Topic); err == nil {
+		rt.TopicID = tm.id
+	}
+	return rt
+}
+
+// streamSpec is what a new topic's configs ask of its stream.
+type streamSpec struct {
+	retentionHours int32
+	format         RecordFormat
+	streamType     string
+}
+
+// apply takes one topic config. Configs DIS has no equivalent for are
+// accepted and ignored, except those whose promise DIS cannot keep.
+func (s *streamSpec) apply(name string, value *string) error {
+	if value == nil {
+		return nil
+	}
+	v := *value
+	switch name {
+	case configRetentionMs:
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("retention.ms %q is not a number", v)
+		}
+		hours := (ms + 3_599_999) / 3_600_000
+		if ms < 0 || hours < 24 || hours > 72 {
+			return fmt.Errorf("retention.ms %s is outside what DIS keeps: 24 to 72 hours (86400000 to 259200000 ms)", v)
+		}
+		s.retentionHours = int32(hours)
+	case configCleanupPolicy:
+		if v != "delete" {
+			return fmt.Errorf("cleanup.policy %q is not possible: DIS only deletes by age", v)
+		}
+	case configRecordFormat:
+		if f := RecordFormat(v); f == FormatKafka || f == FormatRaw {
+			s.format = f
+		} else {
+			return fmt.Errorf("dis.record.format must be %q or %q", FormatKafka, FormatRaw)
+		}
+	case configStreamType:
+		if v != disclient.StreamTypeCommon && v != disclient.StreamTypeAdvanced {
+			return fmt.Errorf("dis.stream.type must be %s or %s", disclient.StreamTypeCommon, disclient.StreamTypeAdvanced)
+		}
+		s.streamType = v
+	}
+	return nil
+}
+
+// createTopic creates the stream for a topic; spec nil means defaults.
+func (gw *Gateway) createTopic(ctx context.Context, name string, partitions int32, spec *streamSpec, format RecordFormat) error {
+	hours := gw.cfg.DefaultRetentionHours
+	req := &disclient.CreateStreamRequest{
+		StreamName:     name,
+		PartitionCount: partitions,
+		StreamType:     disclient.StreamTypeCommon,
+		DataType:       disclient.DataTypeBlob,
+		DataDuration:   &hours,
+		Tags:           []disclient.Tag{{Key: formatTagKey, Value: string(format)}},
+	}
+	if spec != nil {
+		hours = spec.retentionHours
+		if spec.streamType != "" {
+			req.StreamType = spec.streamType
+		}
+	}
+	return gw.catalog.create(ctx, req)
+}

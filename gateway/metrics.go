@@ -1,0 +1,48 @@
+package gateway
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the gateway's Prometheus series; docs/operations.md lists them.
+type metrics struct {
+	connections    prometheus.Gauge
+	requests       *prometheus.CounterVec
+	badRequests    prometheus.Counter
+	backpressure   prometheus.Counter
+	bytesIn        prometheus.Counter
+	bytesOut       prometheus.Counter
+	producedRecs   prometheus.Counter
+	fetchedRecs    prometheus.Counter
+	putRecordsCall prometheus.Histogram
+	disErrors      *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "disgw_connections", Help: "Open Kafka client connections."}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_requests_total", Help: "Kafka requests handled, by API."}, []string{"api"}),
+		badRequests: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_bad_requests_total", Help: "Frames refused: malformed, oversized or unsupported; each closes its connection."}),
+		backpressure: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_backpressure_total", Help: "Times a connection stopped being read because its in-flight bounds were reached."}),
+		bytesIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_request_bytes_total", Help: "Kafka request bytes received."}),
+		bytesOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_response_bytes_total", Help: "Kafka response bytes sent."}),
+		producedRecs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_produced_records_total", Help: "Records written to DIS through Produce."}),
+		fetchedRecs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_fetched_records_total", Help: "Records returned to Fetch requests."}),
+		putRecordsCall: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "disgw_dis_put_records_seconds", Help: "Latency of DIS PutRecords calls made by partition writers.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		disErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_dis_errors_total", Help: "DIS calls that failed, by DIS error code (\"\" for transport errors)."}, []string{"code"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.connections, m.requests, m.badRequests, m.backpressure, m.bytesIn, m.bytesOut,
+			m.producedRecs, m.fetchedRecs, m.putRecordsCall, m.disErrors)
+	}
+	return m
+}

@@ -1,0 +1,266 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/protocol"
+)
+
+// cursorRefreshAge reopens a DIS cursor before its 5-minute expiry, as
+// Huawei's own adapter does after 270 s.
+const cursorRefreshAge = 270 * time.Second
+
+// partitionReader serves Fetch for one partition (DESIGN.md §4). It keeps the
+// DIS cursor for the offset it will read next, so sequential consumers cost
+// one GetRecords per fetch and no GetCursor; a read-ahead cache of recent
+// records serves several consumers at once and hands records just produced
+// through this gateway to fetchers without a DIS round trip.
+type partitionReader struct {
+	gw  *Gateway
+	key partitionKey
+	pid string
+
+	mu         sync.Mutex
+	cache      []protocol.Record // consecutive offsets
+	cacheBytes int
+	hwm        int64 // next offset known to exist; -1 unknown
+	notify     chan struct{}
+	lastEmpty  time.Time // when DIS last had nothing at hwm
+
+	readMu       sync.Mutex // one DIS read at a time
+	cursor       string
+	cursorOffset int64
+	cursorAt     time.Time
+}
+
+func (gw *Gateway) readerFor(k partitionKey) *partitionReader {
+	gw.partMu.Lock()
+	defer gw.partMu.Unlock()
+	r := gw.readers[k]
+	if r == nil {
+		r = &partitionReader{gw: gw, key: k, pid: disclient.PartitionID(k.partition), hwm: -1, notify: make(chan struct{})}
+		gw.readers[k] = r
+	}
+	return r
+}
+
+// recordSize estimates a record's share of a fetch response.
+func recordSize(r *protocol.Record) int {
+	n := 24 + len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += 8 + len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// appended adds records this gateway just wrote and wakes long-polling fetches.
+func (pr *partitionReader) appended(recs []protocol.Record) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	pr.addLocked(recs)
+}
+
+func (pr *partitionReader) addLocked(recs []protocol.Record) {
+	if len(recs) == 0 {
+		return
+	}
+	first := recs[0].Offset
+	end := pr.cacheEnd()
+	switch {
+	case len(pr.cache) == 0 || first == end:
+	case first > end:
+		// A gap (records written elsewhere): start the cache over.
+		pr.cache, pr.cacheBytes = nil, 0
+	default:
+		// Overlap: keep only what extends the cache.
+		if skip := int(end - first); skip >= len(recs) {
+			recs = nil
+		} else {
+			recs = recs[skip:]
+		}
+	}
+	if len(recs) == 0 {
+		return
+	}
+	pr.cache = append(pr.cache, recs...)
+	for i := range recs {
+		pr.cacheBytes += recordSize(&recs[i])
+	}
+	drop := 0
+	for pr.cacheBytes > pr.gw.cfg.ReadCacheBytes && drop < len(pr.cache)-1 {
+		pr.cacheBytes -= recordSize(&pr.cache[drop])
+		drop++
+	}
+	// Re-slicing drops the front; append reallocates (copying only live
+	// records) once the capacity left runs out.
+	pr.cache = pr.cache[drop:]
+	if last := pr.cache[len(pr.cache)-1].Offset + 1; last > pr.hwm {
+		pr.hwm = last
+		close(pr.notify)
+		pr.notify = make(chan struct{})
+	}
+}
+
+func (pr *partitionReader) cacheEnd() int64 {
+	if len(pr.cache) == 0 {
+		return -1
+	}
+	return pr.cache[len(pr.cache)-1].Offset + 1
+}
+
+// fromCache copies up to maxBytes of records starting at offset (always at
+// least one) when the cache holds offset.
+func (pr *partitionReader) fromCacheLocked(offset int64, maxBytes int) ([]protocol.Record, bool) {
+	if len(pr.cache) == 0 || offset < pr.cache[0].Offset || offset >= pr.cacheEnd() {
+		return nil, false
+	}
+	i := int(offset - pr.cache[0].Offset)
+	j, bytes := i, 0
+	for j < len(pr.cache) && (j == i || bytes+recordSize(&pr.cache[j]) <= maxBytes) {
+		bytes += recordSize(&pr.cache[j])
+		j++
+	}
+	out := make([]protocol.Record, j-i)
+	copy(out, pr.cache[i:j])
+	return out, true
+}
+
+// waitChan is closed when records beyond the current high watermark arrive
+// through this gateway.
+func (pr *partitionReader) waitChan() <-chan struct{} {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.notify
+}
+
+// knownHWM returns the high watermark this reader has seen, or -1.
+func (pr *partitionReader) knownHWM() int64 {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.hwm
+}
+
+// observeHWM raises the known high watermark (from DescribeStream).
+func (pr *partitionReader) observeHWM(next int64) {
+	pr.mu.Lock()
+	if next > pr.hwm {
+		pr.hwm = next
+	}
+	pr.mu.Unlock()
+}
+
+// errOutOfRange means DIS has no records at the requested offset.
+var errOutOfRange = errors.New("offset out of range")
+
+// read returns records from offset on, up to maxBytes (at least one record
+// when any is there). An empty answer means nothing is there yet.
+func (pr *partitionReader) read(ctx context.Context, format RecordFormat, offset int64, maxBytes int) ([]protocol.Record, error) {
+	pr.mu.Lock()
+	if recs, ok := pr.fromCacheLocked(offset, maxBytes); ok {
+		pr.mu.Unlock()
+		return recs, nil
+	}
+	if offset == pr.hwm && time.Since(pr.lastEmpty) < pr.gw.cfg.PollInterval {
+		pr.mu.Unlock()
+		return nil, nil
+	}
+	pr.mu.Unlock()
+
+	pr.readMu.Lock()
+	defer pr.readMu.Unlock()
+	pr.mu.Lock()
+	if recs, ok := pr.fromCacheLocked(offset, maxBytes); ok {
+		pr.mu.Unlock()
+		return recs, nil
+	}
+	pr.mu.Unlock()
+
+	recs, err := pr.readDIS(ctx, format, offset, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if len(recs) == 0 {
+		if offset > pr.hwm {
+			pr.hwm = offset
+		}
+		pr.lastEmpty = time.Now()
+		return nil, nil
+	}
+	pr.addLocked(recs)
+	out, _ := pr.fromCacheLocked(offset, maxBytes)
+	if out == nil {
+		out = recs
+	}
+	return out, nil
+}
+
+// readDIS reads from DIS with the reader's cursor, opening a new one on a
+// seek, near its expiry, or when DIS says it expired.
+func (pr *partitionReader) readDIS(ctx context.Context, format RecordFormat, offset int64, maxBytes int) ([]protocol.Record, error) {
+	for attempt := 0; ; attempt++ {
+		if pr.cursor == "" || pr.cursorOffset != offset || time.Since(pr.cursorAt) > cursorRefreshAge {
+			c, err := pr.gw.dis.GetCursor(ctx, &disclient.GetCursorRequest{
+				StreamName:             pr.key.topic,
+				PartitionID:            pr.pid,
+				CursorType:             disclient.CursorAtSequenceNumber,
+				StartingSequenceNumber: strconv.FormatInt(offset, 10),
+			})
+			if err != nil {
+				pr.cursor = ""
+				if disclient.IsCode(err, disclient.CodeSequenceOutOfRange) {
+					return nil, errOutOfRange
+				}
+				return nil, err
+			}
+			pr.cursor, pr.cursorOffset, pr.cursorAt = c.PartitionCursor, offset, time.Now()
+		}
+		resp, err := pr.gw.dis.GetRecords(ctx, pr.cursor, max(maxBytes, 1<<20))
+		if err != nil {
+			pr.cursor = ""
+			switch {
+			case disclient.IsCode(err, disclient.CodeCursorExpired) && attempt == 0:
+				continue
+			case disclient.IsCode(err, disclient.CodeCursorPositionGone):
+				return nil, errOutOfRange
+			}
+			return nil, err
+		}
+		recs := make([]protocol.Record, 0, len(resp.Records))
+		for i := range resp.Records {
+			r, err := format.fromDIS(&resp.Records[i])
+			if err != nil {
+				pr.cursor = ""
+				return nil, err
+			}
+			recs = append(recs, r)
+		}
+		if len(recs) > 0 && recs[0].Offset != offset {
+			pr.cursor = ""
+			return nil, errors.New("DIS returned records from offset " + strconv.FormatInt(recs[0].Offset, 10) +
+				" for a cursor at " + strconv.FormatInt(offset, 10))
+		}
+		pr.cursor = resp.NextPartitionCursor
+		pr.cursorOffset = offset + int64(len(recs))
+		if pr.cursor == "" {
+			pr.cursorOffset = -1
+		}
+		return recs, nil
+	}
+}
+
+// fetchErrorCode maps a read error to the Fetch partition error.
+func fetchErrorCode(err error) int16 {
+	if errors.Is(err, errOutOfRange) {
+		return kerr.OffsetOutOfRange.Code
+	}
+	return kafkaCodeForDIS(err)
+}

@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/protocol"
+)
+
+// RecordFormat says how a Kafka record is held in a DIS record (DESIGN.md §2).
+type RecordFormat string
+
+const (
+	// FormatKafka stores the whole Kafka record in a versioned envelope in
+	// DIS data (docs/record-envelope.md): key, value, headers, timestamp and
+	// null-ness survive exactly.
+	FormatKafka RecordFormat = "kafka"
+	// FormatRaw maps value to data and key to partition_key, as Huawei's DIS
+	// Kafka adapter does, so DIS-native consumers see plain values. Records
+	// it cannot hold are refused, never altered.
+	FormatRaw RecordFormat = "raw"
+)
+
+// maxRawKeyBytes bounds a raw-format key, which travels as a DIS
+// partition_key string.
+const maxRawKeyBytes = 256
+
+// recordError is a record the format cannot hold; Produce reports it as
+// INVALID_RECORD (or MESSAGE_TOO_LARGE) with this message.
+type recordError struct {
+	tooLarge bool
+	msg      string
+}
+
+func (e *recordError) Error() string { return e.msg }
+
+// toEntry converts one Kafka record into a DIS record for partitionID.
+func (f RecordFormat) toEntry(r *protocol.Record, partitionID string, maxBytes int) (disclient.PutRecordsEntry, error) {
+	ts := r.Timestamp
+	e := disclient.PutRecordsEntry{PartitionID: partitionID, Timestamp: &ts}
+	if f == FormatKafka {
+		if n := protocol.EnvelopeSize(r); n > maxBytes {
+			return e, &recordError{tooLarge: true, msg: fmt.Sprintf("record of %d bytes exceeds the %d-byte DIS record limit", n, maxBytes)}
+		}
+		e.Data = protocol.AppendEnvelope(nil, r)
+		return e, nil
+	}
+	switch {
+	case len(r.Headers) > 0:
+		return e, &recordError{msg: "topic uses the raw record format, which cannot hold record headers"}
+	case r.Value == nil:
+		return e, &recordError{msg: "topic uses the raw record format, which cannot hold a null value"}
+	case r.Key != nil && len(r.Key) == 0:
+		return e, &recordError{msg: "topic uses the raw record format, which cannot tell an empty key from a null key"}
+	case !utf8.Valid(r.Key):
+		return e, &recordError{msg: "topic uses the raw record format, whose keys must be valid UTF-8"}
+	case len(r.Key) > maxRawKeyBytes:
+		return e, &recordError{msg: fmt.Sprintf("topic uses the raw record format, whose keys are at most %d bytes", maxRawKeyBytes)}
+	case len(r.Value) > maxBytes:
+		return e, &recordError{tooLarge: true, msg: fmt.Sprintf("record of %d bytes exceeds the %d-byte DIS record limit", len(r.Value), maxBytes)}
+	}
+	e.Data = r.Value
+	e.PartitionKey = string(r.Key)
+	return e, nil
+}
+
+// fromDIS converts a DIS record back into a Kafka record. A kafka-format
+// stream may also hold records written by DIS-native producers; data that is
+// not an envelope is returned as the value, exactly as stored.
+func (f RecordFormat) fromDIS(d *disclient.Record) (protocol.Record, error) {
+	off, err := strconv.ParseInt(d.SequenceNumber, 10, 64)
+	if err != nil {
+		return protocol.Record{}, fmt.Errorf("DIS returned sequence number %q: %w", d.SequenceNumber, err)
+	}
+	if f == FormatKafka {
+		if r, err := protocol.DecodeEnvelope(d.Data); err == nil {
+			r.Offset = off
+			return r, nil
+		}
+	}
+	r := protocol.Record{Offset: off, Timestamp: d.Timestamp, Value: d.Data}
+	if r.Value == nil {
+		r.Value = []byte{}
+	}
+	if d.PartitionKey != "" {
+		r.Key = []byte(d.PartitionKey)
+	}
+	return r, nil
+}

@@ -1,0 +1,173 @@
+package gateway
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/disgw/disgw/protocol"
+)
+
+// gnetTransport runs the plaintext Kafka listener on gnet's event loops.
+// Frames are cut and decoded on the loop; everything that can block happens in
+// the session's goroutines.
+//
+// gnet cannot stop reading a socket, so backpressure works one level up: when
+// a session is over its in-flight bounds, the loop leaves the client's bytes
+// unconsumed in gnet's inbound buffer and resumes (via Wake) when responses
+// drain. Kafka clients bound their own in-flight requests, so that buffer
+// stays small; a client that keeps sending past maxBufferedBytes anyway is
+// disconnected with a log line instead of growing memory without bound.
+type gnetTransport struct {
+	gnet.BuiltinEventEngine
+	gw      *Gateway
+	addr    string
+	booted  chan error
+	engine  gnet.Engine
+	mu      sync.Mutex
+	boundTo net.Addr
+}
+
+// gnetSink adapts a gnet connection to responseSink.
+type gnetSink struct{ c gnet.Conn }
+
+func (k gnetSink) write(frame []byte) { _ = k.c.AsyncWrite(frame, nil) }
+func (k gnetSink) close()             { _ = k.c.CloseWithCallback(nil) }
+func (k gnetSink) resume()            { _ = k.c.Wake(nil) }
+
+func newGnetTransport(gw *Gateway, addr string) *gnetTransport {
+	return &gnetTransport{gw: gw, addr: addr, booted: make(chan error, 1)}
+}
+
+// run blocks serving until the engine stops.
+func (t *gnetTransport) run() error {
+	err := gnet.Run(t, "tcp://"+t.addr,
+		gnet.WithMulticore(true),
+		gnet.WithReuseAddr(true),
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		gnet.WithLogger(gnetLogger{t.gw}),
+	)
+	select {
+	case t.booted <- err:
+	default:
+	}
+	return err
+}
+
+func (t *gnetTransport) OnBoot(eng gnet.Engine) gnet.Action {
+	t.mu.Lock()
+	t.engine = eng
+	fd, err := eng.Dup()
+	if err == nil {
+		if sa, serr := unix.Getsockname(fd); serr == nil {
+			t.boundTo = sockaddrToTCP(sa)
+		}
+		_ = unix.Close(fd)
+	}
+	t.mu.Unlock()
+	t.booted <- nil
+	return gnet.None
+}
+
+func sockaddrToTCP(sa unix.Sockaddr) net.Addr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}
+	case *unix.SockaddrInet6:
+		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}
+	}
+	return nil
+}
+
+func (t *gnetTransport) localAddr() net.Addr {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.boundTo
+}
+
+func (t *gnetTransport) stop(ctx context.Context) error {
+	t.mu.Lock()
+	eng := t.engine
+	t.mu.Unlock()
+	if err := eng.Validate(); err != nil {
+		return nil
+	}
+	return eng.Stop(ctx)
+}
+
+func (t *gnetTransport) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	c.SetContext(newSession(t.gw, gnetSink{c}, c.RemoteAddr().String()))
+	return nil, gnet.None
+}
+
+func (t *gnetTransport) OnClose(c gnet.Conn, err error) gnet.Action {
+	if s, ok := c.Context().(*session); ok {
+		s.onClosed()
+	}
+	return gnet.None
+}
+
+func (t *gnetTransport) OnTraffic(c gnet.Conn) gnet.Action {
+	s, ok := c.Context().(*session)
+	if !ok {
+		return gnet.Close
+	}
+	max := t.gw.cfg.MaxFrameBytes
+	for c.InboundBuffered() >= 4 {
+		head, _ := c.Peek(4)
+		size := int32(binary.BigEndian.Uint32(head))
+		if size < 0 || size > max {
+			t.gw.metrics.badRequests.Inc()
+			s.log.Warn().Err(&protocol.FrameSizeError{Size: size, Max: max}).Msg("closing connection: frame size refused")
+			return gnet.Close
+		}
+		need := 4 + int(size)
+		if c.InboundBuffered() < need {
+			break
+		}
+		if !s.canAccept(need) {
+			if c.InboundBuffered() > t.gw.cfg.maxBufferedBytes() {
+				s.log.Warn().Int("buffered", c.InboundBuffered()).Msg("closing connection: client keeps sending past backpressure")
+				return gnet.Close
+			}
+			return gnet.None
+		}
+		buf, err := c.Next(need)
+		if err != nil {
+			return gnet.Close
+		}
+		frame := make([]byte, size)
+		copy(frame, buf[4:])
+		if !s.accept(frame) {
+			return gnet.None
+		}
+	}
+	return gnet.None
+}
+
+// gnetLogger routes gnet's own log lines into the gateway's zerolog logger.
+type gnetLogger struct{ gw *Gateway }
+
+func (l gnetLogger) Debugf(format string, args ...any) {
+	l.gw.log.Debug().Msg(fmt.Sprintf(format, args...))
+}
+func (l gnetLogger) Infof(format string, args ...any) {
+	l.gw.log.Debug().Msg(fmt.Sprintf(format, args...))
+}
+func (l gnetLogger) Warnf(format string, args ...any) {
+	l.gw.log.Warn().Msg(fmt.Sprintf(format, args...))
+}
+func (l gnetLogger) Errorf(format string, args ...any) {
+	l.gw.log.Error().Msg(fmt.Sprintf(format, args...))
+}
+func (l gnetLogger) Fatalf(format string, args ...any) {
+	l.gw.log.Error().Msg(fmt.Sprintf(format, args...))
+}
+
+var errNotBooted = errors.New("gateway: listener did not start")

@@ -1,0 +1,429 @@
+package protocol
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"sync"
+)
+
+// ErrCorruptMessage reports a record batch whose CRC does not match its
+// bytes; Kafka answers it with CORRUPT_MESSAGE so the producer retries.
+var ErrCorruptMessage = errors.New("protocol: record batch CRC mismatch")
+
+// InvalidRecordError reports a record batch that is well framed but breaks
+// the v2 format: a wrong magic, impossible lengths or counts, or compressed
+// data that does not decompress. Kafka answers it with INVALID_RECORD.
+type InvalidRecordError struct {
+	Msg string
+	Err error // the underlying error, such as ErrDecompressedTooLarge
+}
+
+func (e *InvalidRecordError) Error() string {
+	if e.Err != nil {
+		return "protocol: invalid record batch: " + e.Msg + ": " + e.Err.Error()
+	}
+	return "protocol: invalid record batch: " + e.Msg
+}
+
+func (e *InvalidRecordError) Unwrap() error { return e.Err }
+
+func invalidRecord(format string, args ...any) error {
+	return &InvalidRecordError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// Batch attribute bits.
+const (
+	attrCodecMask     = 0x07
+	attrLogAppendTime = 0x08
+	attrTransactional = 0x10
+	attrControl       = 0x20
+)
+
+// BatchHeaderSize is the size of a v2 record batch before its records:
+// what a batch costs on top of RecordSizeInBatch for each record.
+const BatchHeaderSize = 61
+
+// Offsets of the v2 batch header fields.
+const (
+	batchLengthEnd  = 12 // base offset (8) and batch length (4)
+	batchMagicPos   = 16 // after the partition leader epoch
+	batchCRCPos     = 17
+	batchAttrsPos   = 21 // the CRC covers everything from here on
+	minBatchLength  = BatchHeaderSize - batchLengthEnd
+	minRecordSize   = 7 // length, attributes, two deltas, key, value, header count
+	minHeaderSize   = 2 // key length and value length
+	batchMagicV2    = 2
+	maxBatchRecords = math.MaxInt32
+	maxKnownCodec   = CodecZstd
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Batch is one decoded v2 record batch.
+type Batch struct {
+	BaseOffset           int64
+	PartitionLeaderEpoch int32
+	Attributes           int16
+	LastOffsetDelta      int32
+	FirstTimestamp       int64
+	MaxTimestamp         int64
+	ProducerID           int64
+	ProducerEpoch        int16
+	BaseSequence         int32
+	NumRecords           int32
+	// Records are decompressed. Offset is BaseOffset+offsetDelta; Timestamp
+	// is FirstTimestamp+timestampDelta, or MaxTimestamp for every record
+	// when the batch uses LogAppendTime.
+	Records []Record
+}
+
+// Codec is the compression codec the batch was sent with.
+func (b *Batch) Codec() Codec { return Codec(b.Attributes & attrCodecMask) }
+
+// LogAppendTime reports whether the broker, not the producer, set the
+// timestamps.
+func (b *Batch) LogAppendTime() bool { return b.Attributes&attrLogAppendTime != 0 }
+
+// Transactional reports whether the batch belongs to a transaction.
+func (b *Batch) Transactional() bool { return b.Attributes&attrTransactional != 0 }
+
+// Control reports whether the batch holds transaction markers rather than
+// user records.
+func (b *Batch) Control() bool { return b.Attributes&attrControl != 0 }
+
+// DecodeBatches decodes the records field of a produce partition: one or
+// more v2 record batches, back to back. It checks the magic (produce v3+
+// allows only v2), the CRC-32C (ErrCorruptMessage), lengths and record counts
+// (*InvalidRecordError), and decompresses with at most maxDecompressed bytes
+// of output over all batches, so that a zip bomb fails instead of exhausting
+// memory. Keys, values and header values alias data for uncompressed
+// batches.
+func DecodeBatches(data []byte, maxDecompressed int) ([]Batch, error) {
+	if len(data) == 0 {
+		return nil, invalidRecord("no record batch")
+	}
+	var batches []Batch
+	budget := maxDecompressed
+	for len(data) > 0 {
+		if len(data) < batchLengthEnd {
+			return nil, invalidRecord("%d trailing bytes are not a record batch", len(data))
+		}
+		length := int32(binary.BigEndian.Uint32(data[8:]))
+		if length < minBatchLength {
+			return nil, invalidRecord("batch length %d is below the minimum %d", length, minBatchLength)
+		}
+		if int64(length) > int64(len(data)-batchLengthEnd) {
+			return nil, invalidRecord("batch length %d exceeds the %d bytes left", length, len(data)-batchLengthEnd)
+		}
+		end := batchLengthEnd + int(length)
+		b, used, err := decodeBatch(data[:end], budget)
+		if err != nil {
+			return nil, err
+		}
+		budget -= used
+		batches = append(batches, b)
+		data = data[end:]
+	}
+	return batches, nil
+}
+
+// decodeBatch decodes one whole batch, returning how many bytes of the
+// decompression budget it used.
+func decodeBatch(data []byte, budget int) (Batch, int, error) {
+	if magic := int8(data[batchMagicPos]); magic != batchMagicV2 {
+		return Batch{}, 0, invalidRecord("magic %d, want %d", magic, batchMagicV2)
+	}
+	if want, got := binary.BigEndian.Uint32(data[batchCRCPos:]), crc32.Checksum(data[batchAttrsPos:], castagnoli); want != got {
+		return Batch{}, 0, fmt.Errorf("%w: stored %#08x, computed %#08x", ErrCorruptMessage, want, got)
+	}
+	be := binary.BigEndian
+	b := Batch{
+		BaseOffset:           int64(be.Uint64(data)),
+		PartitionLeaderEpoch: int32(be.Uint32(data[12:])),
+		Attributes:           int16(be.Uint16(data[21:])),
+		LastOffsetDelta:      int32(be.Uint32(data[23:])),
+		FirstTimestamp:       int64(be.Uint64(data[27:])),
+		MaxTimestamp:         int64(be.Uint64(data[35:])),
+		ProducerID:           int64(be.Uint64(data[43:])),
+		ProducerEpoch:        int16(be.Uint16(data[51:])),
+		BaseSequence:         int32(be.Uint32(data[53:])),
+		NumRecords:           int32(be.Uint32(data[57:])),
+	}
+	if b.NumRecords < 0 {
+		return Batch{}, 0, invalidRecord("negative record count %d", b.NumRecords)
+	}
+	records := data[BatchHeaderSize:]
+	used := 0
+	if codec := b.Codec(); codec != CodecNone {
+		if codec > maxKnownCodec {
+			return Batch{}, 0, invalidRecord("unknown compression codec %d", codec)
+		}
+		out, err := Decompress(codec, records, max(budget, 0))
+		if err != nil {
+			return Batch{}, 0, &InvalidRecordError{Msg: "decompressing " + codec.String() + " records", Err: err}
+		}
+		records, used = out, len(out)
+	}
+	if int64(b.NumRecords) > int64(len(records)/minRecordSize) {
+		return Batch{}, 0, invalidRecord("%d records cannot fit in %d bytes", b.NumRecords, len(records))
+	}
+	b.Records = make([]Record, 0, b.NumRecords)
+	for len(records) > 0 {
+		var (
+			r   Record
+			err error
+		)
+		if r, records, err = b.decodeRecord(records); err != nil {
+			return Batch{}, 0, err
+		}
+		b.Records = append(b.Records, r)
+	}
+	if len(b.Records) != int(b.NumRecords) {
+		return Batch{}, 0, invalidRecord("batch announces %d records but holds %d", b.NumRecords, len(b.Records))
+	}
+	return b, used, nil
+}
+
+// wireReader reads the zigzag varints and length-prefixed fields of records.
+// After the first failure every read returns zero values and ok stays false.
+type wireReader struct {
+	src []byte
+	ok  bool
+}
+
+func (r *wireReader) varlong() int64 {
+	if !r.ok {
+		return 0
+	}
+	v, n := binary.Varint(r.src)
+	if n <= 0 {
+		r.ok = false
+		return 0
+	}
+	r.src = r.src[n:]
+	return v
+}
+
+func (r *wireReader) varint() int32 {
+	v := r.varlong()
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		r.ok = false
+		return 0
+	}
+	return int32(v)
+}
+
+// nullableBytes reads a varint length (-1 = null) and that many bytes,
+// aliasing the source.
+func (r *wireReader) nullableBytes() []byte {
+	n := r.varint()
+	switch {
+	case !r.ok:
+		return nil
+	case n == -1:
+		return nil
+	case n < 0 || int(n) > len(r.src):
+		r.ok = false
+		return nil
+	}
+	b := r.src[:n:n]
+	r.src = r.src[n:]
+	return b
+}
+
+func (r *wireReader) byte() byte {
+	if !r.ok || len(r.src) == 0 {
+		r.ok = false
+		return 0
+	}
+	c := r.src[0]
+	r.src = r.src[1:]
+	return c
+}
+
+// decodeRecord decodes the record at the start of src and returns the rest.
+func (b *Batch) decodeRecord(src []byte) (Record, []byte, error) {
+	r := wireReader{src: src, ok: true}
+	length := r.varint()
+	if !r.ok || length < 0 || int(length) > len(r.src) {
+		return Record{}, nil, invalidRecord("record %d: bad record length", len(b.Records))
+	}
+	rest := r.src[length:]
+	r.src = r.src[:length]
+
+	r.byte() // attributes: unused by Kafka
+	timestampDelta := r.varlong()
+	offsetDelta := r.varint()
+	rec := Record{
+		Offset: b.BaseOffset + int64(offsetDelta),
+		Key:    r.nullableBytes(),
+		Value:  r.nullableBytes(),
+	}
+	if b.LogAppendTime() {
+		rec.Timestamp = b.MaxTimestamp
+	} else {
+		rec.Timestamp = b.FirstTimestamp + timestampDelta
+	}
+	numHeaders := r.varint()
+	if !r.ok {
+		return Record{}, nil, invalidRecord("record %d: truncated or invalid field", len(b.Records))
+	}
+	if numHeaders < 0 || int(numHeaders) > len(r.src)/minHeaderSize {
+		return Record{}, nil, invalidRecord("record %d: %d headers cannot fit in %d bytes", len(b.Records), numHeaders, len(r.src))
+	}
+	if numHeaders > 0 {
+		rec.Headers = make([]Header, numHeaders)
+	}
+	for i := range rec.Headers {
+		key := r.nullableBytes()
+		if r.ok && key == nil {
+			return Record{}, nil, invalidRecord("record %d: header %d has a null key", len(b.Records), i)
+		}
+		rec.Headers[i] = Header{Key: string(key), Value: r.nullableBytes()}
+	}
+	if !r.ok {
+		return Record{}, nil, invalidRecord("record %d: truncated or invalid field", len(b.Records))
+	}
+	if len(r.src) != 0 {
+		return Record{}, nil, invalidRecord("record %d: %d bytes left after its fields", len(b.Records), len(r.src))
+	}
+	return rec, rest, nil
+}
+
+// scratchPool holds buffers for encoding records before compression.
+var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledScratch keeps one huge batch from pinning its buffer forever.
+const maxPooledScratch = 4 << 20
+
+// AppendBatch appends one v2 record batch holding recs, compressed with
+// codec: the form fetch responses carry. recs must be non-empty with
+// ascending offsets; BaseOffset is recs[0].Offset and FirstTimestamp is
+// recs[0].Timestamp (later records may be older: Kafka allows negative
+// timestamp deltas). The batch has CreateTime timestamps, no producer id,
+// epoch or sequence, and a correct CRC-32C. On error dst is returned
+// unchanged.
+func AppendBatch(dst []byte, recs []Record, codec Codec, partitionLeaderEpoch int32) ([]byte, error) {
+	if len(recs) == 0 {
+		return dst, errors.New("protocol: a record batch needs at least one record")
+	}
+	if len(recs) > maxBatchRecords {
+		return dst, fmt.Errorf("protocol: %d records exceed a batch's %d", len(recs), maxBatchRecords)
+	}
+	if codec < CodecNone || codec > maxKnownCodec {
+		return dst, fmt.Errorf("protocol: unknown compression codec %d", int8(codec))
+	}
+	base, first := recs[0].Offset, recs[0].Timestamp
+	maxTimestamp := first
+	for i := range recs {
+		if i > 0 && recs[i].Offset <= recs[i-1].Offset {
+			return dst, fmt.Errorf("protocol: record offsets not ascending: %d after %d", recs[i].Offset, recs[i-1].Offset)
+		}
+		if recs[i].Offset-base > math.MaxInt32 {
+			return dst, fmt.Errorf("protocol: offset %d is too far from base offset %d for one batch", recs[i].Offset, base)
+		}
+		maxTimestamp = max(maxTimestamp, recs[i].Timestamp)
+	}
+	lastOffsetDelta := int32(recs[len(recs)-1].Offset - base)
+
+	start := len(dst)
+	be := binary.BigEndian
+	dst = be.AppendUint64(dst, uint64(base))
+	dst = append(dst, 0, 0, 0, 0) // batch length, set below
+	dst = be.AppendUint32(dst, uint32(partitionLeaderEpoch))
+	dst = append(dst, batchMagicV2, 0, 0, 0, 0) // magic, CRC set below
+	dst = be.AppendUint16(dst, uint16(codec))
+	dst = be.AppendUint32(dst, uint32(lastOffsetDelta))
+	dst = be.AppendUint64(dst, uint64(first))
+	dst = be.AppendUint64(dst, uint64(maxTimestamp))
+	dst = be.AppendUint64(dst, math.MaxUint64) // producer id -1
+	dst = be.AppendUint16(dst, math.MaxUint16) // producer epoch -1
+	dst = be.AppendUint32(dst, math.MaxUint32) // base sequence -1
+	dst = be.AppendUint32(dst, uint32(len(recs)))
+
+	if codec == CodecNone {
+		dst = appendRecords(dst, recs, base, first)
+	} else {
+		scratch := scratchPool.Get().(*[]byte)
+		*scratch = appendRecords((*scratch)[:0], recs, base, first)
+		var err error
+		dst, err = Compress(dst, codec, *scratch)
+		if cap(*scratch) <= maxPooledScratch {
+			scratchPool.Put(scratch)
+		}
+		if err != nil {
+			return dst[:start], err
+		}
+	}
+	batch := dst[start:]
+	be.PutUint32(batch[8:], uint32(len(batch)-batchLengthEnd))
+	be.PutUint32(batch[batchCRCPos:], crc32.Checksum(batch[batchAttrsPos:], castagnoli))
+	return dst, nil
+}
+
+func appendRecords(dst []byte, recs []Record, base, first int64) []byte {
+	for i := range recs {
+		r := &recs[i]
+		offsetDelta, timestampDelta := int32(r.Offset-base), r.Timestamp-first
+		dst = binary.AppendVarint(dst, int64(recordBodySize(r, offsetDelta, timestampDelta)))
+		dst = append(dst, 0) // attributes
+		dst = binary.AppendVarint(dst, timestampDelta)
+		dst = binary.AppendVarint(dst, int64(offsetDelta))
+		dst = appendNullableBytes(dst, r.Key)
+		dst = appendNullableBytes(dst, r.Value)
+		dst = binary.AppendVarint(dst, int64(len(r.Headers)))
+		for _, h := range r.Headers {
+			dst = binary.AppendVarint(dst, int64(len(h.Key)))
+			dst = append(dst, h.Key...)
+			dst = appendNullableBytes(dst, h.Value)
+		}
+	}
+	return dst
+}
+
+func appendNullableBytes(dst, b []byte) []byte {
+	if b == nil {
+		return binary.AppendVarint(dst, -1)
+	}
+	dst = binary.AppendVarint(dst, int64(len(b)))
+	return append(dst, b...)
+}
+
+// RecordSizeInBatch is the exact encoded size of r inside an uncompressed v2
+// batch, length prefix included, given its offset and timestamp deltas from
+// the batch's base offset and first timestamp. Summed with BatchHeaderSize it
+// enforces record size limits and a fetch's max bytes.
+func RecordSizeInBatch(r *Record, offsetDelta int32, timestampDelta int64) int {
+	n := recordBodySize(r, offsetDelta, timestampDelta)
+	return varintSize(int64(n)) + n
+}
+
+func recordBodySize(r *Record, offsetDelta int32, timestampDelta int64) int {
+	n := 1 + varintSize(timestampDelta) + varintSize(int64(offsetDelta)) +
+		nullableBytesSize(r.Key) + nullableBytesSize(r.Value) + varintSize(int64(len(r.Headers)))
+	for _, h := range r.Headers {
+		n += varintSize(int64(len(h.Key))) + len(h.Key) + nullableBytesSize(h.Value)
+	}
+	return n
+}
+
+func nullableBytesSize(b []byte) int {
+	if b == nil {
+		return 1 // varint -1
+	}
+	return varintSize(int64(len(b))) + len(b)
+}
+
+// varintSize is the length of v as a zigzag varint.
+func varintSize(v int64) int {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
+}

@@ -1,0 +1,471 @@
+package protocol
+
+import (
+	"bytes"
+	stdgzip "compress/gzip"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"io"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+var allCodecs = []Codec{CodecNone, CodecGzip, CodecSnappy, CodecLZ4, CodecZstd}
+
+// sampleRecords covers what a batch must carry exactly: null and empty keys
+// and values, headers with null and empty values, a timestamp older than the
+// first (a negative delta), offset gaps, and a value big enough to compress.
+func sampleRecords() []Record {
+	return []Record{
+		{Offset: 100, Timestamp: 1_700_000_000_000, Key: []byte("k1"), Value: []byte("v1")},
+		{Offset: 101, Timestamp: 1_699_999_999_000, Key: nil, Value: []byte{}},
+		{Offset: 102, Timestamp: 1_700_000_000_500, Key: []byte{}, Value: nil, Headers: []Header{
+			{Key: "trace", Value: []byte("abc")},
+			{Key: "null", Value: nil},
+			{Key: "empty", Value: []byte{}},
+			{Key: "", Value: []byte("empty key")},
+		}},
+		{Offset: 105, Timestamp: 1_700_000_009_000, Key: []byte("big"), Value: []byte(strings.Repeat("compressible ", 500))},
+		{Offset: 106, Timestamp: 0, Value: []byte("epoch")},
+	}
+}
+
+func fixCRC(batch []byte) {
+	binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[21:], crc32.MakeTable(crc32.Castagnoli)))
+}
+
+func TestBatchRoundTrip(t *testing.T) {
+	recs := sampleRecords()
+	for _, codec := range allCodecs {
+		t.Run(codec.String(), func(t *testing.T) {
+			data, err := AppendBatch(nil, recs, codec, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			batches, err := DecodeBatches(data, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(batches) != 1 {
+				t.Fatalf("%d batches", len(batches))
+			}
+			b := batches[0]
+			want := Batch{
+				BaseOffset: 100, PartitionLeaderEpoch: 7, Attributes: int16(codec), LastOffsetDelta: 6,
+				FirstTimestamp: 1_700_000_000_000, MaxTimestamp: 1_700_000_009_000,
+				ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, NumRecords: 5,
+				Records: recs,
+			}
+			if !reflect.DeepEqual(b, want) {
+				t.Errorf("got  %+v\nwant %+v", b, want)
+			}
+			if b.Codec() != codec || b.Transactional() || b.Control() || b.LogAppendTime() {
+				t.Errorf("attributes %#x", b.Attributes)
+			}
+		})
+	}
+}
+
+// referenceDecompress undoes codec with libraries other than the ones
+// Decompress uses where there is one (stdlib gzip), or their plain APIs.
+func referenceDecompress(t *testing.T, codec Codec, src []byte) []byte {
+	t.Helper()
+	var (
+		out []byte
+		err error
+	)
+	switch codec {
+	case CodecNone:
+		return src
+	case CodecGzip:
+		var r *stdgzip.Reader
+		if r, err = stdgzip.NewReader(bytes.NewReader(src)); err == nil {
+			out, err = io.ReadAll(r)
+		}
+	case CodecSnappy:
+		out, err = s2.Decode(nil, src)
+	case CodecLZ4:
+		out, err = io.ReadAll(lz4.NewReader(bytes.NewReader(src)))
+	case CodecZstd:
+		var d *zstd.Decoder
+		if d, err = zstd.NewReader(nil); err == nil {
+			out, err = d.DecodeAll(src, nil)
+			d.Close()
+		}
+	}
+	if err != nil {
+		t.Fatalf("reference %v decoder: %v", codec, err)
+	}
+	return out
+}
+
+// TestAppendBatchMatchesKmsg reads AppendBatch's output with franz-go's own
+// record batch and record decoders.
+func TestAppendBatchMatchesKmsg(t *testing.T) {
+	recs := sampleRecords()
+	for _, codec := range allCodecs {
+		t.Run(codec.String(), func(t *testing.T) {
+			data, err := AppendBatch(nil, recs, codec, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rb kmsg.RecordBatch
+			if err := rb.ReadFrom(data); err != nil {
+				t.Fatal(err)
+			}
+			if rb.FirstOffset != 100 || rb.PartitionLeaderEpoch != 3 || rb.Magic != 2 || rb.Attributes != int16(codec) ||
+				rb.LastOffsetDelta != 6 || rb.FirstTimestamp != 1_700_000_000_000 || rb.MaxTimestamp != 1_700_000_009_000 ||
+				rb.ProducerID != -1 || rb.ProducerEpoch != -1 || rb.FirstSequence != -1 || rb.NumRecords != 5 {
+				t.Errorf("batch header %+v", rb)
+			}
+			if int(rb.Length) != len(data)-12 {
+				t.Errorf("length %d, want %d", rb.Length, len(data)-12)
+			}
+			if uint32(rb.CRC) != crc32.Checksum(data[21:], crc32.MakeTable(crc32.Castagnoli)) {
+				t.Errorf("CRC %#x does not cover attributes to end", uint32(rb.CRC))
+			}
+			raw := referenceDecompress(t, codec, rb.Records)
+			for i, want := range recs {
+				length, n := binary.Varint(raw)
+				if n <= 0 {
+					t.Fatalf("record %d: bad length", i)
+				}
+				var kr kmsg.Record
+				if err := kr.ReadFrom(raw[:n+int(length)]); err != nil {
+					t.Fatalf("record %d: %v", i, err)
+				}
+				raw = raw[n+int(length):]
+				if int64(kr.OffsetDelta) != want.Offset-100 || kr.TimestampDelta64 != want.Timestamp-1_700_000_000_000 ||
+					!reflect.DeepEqual(kr.Key, want.Key) || !reflect.DeepEqual(kr.Value, want.Value) || len(kr.Headers) != len(want.Headers) {
+					t.Errorf("record %d: got %+v, want %+v", i, kr, want)
+				}
+				for j, h := range kr.Headers {
+					if h.Key != want.Headers[j].Key || !reflect.DeepEqual(h.Value, want.Headers[j].Value) {
+						t.Errorf("record %d header %d: got %+v", i, j, h)
+					}
+				}
+			}
+			if len(raw) != 0 {
+				t.Errorf("%d bytes after the records", len(raw))
+			}
+		})
+	}
+}
+
+// referenceCompress compresses as other clients do: stdlib gzip, snappy in
+// the Java client's xerial framing, an lz4 frame with 4 MiB blocks and
+// block checksums, a streamed zstd frame without a content size.
+func referenceCompress(t *testing.T, codec Codec, src []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	switch codec {
+	case CodecNone:
+		return src
+	case CodecGzip:
+		w := stdgzip.NewWriter(&buf)
+		_, _ = w.Write(src)
+		_ = w.Close()
+	case CodecSnappy:
+		return xerialFrame(src, 1000)
+	case CodecLZ4:
+		w := lz4.NewWriter(&buf)
+		if err := w.Apply(lz4.BlockSizeOption(lz4.Block4Mb), lz4.BlockChecksumOption(true)); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write(src)
+		_ = w.Close()
+	case CodecZstd:
+		w, err := zstd.NewWriter(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write(src)
+		_ = w.Close()
+	}
+	return buf.Bytes()
+}
+
+// xerialFrame frames src as the Java client's snappy stream does, in blocks
+// of at most blockSize input bytes.
+func xerialFrame(src []byte, blockSize int) []byte {
+	out := append([]byte("\x82SNAPPY\x00"), 0, 0, 0, 1, 0, 0, 0, 1)
+	for len(src) > 0 {
+		n := min(blockSize, len(src))
+		block := s2.EncodeSnappy(nil, src[:n])
+		out = binary.BigEndian.AppendUint32(out, uint32(len(block)))
+		out = append(out, block...)
+		src = src[n:]
+	}
+	return out
+}
+
+// kmsgBatch builds a batch the way franz-go lays it out, from kmsg's record
+// and record batch encoders.
+func kmsgBatch(t *testing.T, codec Codec, attrs int16, recs []Record) []byte {
+	t.Helper()
+	var raw []byte
+	for _, r := range recs {
+		kr := kmsg.Record{
+			TimestampDelta64: r.Timestamp - recs[0].Timestamp,
+			OffsetDelta:      int32(r.Offset - recs[0].Offset),
+			Key:              r.Key,
+			Value:            r.Value,
+		}
+		for _, h := range r.Headers {
+			kr.Headers = append(kr.Headers, kmsg.Header{Key: h.Key, Value: h.Value})
+		}
+		body := kr.AppendTo(nil)[1:] // drop the placeholder length 0
+		raw = binary.AppendVarint(raw, int64(len(body)))
+		raw = append(raw, body...)
+	}
+	rb := kmsg.RecordBatch{
+		FirstOffset:          recs[0].Offset,
+		PartitionLeaderEpoch: -1,
+		Magic:                2,
+		Attributes:           int16(codec) | attrs,
+		LastOffsetDelta:      int32(recs[len(recs)-1].Offset - recs[0].Offset),
+		FirstTimestamp:       recs[0].Timestamp,
+		MaxTimestamp:         1_800_000_000_000,
+		ProducerID:           4242,
+		ProducerEpoch:        2,
+		FirstSequence:        17,
+		NumRecords:           int32(len(recs)),
+		Records:              referenceCompress(t, codec, raw),
+	}
+	data := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(data[8:], uint32(len(data)-12))
+	fixCRC(data)
+	return data
+}
+
+func TestDecodeBatchesFromKmsg(t *testing.T) {
+	recs := sampleRecords()
+	for _, codec := range allCodecs {
+		t.Run(codec.String(), func(t *testing.T) {
+			batches, err := DecodeBatches(kmsgBatch(t, codec, 0, recs), 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := batches[0]
+			if b.ProducerID != 4242 || b.ProducerEpoch != 2 || b.BaseSequence != 17 || b.PartitionLeaderEpoch != -1 || b.Codec() != codec {
+				t.Errorf("batch %+v", b)
+			}
+			if !reflect.DeepEqual(b.Records, recs) {
+				t.Errorf("records\ngot  %+v\nwant %+v", b.Records, recs)
+			}
+		})
+	}
+}
+
+func TestDecodeBatchesAttributes(t *testing.T) {
+	recs := sampleRecords()[:2]
+	batches, err := DecodeBatches(kmsgBatch(t, CodecNone, attrLogAppendTime|attrTransactional|attrControl, recs), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := batches[0]
+	if !b.LogAppendTime() || !b.Transactional() || !b.Control() || b.Codec() != CodecNone {
+		t.Errorf("attributes %#x", b.Attributes)
+	}
+	for _, r := range b.Records {
+		if r.Timestamp != 1_800_000_000_000 {
+			t.Errorf("LogAppendTime record timestamp %d, want the batch's max timestamp", r.Timestamp)
+		}
+	}
+}
+
+func TestDecodeBatchesSeveral(t *testing.T) {
+	recs := sampleRecords()
+	var data []byte
+	for i, codec := range allCodecs {
+		var err error
+		if data, err = AppendBatch(data, recs[i:i+1], codec, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batches, err := DecodeBatches(data, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(batches) != len(allCodecs) {
+		t.Fatalf("%d batches", len(batches))
+	}
+	for i, b := range batches {
+		if b.Codec() != allCodecs[i] || !reflect.DeepEqual(b.Records, recs[i:i+1]) {
+			t.Errorf("batch %d: %v %+v", i, b.Codec(), b.Records)
+		}
+	}
+}
+
+func TestDecodeBatchesCorrupt(t *testing.T) {
+	good, err := AppendBatch(nil, sampleRecords(), CodecNone, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pos := range []int{17, 21, 30, 60, 61, len(good) - 1} {
+		data := bytes.Clone(good)
+		data[pos] ^= 0x10
+		if _, err := DecodeBatches(data, 1<<20); !errors.Is(err, ErrCorruptMessage) {
+			t.Errorf("byte %d flipped: got %v, want ErrCorruptMessage", pos, err)
+		}
+	}
+}
+
+func TestDecodeBatchesInvalid(t *testing.T) {
+	good, err := AppendBatch(nil, sampleRecords()[:2], CodecNone, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The two records, each 11 bytes: length 10, attrs, timestamp and
+	// offset deltas, key and value, 0 headers.
+	withRecords := func(count int32, records ...byte) []byte {
+		data := append(bytes.Clone(good[:BatchHeaderSize]), records...)
+		binary.BigEndian.PutUint32(data[8:], uint32(len(data)-12))
+		binary.BigEndian.PutUint32(data[57:], uint32(count))
+		fixCRC(data)
+		return data
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"magic 1", func() []byte { d := bytes.Clone(good); d[16] = 1; return d }()},
+		{"length below the header", func() []byte { d := bytes.Clone(good); binary.BigEndian.PutUint32(d[8:], 48); return d }()},
+		{"length past the end", func() []byte { d := bytes.Clone(good); binary.BigEndian.PutUint32(d[8:], uint32(len(d))); return d }()},
+		{"negative length", func() []byte { d := bytes.Clone(good); binary.BigEndian.PutUint32(d[8:], math.MaxUint32); return d }()},
+		{"trailing partial batch", append(bytes.Clone(good), good[:20]...)},
+		{"more records announced", withRecords(3, good[BatchHeaderSize:]...)},
+		{"more records announced than held", withRecords(2, 32, 0, 0, 0, 20, '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 1, 0)},
+		{"fewer records announced", withRecords(1, good[BatchHeaderSize:]...)},
+		{"negative record count", withRecords(-1, good[BatchHeaderSize:]...)},
+		{"huge record count", withRecords(math.MaxInt32, good[BatchHeaderSize:]...)},
+		{"unknown codec", func() []byte { d := bytes.Clone(good); d[22] |= 6; fixCRC(d); return d }()},
+		{"garbage compressed records", func() []byte {
+			d := withRecords(2, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
+			d[22] |= byte(CodecZstd)
+			fixCRC(d)
+			return d
+		}()},
+		// length 8, attrs, ts delta 0, offset delta 0, key null, value null,
+		// 0 headers, then 2 bytes the record length claims but no field uses.
+		{"bytes left in a record", withRecords(1, 16, 0, 0, 0, 1, 1, 0, 0, 0)},
+		{"record length past the end", withRecords(1, 40, 0, 0, 0, 1, 1, 0)},
+		{"negative record length", withRecords(1, 1, 0, 0, 0, 1, 1, 0)},
+		{"key length past the record", withRecords(1, 12, 0, 0, 0, 8, 1, 0)},
+		{"key length -2", withRecords(1, 12, 0, 0, 0, 3, 1, 0)},
+		{"negative header count", withRecords(1, 12, 0, 0, 0, 1, 1, 1)},
+		{"header null key", withRecords(1, 16, 0, 0, 0, 1, 1, 2, 1, 0)},
+		{"offset delta beyond int32", withRecords(1, 20, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 1, 0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeBatches(tc.data, 1<<20)
+			var ire *InvalidRecordError
+			if !errors.As(err, &ire) {
+				t.Fatalf("got %v, want *InvalidRecordError", err)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+func TestDecodeBatchesTruncated(t *testing.T) {
+	for _, codec := range allCodecs {
+		data, err := AppendBatch(nil, sampleRecords(), codec, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range len(data) {
+			if _, err := DecodeBatches(data[:i], 1<<20); err == nil {
+				t.Fatalf("%v: %d of %d bytes decoded without error", codec, i, len(data))
+			}
+		}
+	}
+}
+
+func TestDecodeBatchesZipBomb(t *testing.T) {
+	bomb := []Record{{Offset: 0, Value: make([]byte, 8<<20)}}
+	for _, codec := range allCodecs[1:] {
+		t.Run(codec.String(), func(t *testing.T) {
+			data, err := AppendBatch(nil, bomb, codec, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = DecodeBatches(data, 1<<20)
+			var ire *InvalidRecordError
+			if !errors.Is(err, ErrDecompressedTooLarge) || !errors.As(err, &ire) {
+				t.Fatalf("got %v, want an *InvalidRecordError wrapping ErrDecompressedTooLarge", err)
+			}
+			if _, err := DecodeBatches(data, 9<<20); err != nil {
+				t.Fatalf("within the limit: %v", err)
+			}
+		})
+	}
+}
+
+func TestDecodeBatchesLimitCoversAllBatches(t *testing.T) {
+	half := []Record{{Offset: 0, Value: make([]byte, 600<<10)}}
+	one, err := AppendBatch(nil, half, CodecLZ4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := append(bytes.Clone(one), one...)
+	if _, err := DecodeBatches(one, 1<<20); err != nil {
+		t.Fatalf("one batch: %v", err)
+	}
+	if _, err := DecodeBatches(two, 1<<20); !errors.Is(err, ErrDecompressedTooLarge) {
+		t.Fatalf("two batches: got %v, want ErrDecompressedTooLarge", err)
+	}
+}
+
+func TestAppendBatchErrors(t *testing.T) {
+	dst := []byte("keep")
+	for _, tc := range []struct {
+		name  string
+		recs  []Record
+		codec Codec
+	}{
+		{"no records", nil, CodecNone},
+		{"same offset twice", []Record{{Offset: 5}, {Offset: 5}}, CodecNone},
+		{"descending offsets", []Record{{Offset: 5}, {Offset: 4}}, CodecNone},
+		{"offset delta beyond int32", []Record{{Offset: 0}, {Offset: 1 << 31}}, CodecNone},
+		{"unknown codec", []Record{{Offset: 0}}, Codec(5)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := AppendBatch(dst, tc.recs, tc.codec, 0)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if string(out) != "keep" {
+				t.Errorf("dst changed to %q", out)
+			}
+		})
+	}
+}
+
+func TestRecordSizeInBatch(t *testing.T) {
+	recs := sampleRecords()
+	data, err := AppendBatch(nil, recs, CodecNone, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := BatchHeaderSize
+	for i := range recs {
+		total += RecordSizeInBatch(&recs[i], int32(recs[i].Offset-recs[0].Offset), recs[i].Timestamp-recs[0].Timestamp)
+	}
+	if total != len(data) {
+		t.Errorf("sizes add up to %d, batch is %d bytes", total, len(data))
+	}
+	big := Record{Value: make([]byte, 300)}
+	if got := RecordSizeInBatch(&big, 1<<20, -1<<40); got != 2+1+6+4+1+2+300+1 {
+		t.Errorf("300-byte value with wide deltas: %d", got)
+	}
+}

@@ -1,0 +1,66 @@
+package protocol
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// benchRecords returns 100 records of 1 KiB values that compress about as
+// well as JSON logs do.
+func benchRecords() []Record {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []string{"user", "order", "status", "shipped", "pending", "amount", "currency", "EUR", "id", "ts"}
+	recs := make([]Record, 100)
+	for i := range recs {
+		value := make([]byte, 0, 1024)
+		for len(value) < 1024 {
+			value = fmt.Appendf(value, `"%s":%d,`, words[rng.IntN(len(words))], rng.IntN(100000))
+		}
+		recs[i] = Record{
+			Offset:    int64(1000 + i),
+			Timestamp: 1_700_000_000_000 + int64(i),
+			Key:       fmt.Appendf(nil, "key-%d", i),
+			Value:     value[:1024],
+		}
+	}
+	return recs
+}
+
+var benchCodecs = []Codec{CodecNone, CodecLZ4, CodecZstd}
+
+func BenchmarkAppendBatch(b *testing.B) {
+	recs := benchRecords()
+	for _, codec := range benchCodecs {
+		b.Run(codec.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(recs) * 1024))
+			b.ReportAllocs()
+			var buf []byte
+			for b.Loop() {
+				var err error
+				if buf, err = AppendBatch(buf[:0], recs, codec, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkDecodeBatches(b *testing.B) {
+	recs := benchRecords()
+	for _, codec := range benchCodecs {
+		b.Run(codec.String(), func(b *testing.B) {
+			data, err := AppendBatch(nil, recs, codec, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(recs) * 1024))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := DecodeBatches(data, 1<<20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

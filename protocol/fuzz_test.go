@@ -1,0 +1,88 @@
+package protocol
+
+import (
+	"os"
+	"runtime"
+	"time"
+	"bytes"
+	"reflect"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The fuzz targets assert that no input panics and that whatever decodes
+// re-encodes consistently. Their seeds run in every go test.
+
+func FuzzParseRequest(f *testing.F) {
+	client := "fuzz"
+	f.Add(frameOf(f, metadataRequest(), 4, 1, &client))
+	f.Add(frameOf(f, metadataRequest(), 12, 2, nil))
+	f.Add(frameOf(f, kmsg.NewPtrApiVersionsRequest(), 3, 3, &client))
+	produce := kmsg.NewPtrProduceRequest()
+	topic := kmsg.NewProduceRequestTopic()
+	topic.Partitions = append(topic.Partitions, kmsg.NewProduceRequestTopicPartition())
+	produce.Topics = append(produce.Topics, topic)
+	f.Add(frameOf(f, produce, 9, 4, &client))
+	f.Add([]byte{0, 18, 0, 99, 0, 0, 0, 5, 0xff, 0xff})
+	f.Add([]byte{0, 3, 0, 9, 0, 0, 0, 1, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		req, err := ParseRequest(frame)
+		if err != nil {
+			return
+		}
+		if req.Body.Key() != req.Header.Key || req.Body.GetVersion() != req.Header.Version {
+			t.Fatalf("body %d v%d under header %+v", req.Body.Key(), req.Body.GetVersion(), req.Header)
+		}
+		req.Body.AppendTo(nil)
+	})
+}
+
+func FuzzDecodeBatches(f *testing.F) {
+	for _, codec := range allCodecs {
+		data, err := AppendBatch(nil, sampleRecords(), codec, 1)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tm := time.AfterFunc(3*time.Second, func() {
+			os.WriteFile("/tmp/hang.bin", data, 0o644)
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			os.WriteFile("/tmp/hang.stack", buf[:n], 0o644)
+		})
+		defer tm.Stop()
+		batches, err := DecodeBatches(data, 1<<20)
+		if err != nil {
+			return
+		}
+		for _, b := range batches {
+			if len(b.Records) != int(b.NumRecords) {
+				t.Fatalf("%d records, %d announced", len(b.Records), b.NumRecords)
+			}
+		}
+	})
+}
+
+func FuzzDecodeEnvelope(f *testing.F) {
+	for _, r := range envelopeSamples()[:4] {
+		f.Add(AppendEnvelope(nil, &r))
+	}
+	f.Add([]byte("\xF9KR\x01"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := DecodeEnvelope(data)
+		if err != nil {
+			return
+		}
+		again := AppendEnvelope(nil, &r)
+		if !bytes.Equal(again, data) {
+			t.Fatalf("%x decodes to %+v, which encodes as %x", data, r, again)
+		}
+		if back, err := DecodeEnvelope(again); err != nil || !reflect.DeepEqual(back, r) {
+			t.Fatalf("re-decoding: %+v, %v", back, err)
+		}
+	})
+}

@@ -1,0 +1,110 @@
+// Package test runs disgw end to end: it starts the gateway with its embedded
+// DIS server on loopback ports, the way `disgw` with no DIS account does, for
+// the end-to-end tests beside this file and the bench command in test/bench.
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/disclient/dislocal"
+	"github.com/disgw/disgw/gateway"
+)
+
+// ProjectID is the DIS project id the harness uses.
+const ProjectID = "e2e"
+
+// Options configure a Cluster.
+type Options struct {
+	// Dir is the embedded DIS data directory.
+	Dir string
+	// Sync is the embedded DIS durability mode (default always).
+	Sync dislocal.SyncMode
+	// Logger receives every component's logs; the zero value discards them.
+	Logger zerolog.Logger
+	// Gateway adjusts the gateway configuration before it starts.
+	Gateway func(*gateway.Config)
+}
+
+// Cluster is one gateway in front of one embedded DIS server.
+type Cluster struct {
+	DIS     *dislocal.Server
+	DISURL  string
+	Client  *disclient.Client
+	Gateway *gateway.Gateway
+	// Addr is the Kafka bootstrap address.
+	Addr string
+
+	http *http.Server
+}
+
+// Start opens the embedded DIS server in o.Dir and a gateway in front of it,
+// both on free loopback ports.
+func Start(o Options) (*Cluster, error) {
+	dis, err := dislocal.Open(dislocal.Config{Dir: o.Dir, Sync: o.Sync, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = dis.Close()
+		return nil, err
+	}
+	c := &Cluster{DIS: dis, DISURL: "http://" + ln.Addr().String()}
+	c.http = &http.Server{Handler: dis, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = c.http.Serve(ln) }()
+
+	c.Client, err = disclient.New(disclient.Config{Endpoint: c.DISURL, ProjectID: ProjectID, Logger: o.Logger})
+	if err != nil {
+		c.closeDIS()
+		return nil, err
+	}
+	cfg := gateway.Config{
+		Listen:               "127.0.0.1:0",
+		AutoCreateTopics:     true,
+		Logger:               o.Logger,
+		PutRecordsMaxRecords: 5000,
+		PutRecordsMaxBytes:   8 << 20,
+	}
+	if o.Gateway != nil {
+		o.Gateway(&cfg)
+	}
+	c.Gateway, err = gateway.New(cfg, c.Client)
+	if err == nil {
+		err = c.Gateway.Start()
+	}
+	if err != nil {
+		c.Client.Close()
+		c.closeDIS()
+		return nil, fmt.Errorf("start gateway: %w", err)
+	}
+	c.Addr = c.Gateway.Addr().String()
+	return c, nil
+}
+
+func (c *Cluster) closeDIS() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = c.http.Shutdown(ctx)
+	_ = c.DIS.Close()
+}
+
+// Close stops the gateway, then the embedded DIS server.
+func (c *Cluster) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := c.Gateway.Close(ctx)
+	c.Client.Close()
+	c.closeDIS()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("gateway did not stop in time: %w", err)
+	}
+	return err
+}

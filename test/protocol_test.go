@@ -1,0 +1,356 @@
+package test
+
+import (
+	"encoding/binary"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway"
+)
+
+// A client probing with an ApiVersions version we do not have gets a v0
+// answer with UNSUPPORTED_VERSION and our ranges, and the connection stays
+// usable (KAFKA-COMPAT.md item 1).
+func TestApiVersionsUnknownVersion(t *testing.T) {
+	c := startCluster(t, nil)
+	rc := dialRaw(t, c.Addr)
+
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 5 // beyond our v4; kmsg can still encode it
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1"
+	corr := rc.send(req)
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	rc.read(corr, resp)
+	if resp.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("error code %d, want UNSUPPORTED_VERSION", resp.ErrorCode)
+	}
+	var apiVersions *kmsg.ApiVersionsResponseApiKey
+	for i := range resp.ApiKeys {
+		if resp.ApiKeys[i].ApiKey == 18 {
+			apiVersions = &resp.ApiKeys[i]
+		}
+	}
+	if apiVersions == nil || apiVersions.MaxVersion != 4 {
+		t.Fatalf("ApiVersions range missing or wrong: %+v", apiVersions)
+	}
+
+	req.Version = 4
+	got := rc.roundTrip(req).(*kmsg.ApiVersionsResponse)
+	if got.ErrorCode != 0 || len(got.ApiKeys) == 0 {
+		t.Fatalf("ApiVersions v4 after the probe: error %d, %d keys", got.ErrorCode, len(got.ApiKeys))
+	}
+	want := map[int16][2]int16{0: {3, 11}, 1: {4, 16}, 2: {1, 8}, 3: {0, 12}, 18: {0, 4}, 19: {0, 7}, 22: {0, 5}}
+	for _, k := range got.ApiKeys {
+		if w, ok := want[k.ApiKey]; ok && (k.MinVersion != w[0] || k.MaxVersion != w[1]) {
+			t.Errorf("key %d: versions %d-%d, want %d-%d", k.ApiKey, k.MinVersion, k.MaxVersion, w[0], w[1])
+		}
+		delete(want, k.ApiKey)
+	}
+	if len(want) != 0 {
+		t.Errorf("keys not advertised: %v", want)
+	}
+}
+
+// Requests for other keys at versions we do not serve close the connection,
+// as Kafka does; other connections are unaffected.
+func TestUnsupportedVersionClosesConnection(t *testing.T) {
+	c := startCluster(t, nil)
+	rc := dialRaw(t, c.Addr)
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 13
+	rc.send(req)
+	rc.expectClosed()
+
+	ok := dialRaw(t, c.Addr)
+	mreq := kmsg.NewPtrMetadataRequest()
+	mreq.Version = 12
+	if resp := ok.roundTrip(mreq).(*kmsg.MetadataResponse); len(resp.Brokers) != 1 {
+		t.Fatalf("metadata on a fresh connection: %d brokers", len(resp.Brokers))
+	}
+}
+
+func TestOversizedFrameClosesConnection(t *testing.T) {
+	c := startCluster(t, func(cfg *gateway.Config) { cfg.MaxFrameBytes = 1 << 20 })
+	rc := dialRaw(t, c.Addr)
+	rc.write(binary.BigEndian.AppendUint32(nil, 2<<20))
+	rc.expectClosed()
+
+	neg := dialRaw(t, c.Addr)
+	neg.write([]byte{0xff, 0xff, 0xff, 0xf0})
+	neg.expectClosed()
+}
+
+func TestTruncatedAndGarbledFrames(t *testing.T) {
+	c := startCluster(t, nil)
+
+	// A body cut short inside the header.
+	rc := dialRaw(t, c.Addr)
+	rc.write([]byte{0, 0, 0, 5, 0, 3, 0, 1, 0})
+	rc.expectClosed()
+
+	// A Metadata v1 request whose topic array claims more than is there.
+	garbled := dialRaw(t, c.Addr)
+	frame := []byte{0, 3, 0, 1, 0, 0, 0, 7, 0xff, 0xff, 0, 0, 0, 9, 0, 4, 'a'}
+	garbled.write(append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...))
+	garbled.expectClosed()
+
+	// A client that sends half a frame and hangs up leaves nothing behind.
+	half := dialRaw(t, c.Addr)
+	half.write([]byte{0, 0, 1, 0, 0, 18})
+	_ = half.conn.Close()
+
+	fresh := dialRaw(t, c.Addr)
+	req := kmsg.NewPtrApiVersionsRequest()
+	if resp := fresh.roundTrip(req).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+		t.Fatalf("gateway unhealthy after bad frames: error %d", resp.ErrorCode)
+	}
+}
+
+// Responses leave in request order even when later requests finish first.
+func TestPipelinedResponsesInOrder(t *testing.T) {
+	c := startCluster(t, nil)
+	createTopic(t, c, "pipe", 1, nil)
+	rc := dialRaw(t, c.Addr)
+	var reqs []kmsg.Request
+	for i := range 30 {
+		switch i % 3 {
+		case 0:
+			// A long-poll fetch that waits for data that never comes.
+			reqs = append(reqs, fetchReq(11, "pipe", [16]byte{}, 0, 0))
+		case 1:
+			reqs = append(reqs, produceReq(9, "pipe", 0, testBatch(-1, -1, -1, time.Now().UnixMilli(), "x")))
+		default:
+			reqs = append(reqs, kmsg.NewPtrApiVersionsRequest())
+		}
+	}
+	var corrs []int32
+	for _, r := range reqs {
+		corrs = append(corrs, rc.send(r))
+	}
+	for i, r := range reqs {
+		resp := r.ResponseKind()
+		resp.SetVersion(r.GetVersion())
+		rc.read(corrs[i], resp)
+	}
+}
+
+func TestFetchOutOfRange(t *testing.T) {
+	c := startCluster(t, nil)
+	createTopic(t, c, "oor", 1, nil)
+	rc := dialRaw(t, c.Addr)
+	pr := rc.roundTrip(produceReq(9, "oor", 0, testBatch(-1, -1, -1, 1000, "a", "b", "c"))).(*kmsg.ProduceResponse)
+	if code := pr.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+	}
+	for _, off := range []int64{4, 1000, -5} {
+		resp := rc.roundTrip(fetchReq(12, "oor", [16]byte{}, 0, off)).(*kmsg.FetchResponse)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != kerr.OffsetOutOfRange.Code || p.HighWatermark != 3 || p.LogStartOffset != 0 {
+			t.Errorf("fetch at %d: error %v, high watermark %d, log start %d; want OFFSET_OUT_OF_RANGE, 3, 0",
+				off, kerr.ErrorForCode(p.ErrorCode), p.HighWatermark, p.LogStartOffset)
+		}
+	}
+	// Fetching exactly at the high watermark is not out of range: it waits.
+	resp := rc.roundTrip(fetchReq(12, "oor", [16]byte{}, 0, 3)).(*kmsg.FetchResponse)
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) != 0 || p.HighWatermark != 3 {
+		t.Errorf("fetch at the high watermark: error %v, %d bytes, hwm %d", kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches), p.HighWatermark)
+	}
+}
+
+func TestProduceMissingTopicWithoutAutoCreate(t *testing.T) {
+	c := startCluster(t, func(cfg *gateway.Config) { cfg.AutoCreateTopics = false })
+	rc := dialRaw(t, c.Addr)
+	resp := rc.roundTrip(produceReq(9, "missing", 0, testBatch(-1, -1, -1, 1, "x"))).(*kmsg.ProduceResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("produce to a missing topic: %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(code))
+	}
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.Version = 12
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("missing")
+	meta.Topics = append(meta.Topics, mt)
+	meta.AllowAutoTopicCreation = true
+	mresp := rc.roundTrip(meta).(*kmsg.MetadataResponse)
+	if code := mresp.Topics[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("metadata for a missing topic with auto-create off: %v", kerr.ErrorForCode(code))
+	}
+}
+
+// allow_auto_topic_creation=false is honoured even when the gateway creates
+// topics automatically.
+func TestMetadataHonoursNoAutoCreate(t *testing.T) {
+	c := startCluster(t, nil)
+	rc := dialRaw(t, c.Addr)
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.Version = 12
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("not-wanted")
+	meta.Topics = append(meta.Topics, mt)
+	meta.AllowAutoTopicCreation = false
+	resp := rc.roundTrip(meta).(*kmsg.MetadataResponse)
+	if code := resp.Topics[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("got %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(code))
+	}
+	streams, err := c.Client.ListStreams(testContext(t, 5*time.Second), 100, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(streams.StreamNames, "not-wanted") {
+		t.Fatal("the stream was created although the request did not allow it")
+	}
+
+	meta.AllowAutoTopicCreation = true
+	resp = rc.roundTrip(meta).(*kmsg.MetadataResponse)
+	if code := resp.Topics[0].ErrorCode; code != 0 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("auto-create: %v, %d partitions", kerr.ErrorForCode(code), len(resp.Topics[0].Partitions))
+	}
+	if resp.Topics[0].TopicID == [16]byte{} {
+		t.Fatal("metadata v12 without a topic id")
+	}
+}
+
+// A consumer that starts in the middle of what was one produce batch gets
+// the records from its offset on (KAFKA-COMPAT.md item 9).
+func TestFetchInsideBatch(t *testing.T) {
+	c := startCluster(t, nil)
+	createTopic(t, c, "inside", 1, nil)
+	rc := dialRaw(t, c.Addr)
+	vals := []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+	if code := rc.roundTrip(produceReq(9, "inside", 0, testBatch(-1, -1, -1, 5, vals...))).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	ctx := testContext(t, 20*time.Second)
+	cl := newClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"inside": {0: kgo.NewOffset().At(5)}}))
+	var got []string
+	for len(got) < 5 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("got %v: %v", got, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if !slices.Equal(got, vals[5:]) {
+		t.Fatalf("consumed %v, want %v", got, vals[5:])
+	}
+}
+
+// A retried idempotent batch is answered with its original offset and not
+// written twice; a gap is refused.
+func TestIdempotentProduce(t *testing.T) {
+	c := startCluster(t, nil)
+	createTopic(t, c, "idem", 1, nil)
+	rc := dialRaw(t, c.Addr)
+	ipr := rc.roundTrip(kmsg.NewPtrInitProducerIDRequest()).(*kmsg.InitProducerIDResponse)
+	if ipr.ErrorCode != 0 || ipr.ProducerID < 0 {
+		t.Fatalf("InitProducerId: %v, id %d", kerr.ErrorForCode(ipr.ErrorCode), ipr.ProducerID)
+	}
+	pid, epoch := ipr.ProducerID, ipr.ProducerEpoch
+	produce := func(seq int32, vals ...string) kmsg.ProduceResponseTopicPartition {
+		return rc.roundTrip(produceReq(9, "idem", 0, testBatch(pid, epoch, seq, 1, vals...))).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	}
+	if p := produce(0, "a", "b"); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("first batch: %v at %d", kerr.ErrorForCode(p.ErrorCode), p.BaseOffset)
+	}
+	if p := produce(0, "a", "b"); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("retried batch: %v at %d, want its original offset 0", kerr.ErrorForCode(p.ErrorCode), p.BaseOffset)
+	}
+	if p := produce(5, "x"); p.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("batch after a gap: %v, want OUT_OF_ORDER_SEQUENCE_NUMBER", kerr.ErrorForCode(p.ErrorCode))
+	}
+	if p := produce(2, "c"); p.ErrorCode != 0 || p.BaseOffset != 2 {
+		t.Fatalf("next batch: %v at %d, want offset 2", kerr.ErrorForCode(p.ErrorCode), p.BaseOffset)
+	}
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.Version = 8
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "idem"
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Timestamp = -1
+	lt.Partitions = append(lt.Partitions, lp)
+	lo.Topics = append(lo.Topics, lt)
+	if p := rc.roundTrip(lo).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]; p.Offset != 3 {
+		t.Fatalf("high watermark %d after 3 distinct records, want 3", p.Offset)
+	}
+}
+
+// Producer ids are not handed out twice across a gateway restart.
+func TestProducerIDsUniqueAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	first := func() int64 {
+		c, err := Start(Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		rc := dialRaw(t, c.Addr)
+		resp := rc.roundTrip(kmsg.NewPtrInitProducerIDRequest()).(*kmsg.InitProducerIDResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+		}
+		return resp.ProducerID
+	}
+	a := first()
+	b := first()
+	if b <= a {
+		t.Fatalf("producer id %d after restart, want more than %d", b, a)
+	}
+}
+
+// A transactional producer is refused at InitProducerId with a clear error.
+func TestTransactionalProducerRefused(t *testing.T) {
+	c := startCluster(t, nil)
+	rc := dialRaw(t, c.Addr)
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID = kmsg.StringPtr("txn")
+	req.TransactionTimeoutMillis = 1000
+	resp := rc.roundTrip(req).(*kmsg.InitProducerIDResponse)
+	if resp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("got %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+}
+
+func TestProduceRecordLimits(t *testing.T) {
+	c := startCluster(t, nil)
+	createTopic(t, c, "big", 1, nil)
+	raw := "dis.record.format"
+	rawFormat := "raw"
+	createTopic(t, c, "rawtopic", 1, map[string]*string{raw: &rawFormat})
+	rc := dialRaw(t, c.Addr)
+
+	huge := string(make([]byte, 1<<20+1))
+	p := rc.roundTrip(produceReq(9, "big", 0, testBatch(-1, -1, -1, 1, huge))).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != kerr.MessageTooLarge.Code {
+		t.Fatalf("record over 1 MiB: %v, want MESSAGE_TOO_LARGE", kerr.ErrorForCode(p.ErrorCode))
+	}
+
+	b := kmsg.RecordBatch{Magic: 2, PartitionLeaderEpoch: -1, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 1}
+	r := kmsg.Record{Key: []byte("k"), Value: []byte("v"), Headers: []kmsg.Header{{Key: "h", Value: []byte("x")}}}
+	b.Records = appendRecord(nil, r)
+	withHeader := rawBatch(b)
+	p = rc.roundTrip(produceReq(9, "rawtopic", 0, withHeader)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != kerr.InvalidRecord.Code || p.ErrorMessage == nil || len(p.ErrorRecords) != 1 {
+		t.Fatalf("headers on a raw topic: %v (%v), %d record errors; want INVALID_RECORD with a message",
+			kerr.ErrorForCode(p.ErrorCode), p.ErrorMessage, len(p.ErrorRecords))
+	}
+
+	corrupt := testBatch(-1, -1, -1, 1, "v")
+	corrupt[len(corrupt)-1] ^= 0xff
+	p = rc.roundTrip(produceReq(9, "big", 0, corrupt)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != kerr.CorruptMessage.Code {
+		t.Fatalf("bad CRC: %v, want CORRUPT_MESSAGE", kerr.ErrorForCode(p.ErrorCode))
+	}
+}
+
+// rawBatch fills in a hand-built batch's length and CRC.
+func rawBatch(b kmsg.RecordBatch) []byte {
+	raw := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[17:], crc32c(raw[21:]))
+	return raw
+}
