@@ -1,0 +1,190 @@
+package test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// disgwBinary builds cmd/disgw once per test run.
+var disgwBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "disgw-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "disgw")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/disgw").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// process is a running disgw binary.
+type process struct {
+	cmd   *exec.Cmd
+	kafka string
+	admin string
+	logs  *safeBuffer
+}
+
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startBinary runs disgw with the embedded DIS in dataDir, configured through
+// environment variables as an operator would, and waits for /healthz.
+func startBinary(t *testing.T, dataDir string) *process {
+	t.Helper()
+	bin, err := disgwBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &process{kafka: freeAddr(t), admin: freeAddr(t), logs: &safeBuffer{}}
+	p.cmd = exec.Command(bin, "--listen", p.kafka, "--log-format", "json")
+	p.cmd.Env = append(os.Environ(), "DISGW_ADMIN_LISTEN="+p.admin, "DISGW_DATA_DIR="+dataDir)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + p.admin + "/healthz")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 && strings.TrimSpace(string(body)) == "ok" {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("disgw did not become healthy: %v\n%s", err, p.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestBinaryCrashAndRestart produces with acks=all, kills disgw with SIGKILL,
+// restarts it on the same data directory and reads every acknowledged record
+// back; then it stops disgw with SIGTERM and checks a clean exit.
+func TestBinaryCrashAndRestart(t *testing.T) {
+	dataDir := t.TempDir()
+	p := startBinary(t, dataDir)
+	if !strings.Contains(p.logs.String(), dataDir) {
+		t.Errorf("the start-up log does not name the data directory %s:\n%s", dataDir, p.logs.String())
+	}
+
+	ctx := testContext(t, 60*time.Second)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), kgo.DefaultProduceTopic("crash"), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Value: fmt.Appendf(nil, "rec-%d", i)}, func(r *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				t.Logf("produce: %v", err)
+			}
+			if err == nil {
+				mu.Lock()
+				acked[string(r.Value)] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	cl.Close()
+	if len(acked) != n {
+		t.Fatalf("only %d of %d records acknowledged before the crash", len(acked), n)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait()
+
+	p = startBinary(t, dataDir)
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"crash": {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	for len(acked) > 0 {
+		fs := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%d acknowledged records missing after the crash", len(acked))
+		}
+		fs.EachRecord(func(r *kgo.Record) { delete(acked, string(r.Value)) })
+	}
+
+	resp, err := http.Get("http://" + p.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(metrics, []byte("disgw_fetched_records_total")) {
+		t.Error("/metrics lacks disgw_fetched_records_total")
+	}
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("disgw exited with %v after SIGTERM\n%s", err, p.logs.String())
+	}
+	sc := bufio.NewScanner(strings.NewReader(p.logs.String()))
+	stopped := false
+	for sc.Scan() {
+		stopped = stopped || strings.Contains(sc.Text(), `"stopped"`)
+	}
+	if !stopped {
+		t.Errorf("no 'stopped' log line after SIGTERM:\n%s", p.logs.String())
+	}
+}
