@@ -117,6 +117,8 @@ func (gw *Gateway) startAppend(t *topicMeta, rp *kmsg.ProduceRequestTopicPartiti
 		switch {
 		case errors.Is(err, protocol.ErrCorruptMessage):
 			return fail(kerr.CorruptMessage.Code, err.Error())
+		case errors.Is(err, protocol.ErrDecompressedTooLarge):
+			return fail(kerr.MessageTooLarge.Code, err.Error())
 		case errors.As(err, &ie):
 			return fail(kerr.InvalidRecord.Code, err.Error())
 		}

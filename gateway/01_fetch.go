@@ -146,7 +146,7 @@ func (gw *Gateway) serveFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.Fet
 		if total >= max(minBytes, 1) || len(wake) == 0 || !time.Now().Before(deadline) {
 			break
 		}
-		if !waitAny(ctx, wake, deadline, gw.cfg.PollInterval) {
+		if !waitAny(ctx, gw.draining, wake, deadline, gw.cfg.PollInterval) {
 			break
 		}
 	}
@@ -229,8 +229,8 @@ func (gw *Gateway) outOfRange(p *fetchPart, earliest, hwm int64) {
 }
 
 // waitAny blocks until one of chans closes, poll passes, or deadline. It
-// returns false when ctx is done.
-func waitAny(ctx context.Context, chans []<-chan struct{}, deadline time.Time, poll time.Duration) bool {
+// returns false when ctx is done or stop closes.
+func waitAny(ctx context.Context, stop <-chan struct{}, chans []<-chan struct{}, deadline time.Time, poll time.Duration) bool {
 	d := min(time.Until(deadline), poll)
 	if d <= 0 {
 		return true
@@ -243,12 +243,14 @@ func waitAny(ctx context.Context, chans []<-chan struct{}, deadline time.Time, p
 		case <-timer.C:
 		case <-ctx.Done():
 			return false
+		case <-stop:
+			return false
 		}
 		return true
 	}
 	any := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	defer close(stop)
+	quit := make(chan struct{})
+	defer close(quit)
 	for _, c := range chans {
 		go func(c <-chan struct{}) {
 			select {
@@ -257,7 +259,7 @@ func waitAny(ctx context.Context, chans []<-chan struct{}, deadline time.Time, p
 				case any <- struct{}{}:
 				default:
 				}
-			case <-stop:
+			case <-quit:
 			}
 		}(c)
 	}
@@ -265,6 +267,8 @@ func waitAny(ctx context.Context, chans []<-chan struct{}, deadline time.Time, p
 	case <-any:
 	case <-timer.C:
 	case <-ctx.Done():
+		return false
+	case <-stop:
 		return false
 	}
 	return true

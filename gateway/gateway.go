@@ -129,6 +129,10 @@ type Gateway struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
+	// draining closes when Close starts: long-polling fetches answer at
+	// once with what they have, so shutdown does not wait for max_wait_ms.
+	draining  chan struct{}
+	drainOnce sync.Once
 
 	transport   *gnetTransport
 	serveErr    chan error
@@ -160,6 +164,7 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		ctx:       ctx,
 		cancel:    cancel,
 		serveErr:  make(chan error, 1),
+		draining:  make(chan struct{}),
 		producers: newProducerIDs(time.Now),
 		writers:   make(map[partitionKey]*partitionWriter),
 		readers:   make(map[partitionKey]*partitionReader),
@@ -227,6 +232,7 @@ func (gw *Gateway) Addr() net.Addr { return gw.transport.localAddr() }
 // Close stops accepting requests, lets in-flight handlers finish (bounded by
 // ctx), then closes every connection.
 func (gw *Gateway) Close(ctx context.Context) error {
+	gw.drainOnce.Do(func() { close(gw.draining) })
 	finished := make(chan struct{})
 	go func() {
 		gw.handlersRun.Wait()

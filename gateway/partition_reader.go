@@ -108,6 +108,14 @@ func (pr *partitionReader) addLocked(recs []protocol.Record) {
 	}
 }
 
+// invalidate empties the cache when this gateway cannot know what offsets
+// its own writes got.
+func (pr *partitionReader) invalidate() {
+	pr.mu.Lock()
+	pr.cache, pr.cacheBytes = nil, 0
+	pr.mu.Unlock()
+}
+
 func (pr *partitionReader) cacheEnd() int64 {
 	if len(pr.cache) == 0 {
 		return -1

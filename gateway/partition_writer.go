@@ -30,6 +30,7 @@ type appendOp struct {
 
 	done       chan struct{}
 	baseOffset int64
+	scattered  bool // DIS did not store the records at consecutive offsets
 	errCode    int16
 	errMsg     string
 }
@@ -224,10 +225,16 @@ func (w *partitionWriter) write(ops []*appendOp) {
 			}
 			continue
 		}
-		for j := range op.records {
-			op.records[j].Offset = op.baseOffset + int64(j)
+		if op.scattered {
+			w.gw.log.Warn().Str("topic", w.key.topic).Int32("partition", w.key.partition).Int64("base_offset", op.baseOffset).
+				Msg("DIS stored a batch at non-consecutive offsets after resending throttled records; the offsets reported to the producer are approximate")
+			w.gw.readerFor(w.key).invalidate()
+		} else {
+			for j := range op.records {
+				op.records[j].Offset = op.baseOffset + int64(j)
+			}
+			written = append(written, op.records...)
 		}
-		written = append(written, op.records...)
 		w.gw.metrics.producedRecs.Add(float64(n))
 	}
 	if len(written) > 0 {
@@ -253,6 +260,14 @@ func (op *appendOp) complete(results []disclient.PutRecordsResult) {
 		return
 	}
 	op.baseOffset = base
+	for i := range results {
+		if results[i].SequenceNumber != strconv.FormatInt(base+int64(i), 10) {
+			// Only a partially failed call whose failed records DIS took on
+			// a resend can do this; Kafka has no way to say it.
+			op.scattered = true
+			return
+		}
+	}
 }
 
 // putTimeout bounds one PutRecords call including the client's retries.

@@ -14,9 +14,13 @@ type recordingSink struct {
 	resumed int
 }
 
-func (k *recordingSink) write(f []byte) { k.mu.Lock(); k.frames = append(k.frames, string(f)); k.mu.Unlock() }
-func (k *recordingSink) close()         { k.mu.Lock(); k.closed = true; k.mu.Unlock() }
-func (k *recordingSink) resume()        { k.mu.Lock(); k.resumed++; k.mu.Unlock() }
+func (k *recordingSink) write(f []byte) {
+	k.mu.Lock()
+	k.frames = append(k.frames, string(f))
+	k.mu.Unlock()
+}
+func (k *recordingSink) close()  { k.mu.Lock(); k.closed = true; k.mu.Unlock() }
+func (k *recordingSink) resume() { k.mu.Lock(); k.resumed++; k.mu.Unlock() }
 
 func testSession(t *testing.T, cfg Config) (*session, *recordingSink) {
 	t.Helper()

@@ -46,7 +46,7 @@ const (
 // what a batch costs on top of RecordSizeInBatch for each record.
 const BatchHeaderSize = 61
 
-// Offsets of the v2 batch header fields.
+// The layout of v2 record batches and their records.
 const (
 	batchLengthEnd  = 12 // base offset (8) and batch length (4)
 	batchMagicPos   = 16 // after the partition leader epoch
@@ -322,7 +322,7 @@ func AppendBatch(dst []byte, recs []Record, codec Codec, partitionLeaderEpoch in
 		if i > 0 && recs[i].Offset <= recs[i-1].Offset {
 			return dst, fmt.Errorf("protocol: record offsets not ascending: %d after %d", recs[i].Offset, recs[i-1].Offset)
 		}
-		if recs[i].Offset-base > math.MaxInt32 {
+		if d := recs[i].Offset - base; d < 0 || d > math.MaxInt32 {
 			return dst, fmt.Errorf("protocol: offset %d is too far from base offset %d for one batch", recs[i].Offset, base)
 		}
 		maxTimestamp = max(maxTimestamp, recs[i].Timestamp)

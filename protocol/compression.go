@@ -17,7 +17,7 @@ import (
 
 // ErrDecompressedTooLarge reports compressed data that expands beyond the
 // caller's limit. It stops a small batch (a "zip bomb") from exhausting
-// memory; the gateway answers it as a too-large message.
+// memory; it maps naturally to Kafka's MESSAGE_TOO_LARGE.
 var ErrDecompressedTooLarge = errors.New("protocol: decompressed data exceeds the limit")
 
 // String names the codec as Kafka's compression.type does.

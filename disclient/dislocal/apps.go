@@ -42,7 +42,7 @@ func (s *Server) createApp(w http.ResponseWriter, r *http.Request, project strin
 	if _, ok := s.apps[k]; ok {
 		return errorf(disclient.CodeAppExists, "App already exists. [%s]", app.Name)
 	}
-	if err := s.db.Set(namedKey(kindApp, project, app.Name), v, s.sync); err != nil {
+	if err := s.db.Set(namedKey(kindApp, project, app.Name), v, s.writeOpts); err != nil {
 		return err
 	}
 	s.apps[k] = app
@@ -177,7 +177,7 @@ func (s *Server) deleteApp(w http.ResponseWriter, r *http.Request, project strin
 	if err := b.DeleteRange(prefix, prefixEnd(prefix), nil); err != nil {
 		return err
 	}
-	if err := s.db.Apply(b, s.sync); err != nil {
+	if err := s.db.Apply(b, s.writeOpts); err != nil {
 		return err
 	}
 	delete(s.apps, k)

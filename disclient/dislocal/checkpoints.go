@@ -89,7 +89,7 @@ func (s *Server) commitCheckpoint(w http.ResponseWriter, r *http.Request, projec
 	}
 	v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(req.Metadata)), uint64(seq))
 	v = append(v, req.Metadata...)
-	if err := s.db.Set(checkpointKey(project, req.AppName, st.meta.Key, n), v, s.sync); err != nil {
+	if err := s.db.Set(checkpointKey(project, req.AppName, st.meta.Key, n), v, s.writeOpts); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusCreated)
@@ -138,10 +138,10 @@ func (s *Server) deleteCheckpoint(w http.ResponseWriter, r *http.Request, projec
 		if aerr != nil {
 			return aerr
 		}
-		err = s.db.Delete(checkpointKey(project, app, st.meta.Key, n), s.sync)
+		err = s.db.Delete(checkpointKey(project, app, st.meta.Key, n), s.writeOpts)
 	} else {
 		prefix := binary.BigEndian.AppendUint64(appCheckpointPrefix(project, app), st.meta.Key)
-		err = s.db.DeleteRange(prefix, prefixEnd(prefix), s.sync)
+		err = s.db.DeleteRange(prefix, prefixEnd(prefix), s.writeOpts)
 	}
 	if err != nil {
 		return err

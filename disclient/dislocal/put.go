@@ -166,7 +166,7 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 	}
 
 	if s.cfg.Sync == SyncNone {
-		if err := s.db.Apply(b, s.sync); err != nil {
+		if err := s.db.Apply(b, s.writeOpts); err != nil {
 			return err
 		}
 		for j, p := range parts {
@@ -178,7 +178,7 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 	// Pebble orders the WAL in apply order, so applying under the partition
 	// locks keeps sequence numbers and WAL order in step; the fsync wait
 	// happens outside them so that concurrent writers share fsyncs.
-	if err := s.db.ApplyNoSyncWait(b, s.sync); err != nil {
+	if err := s.db.ApplyNoSyncWait(b, s.writeOpts); err != nil {
 		return err
 	}
 	for j, p := range parts {

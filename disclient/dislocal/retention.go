@@ -112,7 +112,7 @@ func (s *Server) sweepPartition(skey uint64, p *partition, cutoff int64) error {
 	if err := b.Set(partitionKey(skey, p.n), state.encode(), nil); err != nil {
 		return err
 	}
-	if err := s.db.Apply(b, s.sync); err != nil {
+	if err := s.db.Apply(b, s.writeOpts); err != nil {
 		return err
 	}
 	p.state = state

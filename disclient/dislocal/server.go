@@ -65,11 +65,11 @@ type Config struct {
 // Server is an embedded DIS server. It is an http.Handler; mount it on any
 // listener.
 type Server struct {
-	cfg  Config
-	log  zerolog.Logger
-	db   *pebble.DB
-	sync *pebble.WriteOptions
-	mux  *http.ServeMux
+	cfg       Config
+	log       zerolog.Logger
+	db        *pebble.DB
+	writeOpts *pebble.WriteOptions
+	mux       *http.ServeMux
 
 	// life is held shared by every request and exclusively by Close, so that
 	// no request touches the database after it is closed.
@@ -132,7 +132,7 @@ func Open(cfg Config) (*Server, error) {
 		cfg:          cfg,
 		log:          cfg.Logger,
 		db:           db,
-		sync:         writeOpts,
+		writeOpts:    writeOpts,
 		streams:      make(map[string]*stream),
 		streamsByKey: make(map[uint64]*stream),
 		apps:         make(map[string]*appMeta),

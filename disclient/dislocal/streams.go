@@ -130,7 +130,7 @@ func (s *Server) putStreamMeta(project string, meta *streamMeta) error {
 	if err != nil {
 		return err
 	}
-	return s.db.Set(namedKey(kindStream, project, meta.Name), v, s.sync)
+	return s.db.Set(namedKey(kindStream, project, meta.Name), v, s.writeOpts)
 }
 
 func checkRetention(hours *int32) (int32, error) {
@@ -216,7 +216,7 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request, project st
 	if err := b.Set(streamCounterKey, binary.BigEndian.AppendUint64(nil, meta.Key+1), nil); err != nil {
 		return err
 	}
-	if err := s.db.Apply(b, s.sync); err != nil {
+	if err := s.db.Apply(b, s.writeOpts); err != nil {
 		return err
 	}
 	s.nextStreamKey++
@@ -408,7 +408,7 @@ func (s *Server) deleteStream(w http.ResponseWriter, r *http.Request, project st
 			}
 		}
 	}
-	if err := s.db.Apply(b, s.sync); err != nil {
+	if err := s.db.Apply(b, s.writeOpts); err != nil {
 		return err
 	}
 	st.deleted = true

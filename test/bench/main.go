@@ -43,7 +43,7 @@ type settings struct {
 func main() {
 	var s settings
 	var syncMode string
-	flag.IntVar(&s.records, "records", 200_000, "records to produce and consume in each throughput phase")
+	flag.IntVar(&s.records, "records", 500_000, "records to produce and consume in each throughput phase")
 	flag.IntVar(&s.size, "size", 1024, "value size in bytes")
 	flag.IntVar(&s.partitions, "partitions", 3, "partitions of each topic and stream")
 	flag.IntVar(&s.unloaded, "unloaded", 2000, "records produced one at a time for the unloaded latency")
