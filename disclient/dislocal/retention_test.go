@@ -1,12 +1,15 @@
 package dislocal
 
 import (
+	"bytes"
 	"context"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/disgw/disgw/disclient"
 )
@@ -99,9 +102,11 @@ func TestRetentionFollowsUpdateStream(t *testing.T) {
 }
 
 // TestClose checks that Close stops the sweeper, is idempotent, and that
-// requests after it get a DIS error instead of touching a closed database.
+// requests after it get a logged DIS error instead of touching a closed
+// database.
 func TestClose(t *testing.T) {
-	srv, err := Open(Config{Dir: t.TempDir(), RetentionCheckInterval: time.Millisecond})
+	var logs bytes.Buffer
+	srv, err := Open(Config{Dir: t.TempDir(), RetentionCheckInterval: time.Millisecond, Logger: zerolog.New(&logs)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,5 +120,8 @@ func TestClose(t *testing.T) {
 	srv.ServeHTTP(rec, httptest.NewRequest("GET", v2("/streams"), nil))
 	if rec.Code != 500 || !strings.Contains(rec.Body.String(), `"errorCode":"DIS.5000"`) {
 		t.Errorf("after Close: %d %s", rec.Code, rec.Body)
+	}
+	if !strings.Contains(logs.String(), `"code":"DIS.5000"`) {
+		t.Errorf("the 5xx was not logged: %s", logs.String())
 	}
 }

@@ -1,13 +1,3 @@
-// Package dislocal is disgw's embedded DIS: an HTTP server that serves the
-// DIS REST API (paths, JSON shapes, status codes, error bodies, cursors and
-// their expiry, dense sequence numbers) closely enough that disgw's own
-// client and the official Huawei Cloud Go SDK work against it unchanged.
-// It is the default backend when no DIS account is configured, so it keeps
-// everything in a pebble database and acknowledges writes only once they are
-// as durable as Config.Sync asks.
-//
-// Authentication is not checked: any signature, token or none is accepted,
-// and any project id names its own namespace of streams and apps.
 package dislocal
 
 import (
@@ -36,7 +26,7 @@ const (
 	// An acknowledged write survives a process crash and a power loss.
 	SyncAlways SyncMode = "always"
 	// SyncNone answers once the write is in pebble's memtable and WAL buffer
-	// and leaves flushing to pebble and the OS. It is much faster, but a
+	// and leaves flushing to pebble and the OS. It saves the fsync wait, but a
 	// process crash or power loss can lose the writes of the last moments
 	// (pebble buffers the WAL tail in the process before writing it to the
 	// OS). The database itself always stays consistent.

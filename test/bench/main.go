@@ -208,7 +208,7 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// printLatency prints the p50, p99 and p99.9 of lat, which it sorts.
+// printLatency prints the p50, p99, p99.9 and maximum of lat, which it sorts.
 func printLatency(name string, lat []time.Duration) {
 	slices.Sort(lat)
 	q := func(f float64) string {
