@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -118,37 +117,39 @@ func (t *gnetTransport) OnTraffic(c gnet.Conn) gnet.Action {
 	if !ok {
 		return gnet.Close
 	}
-	max := t.gw.cfg.MaxFrameBytes
-	for c.InboundBuffered() >= 4 {
-		head, _ := c.Peek(4)
-		size := int32(binary.BigEndian.Uint32(head))
-		if size < 0 || size > max {
+	buf, err := c.Peek(-1)
+	if err != nil {
+		return gnet.Close
+	}
+	consumed := 0
+	defer func() {
+		if consumed > 0 { // gnet's Discard(0) would drop everything
+			_, _ = c.Discard(consumed)
+		}
+	}()
+	for {
+		frame, n, err := protocol.NextFrame(buf[consumed:], t.gw.cfg.MaxFrameBytes)
+		if err != nil {
 			t.gw.metrics.badRequests.Inc()
-			s.log.Warn().Err(&protocol.FrameSizeError{Size: size, Max: max}).Msg("closing connection: frame size refused")
+			s.log.Warn().Err(err).Msg("closing connection: frame size refused")
 			return gnet.Close
 		}
-		need := 4 + int(size)
-		if c.InboundBuffered() < need {
-			break
+		if n == 0 {
+			return gnet.None
 		}
-		if !s.canAccept(need) {
-			if c.InboundBuffered() > t.gw.cfg.maxBufferedBytes() {
-				s.log.Warn().Int("buffered", c.InboundBuffered()).Msg("closing connection: client keeps sending past backpressure")
+		if !s.canAccept(n) {
+			if len(buf)-consumed > t.gw.cfg.maxBufferedBytes() {
+				s.log.Warn().Int("buffered", len(buf)-consumed).Msg("closing connection: client keeps sending past backpressure")
 				return gnet.Close
 			}
 			return gnet.None
 		}
-		buf, err := c.Next(need)
-		if err != nil {
-			return gnet.Close
-		}
-		frame := make([]byte, size)
-		copy(frame, buf[4:])
-		if !s.accept(frame) {
+		consumed += n
+		// The loop's buffer is reused: the session gets its own copy.
+		if !s.accept(append([]byte(nil), frame...)) {
 			return gnet.None
 		}
 	}
-	return gnet.None
 }
 
 // gnetLogger routes gnet's own log lines into the gateway's zerolog logger.

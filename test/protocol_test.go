@@ -354,3 +354,32 @@ func rawBatch(b kmsg.RecordBatch) []byte {
 	binary.BigEndian.PutUint32(raw[17:], crc32c(raw[21:]))
 	return raw
 }
+
+// A frame that arrives in pieces, and several frames in one write, are both
+// read correctly.
+func TestFramesSplitAndCoalesced(t *testing.T) {
+	c := startCluster(t, nil)
+	rc := dialRaw(t, c.Addr)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "split", "1"
+	frame := rc.fmt.AppendRequest(nil, req, 1)
+	for _, b := range frame {
+		rc.write([]byte{b})
+		time.Sleep(time.Millisecond) // separate reads on the gateway side
+	}
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 3
+	rc.read(1, resp)
+
+	var many []byte
+	for corr := int32(2); corr <= 6; corr++ {
+		many = append(many, rc.fmt.AppendRequest(nil, req, corr)...)
+	}
+	rc.write(many)
+	for corr := int32(2); corr <= 6; corr++ {
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.Version = 3
+		rc.read(corr, resp)
+	}
+}
