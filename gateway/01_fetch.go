@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -118,27 +119,29 @@ func (gw *Gateway) serveFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.Fet
 	minBytes := int(req.MinBytes)
 	ctx, cancel := context.WithDeadline(r.ctx, deadline.Add(putTimeout))
 	defer cancel()
-	total := 0
 	for {
-		var wake []<-chan struct{}
+		// Read every partition still waiting at once: one DIS round trip
+		// per fetch, not one per partition.
+		var wg sync.WaitGroup
 		for _, p := range parts {
 			if p.done {
 				continue
 			}
-			budget := maxBytes - total
-			if budget <= 0 {
-				break
+			limit := int(p.req.PartitionMaxBytes)
+			if limit <= 0 || limit > maxBytes {
+				limit = maxBytes
 			}
-			pmax := int(p.req.PartitionMaxBytes)
-			if pmax <= 0 {
-				pmax = budget
-			}
-			limit := min(pmax, budget)
-			if total == 0 {
-				limit = max(limit, 1) // the first partition always makes progress
-			}
-			n := gw.fetchPartition(ctx, p, limit)
-			total += n
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				gw.fetchPartition(ctx, p, limit)
+			}()
+		}
+		wg.Wait()
+		total := 0
+		var wake []<-chan struct{}
+		for _, p := range parts {
+			total += p.bytes
 			if !p.done {
 				wake = append(wake, gw.readerFor(partitionKey{p.topic.name, p.resp.Partition}).waitChan())
 			}
@@ -150,6 +153,7 @@ func (gw *Gateway) serveFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.Fet
 			break
 		}
 	}
+	trimToMaxBytes(parts, maxBytes)
 	fetched := 0
 	for _, p := range parts {
 		if len(p.records) == 0 {
@@ -168,9 +172,29 @@ func (gw *Gateway) serveFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.Fet
 	r.respond(resp)
 }
 
-// fetchPartition reads once for p and returns the bytes it added. A
-// partition is done once it has records or an error.
-func (gw *Gateway) fetchPartition(ctx context.Context, p *fetchPart, limit int) int {
+// trimToMaxBytes keeps the response within max_bytes, in request order; the
+// first records always stay so that a consumer makes progress past a record
+// larger than its limit, as Kafka does. Dropped records stay in the read
+// cache for the next fetch.
+func trimToMaxBytes(parts []*fetchPart, maxBytes int) {
+	total := 0
+	for _, p := range parts {
+		keep := 0
+		for keep < len(p.records) {
+			n := recordSize(&p.records[keep])
+			if total > 0 && total+n > maxBytes {
+				break
+			}
+			total += n
+			keep++
+		}
+		p.records = p.records[:keep]
+	}
+}
+
+// fetchPartition reads once for p. A partition is done once it has records
+// or an error.
+func (gw *Gateway) fetchPartition(ctx context.Context, p *fetchPart, limit int) {
 	k := partitionKey{p.topic.name, p.resp.Partition}
 	pr := gw.readerFor(k)
 	pm := p.topic.partitions[p.resp.Partition]
@@ -188,7 +212,7 @@ func (gw *Gateway) fetchPartition(ctx context.Context, p *fetchPart, limit int) 
 		}
 		if p.offset < pm.earliest || p.offset > hwm {
 			gw.outOfRange(p, pm.earliest, hwm)
-			return 0
+			return
 		}
 	}
 	recs, err := pr.read(ctx, p.topic.format, p.offset, limit)
@@ -200,25 +224,24 @@ func (gw *Gateway) fetchPartition(ctx context.Context, p *fetchPart, limit int) 
 				pm = t.partitions[k.partition]
 			}
 			gw.outOfRange(p, pm.earliest, max(pm.next, hwm))
-			return 0
+			return
 		}
 		if ctx.Err() != nil {
-			return 0
+			return
 		}
 		gw.log.Warn().Err(err).Str("topic", k.topic).Int32("partition", k.partition).Msg("fetch: reading DIS failed")
 		p.resp.ErrorCode = fetchErrorCode(err)
 		p.done = true
-		return 0
+		return
 	}
 	if len(recs) == 0 {
-		return 0
+		return
 	}
 	n := 0
 	for i := range recs {
 		n += recordSize(&recs[i])
 	}
 	p.records, p.bytes, p.done = recs, n, true
-	return n
 }
 
 func (gw *Gateway) outOfRange(p *fetchPart, earliest, hwm int64) {

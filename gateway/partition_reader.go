@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,7 +35,8 @@ type partitionReader struct {
 	notify     chan struct{}
 	lastEmpty  time.Time // when DIS last had nothing at hwm
 
-	readMu       sync.Mutex // one DIS read at a time
+	readMu       sync.Mutex  // one DIS read at a time
+	loading      atomic.Bool // a read-ahead is queued or running
 	cursor       string
 	cursorOffset int64
 	cursorAt     time.Time
@@ -173,6 +175,7 @@ func (pr *partitionReader) read(ctx context.Context, format RecordFormat, offset
 	pr.mu.Lock()
 	if recs, ok := pr.fromCacheLocked(offset, maxBytes); ok {
 		pr.mu.Unlock()
+		pr.readAhead(format, recs[len(recs)-1].Offset+1, maxBytes)
 		return recs, nil
 	}
 	if offset == pr.hwm && time.Since(pr.lastEmpty) < pr.gw.cfg.PollInterval {
@@ -208,7 +211,50 @@ func (pr *partitionReader) read(ctx context.Context, format RecordFormat, offset
 	if out == nil {
 		out = recs
 	}
+	pr.readAheadLocked(format, out[len(out)-1].Offset+1, maxBytes)
 	return out, nil
+}
+
+// readAhead starts loading the records after next into the cache while the
+// consumer is busy with what it just got, so that its next fetch needs no
+// DIS round trip. It does nothing when the cache already holds enough after
+// next or nothing more is known to be there.
+func (pr *partitionReader) readAhead(format RecordFormat, next int64, maxBytes int) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	pr.readAheadLocked(format, next, maxBytes)
+}
+
+func (pr *partitionReader) readAheadLocked(format RecordFormat, next int64, maxBytes int) {
+	end := pr.cacheEnd()
+	if next >= pr.hwm || (len(pr.cache) > 0 && next < end && end-next >= int64(len(pr.cache)/2)) {
+		return
+	}
+	if pr.loading.CompareAndSwap(false, true) {
+		go pr.load(format, max(next, end), maxBytes)
+	}
+}
+
+// load reads from DIS into the cache; one runs at a time per partition.
+func (pr *partitionReader) load(format RecordFormat, from int64, maxBytes int) {
+	defer pr.loading.Store(false)
+	pr.readMu.Lock()
+	defer pr.readMu.Unlock()
+	pr.mu.Lock()
+	cached := len(pr.cache) > 0 && from >= pr.cache[0].Offset && from < pr.cacheEnd()
+	pr.mu.Unlock()
+	if cached {
+		return
+	}
+	ctx, cancel := context.WithTimeout(pr.gw.ctx, putTimeout)
+	defer cancel()
+	recs, err := pr.readDIS(ctx, format, from, maxBytes)
+	if err != nil || len(recs) == 0 {
+		return
+	}
+	pr.mu.Lock()
+	pr.addLocked(recs)
+	pr.mu.Unlock()
 }
 
 // readDIS reads from DIS with the reader's cursor, opening a new one on a

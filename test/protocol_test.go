@@ -383,3 +383,70 @@ func TestFramesSplitAndCoalesced(t *testing.T) {
 		rc.read(corr, resp)
 	}
 }
+
+// A fetch waiting at the high watermark (max_wait 20 s, min_bytes 1) is
+// answered with records produced after it was sent.
+func TestFetchLongPollWakesOnProduce(t *testing.T) {
+	c := startCluster(t, nil)
+	createTopic(t, c, "poll", 1, nil)
+	rc := dialRaw(t, c.Addr)
+	req := fetchReq(12, "poll", [16]byte{}, 0, 0)
+	req.MaxWaitMillis = 20_000
+	req.MinBytes = 1
+	corr := rc.send(req)
+
+	producer := dialRaw(t, c.Addr)
+	time.Sleep(100 * time.Millisecond) // let the fetch start waiting
+	if code := producer.roundTrip(produceReq(9, "poll", 0, testBatch(-1, -1, -1, 1, "late"))).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 12
+	rc.read(corr, resp)
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || len(p.RecordBatches) == 0 || p.HighWatermark != 1 {
+		t.Fatalf("long poll: error %v, %d bytes, high watermark %d", kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches), p.HighWatermark)
+	}
+}
+
+// ListOffsets finds offsets by timestamp with DIS's AT_TIMESTAMP cursor.
+func TestListOffsetsByTimestamp(t *testing.T) {
+	c := startCluster(t, nil)
+	createTopic(t, c, "times", 1, nil)
+	rc := dialRaw(t, c.Addr)
+	for _, ts := range []int64{1000, 2000, 3000} {
+		if code := rc.roundTrip(produceReq(9, "times", 0, testBatch(-1, -1, -1, ts, "v"))).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatal(kerr.ErrorForCode(code))
+		}
+	}
+	cases := []struct{ ts, offset, gotTS int64 }{
+		{-2, 0, -1},     // earliest
+		{-1, 3, -1},     // latest
+		{-4, 0, -1},     // earliest local
+		{-3, 2, 3000},   // max timestamp
+		{500, 0, 1000},  // before everything
+		{1500, 1, 2000}, // between records
+		{2000, 1, 2000}, // exactly a record
+		{3001, -1, -1},  // after everything
+	}
+	for _, version := range []int16{1, 4, 8} {
+		for _, tc := range cases {
+			if version < 7 && tc.ts == -3 || version < 8 && tc.ts == -4 {
+				continue
+			}
+			req := kmsg.NewPtrListOffsetsRequest()
+			req.Version = version
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = "times"
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Timestamp = tc.ts
+			rt.Partitions = []kmsg.ListOffsetsRequestTopicPartition{rp}
+			req.Topics = []kmsg.ListOffsetsRequestTopic{rt}
+			p := rc.roundTrip(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+			if p.ErrorCode != 0 || p.Offset != tc.offset || p.Timestamp != tc.gotTS {
+				t.Errorf("v%d timestamp %d: error %v, offset %d, timestamp %d; want offset %d, timestamp %d",
+					version, tc.ts, kerr.ErrorForCode(p.ErrorCode), p.Offset, p.Timestamp, tc.offset, tc.gotTS)
+			}
+		}
+	}
+}

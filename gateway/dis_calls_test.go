@@ -1,0 +1,185 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/disclient/dislocal"
+)
+
+// countingDIS wraps the DIS API to observe how the gateway uses it.
+type countingDIS struct {
+	disclient.API
+	getCursor, getRecords atomic.Int64
+
+	mu           sync.Mutex
+	putInFlight  map[string]int // partition id -> calls in flight
+	maxInFlight  int
+	putCalls     int
+	putRecords   int
+	putCallsSeen map[string]int
+}
+
+func (c *countingDIS) GetCursor(ctx context.Context, req *disclient.GetCursorRequest) (*disclient.GetCursorResponse, error) {
+	c.getCursor.Add(1)
+	return c.API.GetCursor(ctx, req)
+}
+
+func (c *countingDIS) GetRecords(ctx context.Context, cursor string, max int) (*disclient.GetRecordsResponse, error) {
+	c.getRecords.Add(1)
+	return c.API.GetRecords(ctx, cursor, max)
+}
+
+func (c *countingDIS) PutRecords(ctx context.Context, req *disclient.PutRecordsRequest) (*disclient.PutRecordsResponse, error) {
+	parts := map[string]bool{}
+	for _, r := range req.Records {
+		parts[r.PartitionID] = true
+	}
+	c.mu.Lock()
+	c.putCalls++
+	c.putRecords += len(req.Records)
+	for p := range parts {
+		c.putInFlight[p]++
+		c.putCallsSeen[p]++
+		c.maxInFlight = max(c.maxInFlight, c.putInFlight[p])
+	}
+	c.mu.Unlock()
+	// Give concurrent produce requests time to pile up behind this call.
+	time.Sleep(2 * time.Millisecond)
+	resp, err := c.API.PutRecords(ctx, req)
+	c.mu.Lock()
+	for p := range parts {
+		c.putInFlight[p]--
+	}
+	c.mu.Unlock()
+	return resp, err
+}
+
+func startCounted(t *testing.T) (*Gateway, *countingDIS) {
+	t.Helper()
+	srv, err := dislocal.Open(dislocal.Config{Dir: t.TempDir(), Sync: dislocal.SyncNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	cl, err := disclient.New(disclient.Config{Endpoint: hs.URL, ProjectID: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dis := &countingDIS{API: cl, putInFlight: map[string]int{}, putCallsSeen: map[string]int{}}
+	gw, err := New(Config{Listen: "127.0.0.1:0", AutoCreateTopics: true}, dis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = gw.Close(ctx)
+		cl.Close()
+		hs.Close()
+		_ = srv.Close()
+	})
+	return gw, dis
+}
+
+// Many producers writing one partition share PutRecords calls, and the
+// gateway never has two calls in flight for one partition (DESIGN.md §4).
+func TestOnePutRecordsInFlightPerPartition(t *testing.T) {
+	gw, dis := startCounted(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const producers, perProducer = 8, 200
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()), kgo.DefaultProduceTopic("shared"),
+				kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer cl.Close()
+			for i := range perProducer {
+				if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "%d-%d", p, i)}).FirstErr(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	dis.mu.Lock()
+	defer dis.mu.Unlock()
+	if dis.maxInFlight != 1 {
+		t.Errorf("up to %d PutRecords calls in flight for one partition, want 1", dis.maxInFlight)
+	}
+	if dis.putRecords != producers*perProducer {
+		t.Errorf("wrote %d records, want %d", dis.putRecords, producers*perProducer)
+	}
+	if dis.putCalls >= producers*perProducer {
+		t.Errorf("%d PutRecords calls for %d records: concurrent produces were not batched", dis.putCalls, dis.putRecords)
+	}
+}
+
+// A consumer reading a partition front to back opens one DIS cursor and then
+// follows next_partition_cursor.
+func TestSequentialFetchReusesCursor(t *testing.T) {
+	gw, dis := startCounted(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()), kgo.DefaultProduceTopic("seq"), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	const n = 3000
+	for range n {
+		prod.Produce(ctx, &kgo.Record{Value: make([]byte, 1000)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A fresh gateway view: drop what the writer cached so reads go to DIS.
+	gw.readerFor(partitionKey{"seq", 0}).invalidate()
+	before := dis.getCursor.Load()
+	cons, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"seq": {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxPartitionBytes(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	got := 0
+	for got < n {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d", got, n)
+		}
+		got += fs.NumRecords()
+	}
+	cursors, reads := dis.getCursor.Load()-before, dis.getRecords.Load()
+	if cursors != 1 {
+		t.Errorf("%d GetCursor calls for one sequential read (%d GetRecords), want 1", cursors, reads)
+	}
+	if reads < 2 {
+		t.Errorf("only %d GetRecords calls: the read did not go through DIS", reads)
+	}
+}
