@@ -260,17 +260,6 @@ func waitAny(ctx context.Context, stop <-chan struct{}, chans []<-chan struct{},
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	if len(chans) == 1 {
-		select {
-		case <-chans[0]:
-		case <-timer.C:
-		case <-ctx.Done():
-			return false
-		case <-stop:
-			return false
-		}
-		return true
-	}
 	any := make(chan struct{}, 1)
 	quit := make(chan struct{})
 	defer close(quit)

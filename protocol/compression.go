@@ -164,18 +164,26 @@ func readCapped(r io.Reader, compressedLen, max int) ([]byte, error) {
 	}
 }
 
-type gzipEncoder struct {
-	out appendWriter
-	w   *gzip.Writer
+// streamWriter is what gzip.Writer and lz4.Writer have in common.
+type streamWriter interface {
+	io.Writer
+	io.Closer
+	Reset(io.Writer)
 }
 
-var gzipEncoders sync.Pool
+// streamEncoder is a pooled compressor that appends to a caller's slice.
+type streamEncoder struct {
+	out appendWriter
+	w   streamWriter
+}
 
-func compressGzip(dst, src []byte) ([]byte, error) {
-	e, _ := gzipEncoders.Get().(*gzipEncoder)
+// compressStream compresses src through a pooled encoder, appending to dst;
+// newWriter makes the writer for a new encoder.
+func compressStream(pool *sync.Pool, newWriter func(io.Writer) (streamWriter, error), dst, src []byte) ([]byte, error) {
+	e, _ := pool.Get().(*streamEncoder)
 	if e == nil {
-		e = &gzipEncoder{}
-		w, err := gzip.NewWriterLevel(&e.out, gzip.DefaultCompression)
+		e = &streamEncoder{}
+		w, err := newWriter(&e.out)
 		if err != nil {
 			return dst, err
 		}
@@ -189,11 +197,19 @@ func compressGzip(dst, src []byte) ([]byte, error) {
 	}
 	out := e.out.b
 	e.out.b = nil
-	gzipEncoders.Put(e)
+	pool.Put(e)
 	if err != nil {
 		return dst, err
 	}
 	return out, nil
+}
+
+var gzipEncoders sync.Pool
+
+func compressGzip(dst, src []byte) ([]byte, error) {
+	return compressStream(&gzipEncoders, func(w io.Writer) (streamWriter, error) {
+		return gzip.NewWriterLevel(w, gzip.DefaultCompression)
+	}, dst, src)
 }
 
 type gzipDecoder struct {
@@ -265,36 +281,17 @@ func appendSnappyBlock(dst, block []byte, max int) ([]byte, error) {
 	return dst, nil
 }
 
-type lz4Encoder struct {
-	out appendWriter
-	w   *lz4.Writer
-}
-
 var lz4Encoders sync.Pool
 
 func compressLZ4(dst, src []byte) ([]byte, error) {
-	e, _ := lz4Encoders.Get().(*lz4Encoder)
-	if e == nil {
-		e = &lz4Encoder{}
-		e.w = lz4.NewWriter(&e.out)
+	return compressStream(&lz4Encoders, func(w io.Writer) (streamWriter, error) {
+		lw := lz4.NewWriter(w)
 		// 64 KiB blocks, as the Java client writes, keep the buffers small.
-		if err := e.w.Apply(lz4.BlockSizeOption(lz4.Block64Kb)); err != nil {
-			return dst, err
+		if err := lw.Apply(lz4.BlockSizeOption(lz4.Block64Kb)); err != nil {
+			return nil, err
 		}
-	}
-	e.out.b = dst
-	e.w.Reset(&e.out)
-	_, err := e.w.Write(src)
-	if err == nil {
-		err = e.w.Close()
-	}
-	out := e.out.b
-	e.out.b = nil
-	lz4Encoders.Put(e)
-	if err != nil {
-		return dst, err
-	}
-	return out, nil
+		return lw, nil
+	}, dst, src)
 }
 
 type lz4Decoder struct {

@@ -108,11 +108,17 @@ func newLogger(o *options) (zerolog.Logger, error) {
 	case "json":
 		log = zerolog.New(os.Stderr)
 	case "console":
-		log = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.RFC3339})
+		log = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.RFC3339, NoColor: !isTerminal(os.Stderr)})
 	default:
 		return log, fmt.Errorf("--log-format must be console or json")
 	}
 	return log.Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// isTerminal reports whether f is a character device, where colours help.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func run(args []string) error {
