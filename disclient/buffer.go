@@ -2,8 +2,8 @@ package disclient
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
+	json "github.com/goccy/go-json"
 	"io"
 	"sync"
 	"sync/atomic"

@@ -66,22 +66,33 @@ func recordSize(r *protocol.Record) int {
 func (pr *partitionReader) appended(recs []protocol.Record) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
+	if len(pr.cache) > 0 && pr.cacheEnd() < pr.hwm && recs[0].Offset > pr.cacheEnd() {
+		// The cache is a window some lagging consumer is reading: keep it,
+		// and only learn the new high watermark.
+		pr.raiseHWMLocked(recs[len(recs)-1].Offset + 1)
+		return
+	}
 	pr.addLocked(recs)
 }
 
+// addLocked puts records into the cache. Records that continue the cache
+// extend it; records elsewhere (a consumer moved, or someone else wrote a
+// gap) replace it, since one window per partition is what readers share.
 func (pr *partitionReader) addLocked(recs []protocol.Record) {
 	if len(recs) == 0 {
 		return
 	}
-	first := recs[0].Offset
+	first, last := recs[0].Offset, recs[len(recs)-1].Offset
 	end := pr.cacheEnd()
 	switch {
 	case len(pr.cache) == 0 || first == end:
-	case first > end:
-		// A gap (records written elsewhere): start the cache over.
+	case first > end || last < pr.cache[0].Offset:
+		pr.cache, pr.cacheBytes = nil, 0
+	case first < pr.cache[0].Offset:
+		// Records before and into the cache: rebuild from them.
 		pr.cache, pr.cacheBytes = nil, 0
 	default:
-		// Overlap: keep only what extends the cache.
+		// Overlap at the end: keep only what extends the cache.
 		if skip := int(end - first); skip >= len(recs) {
 			recs = nil
 		} else {
@@ -103,8 +114,13 @@ func (pr *partitionReader) addLocked(recs []protocol.Record) {
 	// Re-slicing drops the front; append reallocates (copying only live
 	// records) once the capacity left runs out.
 	pr.cache = pr.cache[drop:]
-	if last := pr.cache[len(pr.cache)-1].Offset + 1; last > pr.hwm {
-		pr.hwm = last
+	pr.raiseHWMLocked(pr.cache[len(pr.cache)-1].Offset + 1)
+}
+
+// raiseHWMLocked records a higher high watermark and wakes long polls.
+func (pr *partitionReader) raiseHWMLocked(next int64) {
+	if next > pr.hwm {
+		pr.hwm = next
 		close(pr.notify)
 		pr.notify = make(chan struct{})
 	}
@@ -160,9 +176,7 @@ func (pr *partitionReader) knownHWM() int64 {
 // observeHWM raises the known high watermark (from DescribeStream).
 func (pr *partitionReader) observeHWM(next int64) {
 	pr.mu.Lock()
-	if next > pr.hwm {
-		pr.hwm = next
-	}
+	pr.raiseHWMLocked(next)
 	pr.mu.Unlock()
 }
 
@@ -200,9 +214,7 @@ func (pr *partitionReader) read(ctx context.Context, format RecordFormat, offset
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	if len(recs) == 0 {
-		if offset > pr.hwm {
-			pr.hwm = offset
-		}
+		pr.raiseHWMLocked(offset)
 		pr.lastEmpty = time.Now()
 		return nil, nil
 	}
@@ -226,35 +238,63 @@ func (pr *partitionReader) readAhead(format RecordFormat, next int64, maxBytes i
 }
 
 func (pr *partitionReader) readAheadLocked(format RecordFormat, next int64, maxBytes int) {
-	end := pr.cacheEnd()
-	if next >= pr.hwm || (len(pr.cache) > 0 && next < end && end-next >= int64(len(pr.cache)/2)) {
+	if pr.enoughAheadLocked(next) {
 		return
 	}
 	if pr.loading.CompareAndSwap(false, true) {
-		go pr.load(format, max(next, end), maxBytes)
+		go pr.load(format, next, maxBytes)
 	}
 }
 
-// load reads from DIS into the cache; one runs at a time per partition.
-func (pr *partitionReader) load(format RecordFormat, from int64, maxBytes int) {
+// enoughAheadLocked reports whether the cache holds readAheadTarget bytes
+// after next, or everything known to exist.
+func (pr *partitionReader) enoughAheadLocked(next int64) bool {
+	end := pr.cacheEnd()
+	if next >= pr.hwm || (end >= pr.hwm && len(pr.cache) > 0 && next >= pr.cache[0].Offset) {
+		return true
+	}
+	if len(pr.cache) == 0 || next < pr.cache[0].Offset || next >= end {
+		return false
+	}
+	ahead := (end - next) * int64(pr.cacheBytes) / int64(len(pr.cache))
+	return ahead >= int64(pr.readAheadTarget())
+}
+
+// readAheadTarget is how much a reader keeps loaded ahead of its consumers:
+// half the cache, so what a consumer is about to read is never evicted.
+func (pr *partitionReader) readAheadTarget() int { return pr.gw.cfg.ReadCacheBytes / 2 }
+
+// load reads from DIS into the cache until enough is loaded after next;
+// one runs at a time per partition.
+func (pr *partitionReader) load(format RecordFormat, next int64, maxBytes int) {
 	defer pr.loading.Store(false)
 	pr.readMu.Lock()
 	defer pr.readMu.Unlock()
-	pr.mu.Lock()
-	cached := len(pr.cache) > 0 && from >= pr.cache[0].Offset && from < pr.cacheEnd()
-	pr.mu.Unlock()
-	if cached {
-		return
-	}
 	ctx, cancel := context.WithTimeout(pr.gw.ctx, putTimeout)
 	defer cancel()
-	recs, err := pr.readDIS(ctx, format, from, maxBytes)
-	if err != nil || len(recs) == 0 {
-		return
+	for {
+		pr.mu.Lock()
+		if pr.enoughAheadLocked(next) {
+			pr.mu.Unlock()
+			return
+		}
+		from := next
+		if end := pr.cacheEnd(); len(pr.cache) > 0 && next >= pr.cache[0].Offset && next < end {
+			from = end
+		}
+		pr.mu.Unlock()
+		recs, err := pr.readDIS(ctx, format, from, maxBytes)
+		if err != nil || len(recs) == 0 {
+			return
+		}
+		pr.mu.Lock()
+		pr.addLocked(recs)
+		progressed := len(pr.cache) > 0 && from >= pr.cache[0].Offset && from < pr.cacheEnd()
+		pr.mu.Unlock()
+		if !progressed {
+			return
+		}
 	}
-	pr.mu.Lock()
-	pr.addLocked(recs)
-	pr.mu.Unlock()
 }
 
 // readDIS reads from DIS with the reader's cursor, opening a new one on a

@@ -117,36 +117,33 @@ func (t *gnetTransport) OnTraffic(c gnet.Conn) gnet.Action {
 	if !ok {
 		return gnet.Close
 	}
-	buf, err := c.Peek(-1)
-	if err != nil {
-		return gnet.Close
-	}
-	consumed := 0
-	defer func() {
-		if consumed > 0 { // gnet's Discard(0) would drop everything
-			_, _ = c.Discard(consumed)
-		}
-	}()
 	for {
-		frame, n, err := protocol.NextFrame(buf[consumed:], t.gw.cfg.MaxFrameBytes)
+		// Look at the size prefix only: peeking a large, partly received
+		// frame on every read would copy it over and over.
+		head, _ := c.Peek(4)
+		n, err := protocol.FrameLen(head, t.gw.cfg.MaxFrameBytes)
 		if err != nil {
 			t.gw.metrics.badRequests.Inc()
 			s.log.Warn().Err(err).Msg("closing connection: frame size refused")
 			return gnet.Close
 		}
-		if n == 0 {
+		buffered := c.InboundBuffered()
+		if n == 0 || buffered < n {
 			return gnet.None
 		}
 		if !s.canAccept(n) {
-			if len(buf)-consumed > t.gw.cfg.maxBufferedBytes() {
-				s.log.Warn().Int("buffered", len(buf)-consumed).Msg("closing connection: client keeps sending past backpressure")
+			if buffered > t.gw.cfg.maxBufferedBytes() {
+				s.log.Warn().Int("buffered", buffered).Msg("closing connection: client keeps sending past backpressure")
 				return gnet.Close
 			}
 			return gnet.None
 		}
-		consumed += n
-		// The loop's buffer is reused: the session gets its own copy.
-		if !s.accept(append([]byte(nil), frame...)) {
+		buf, err := c.Next(n)
+		if err != nil {
+			return gnet.Close
+		}
+		// gnet reuses buf: the session gets its own copy of the frame.
+		if !s.accept(append([]byte(nil), buf[4:]...)) {
 			return gnet.None
 		}
 	}

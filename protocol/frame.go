@@ -28,16 +28,24 @@ func (e *FrameSizeError) Error() string {
 // does not yet hold a whole frame it returns n == 0: read more and call again.
 // A size that is negative or above maxSize yields a *FrameSizeError.
 func NextFrame(buf []byte, maxSize int32) (frame []byte, n int, err error) {
+	end, err := FrameLen(buf, maxSize)
+	if err != nil || end == 0 || len(buf) < end {
+		return nil, 0, err
+	}
+	return buf[4:end:end], end, nil
+}
+
+// FrameLen reads the size prefix at the start of buf and returns the length
+// of the whole frame, prefix included, or 0 when buf holds fewer than 4
+// bytes. A transport that buffers partial frames uses it to wait for the
+// whole frame without looking at the bytes received so far.
+func FrameLen(buf []byte, maxSize int32) (int, error) {
 	if len(buf) < 4 {
-		return nil, 0, nil
+		return 0, nil
 	}
 	size := int32(binary.BigEndian.Uint32(buf))
 	if size < 0 || size > maxSize {
-		return nil, 0, &FrameSizeError{Size: size, Max: maxSize}
+		return 0, &FrameSizeError{Size: size, Max: maxSize}
 	}
-	end := 4 + int(size)
-	if len(buf) < end {
-		return nil, 0, nil
-	}
-	return buf[4:end:end], end, nil
+	return 4 + int(size), nil
 }

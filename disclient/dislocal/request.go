@@ -1,8 +1,8 @@
 package dislocal
 
 import (
-	"encoding/json"
 	"errors"
+	json "github.com/goccy/go-json"
 	"io"
 	"net/http"
 	"net/url"
