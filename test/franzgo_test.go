@@ -168,3 +168,35 @@ func TestFranzGoNullsAndEmpties(t *testing.T) {
 		t.Errorf("null header value came back as %#v", h)
 	}
 }
+
+// acks=0 gets no response, and the records are still written.
+func TestFranzGoAcksZero(t *testing.T) {
+	c := startCluster(t, nil)
+	createTopic(t, c, "acks0", 1, nil)
+	ctx := testContext(t, 30*time.Second)
+	cl := newClient(t, c, kgo.DefaultProduceTopic("acks0"), kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	const n = 100
+	for i := range n {
+		cl.Produce(ctx, &kgo.Record{Value: fmt.Appendf(nil, "%d", i)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	consumer := newClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"acks0": {0: kgo.NewOffset().AtStart()}}))
+	for got := 0; got < n; {
+		fs := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d acks=0 records", got, n)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if string(r.Value) != fmt.Sprint(got) {
+				t.Fatalf("record %d is %q", got, r.Value)
+			}
+			got++
+		})
+	}
+}
