@@ -65,6 +65,10 @@ type Config struct {
 	PollInterval time.Duration
 	// MetadataTTL is how long a stream description is cached.
 	MetadataTTL time.Duration
+	// InitialRebalanceDelay holds the first rebalance of a new group so
+	// that members starting together join one generation (Kafka's
+	// group.initial.rebalance.delay.ms). Negative means none.
+	InitialRebalanceDelay time.Duration
 
 	Logger   zerolog.Logger
 	Registry prometheus.Registerer
@@ -113,6 +117,12 @@ func (c *Config) setDefaults() {
 	if c.MetadataTTL <= 0 {
 		c.MetadataTTL = 5 * time.Second
 	}
+	switch {
+	case c.InitialRebalanceDelay == 0:
+		c.InitialRebalanceDelay = 3 * time.Second
+	case c.InitialRebalanceDelay < 0:
+		c.InitialRebalanceDelay = 0
+	}
 }
 
 // maxBufferedBytes is how much unconsumed input a paused connection may hold.
@@ -133,6 +143,8 @@ type Gateway struct {
 	// once with what they have, so shutdown does not wait for max_wait_ms.
 	draining  chan struct{}
 	drainOnce sync.Once
+	closeOnce sync.Once
+	closeErr  error
 
 	transport   *gnetTransport
 	serveErr    chan error
@@ -141,6 +153,12 @@ type Gateway struct {
 
 	catalog   *catalog
 	producers *producerIDs
+	groups    *groupDriver
+	// knownApps remembers DIS apps this gateway created or saw, so a
+	// commit costs one DIS call, not two.
+	knownApps sync.Map
+	// groupForApp maps encoded app names back to group ids.
+	groupForApp sync.Map
 
 	partMu  sync.Mutex
 	writers map[partitionKey]*partitionWriter
@@ -171,6 +189,7 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	}
 	gw.metrics = newMetrics(cfg.Registry)
 	gw.catalog = newCatalog(dis, cfg.MetadataTTL, cfg.Logger)
+	gw.groups = newGroupDriver(gw)
 	return gw, nil
 }
 
@@ -230,9 +249,16 @@ func (gw *Gateway) setAdvertised(bound net.Addr) error {
 func (gw *Gateway) Addr() net.Addr { return gw.transport.localAddr() }
 
 // Close stops accepting requests, lets in-flight handlers finish (bounded by
-// ctx), then closes every connection.
+// ctx), then closes every connection. Calls after the first return its
+// result.
 func (gw *Gateway) Close(ctx context.Context) error {
+	gw.closeOnce.Do(func() { gw.closeErr = gw.close(ctx) })
+	return gw.closeErr
+}
+
+func (gw *Gateway) close(ctx context.Context) error {
 	gw.drainOnce.Do(func() { close(gw.draining) })
+	gw.groups.close()
 	finished := make(chan struct{})
 	go func() {
 		gw.handlersRun.Wait()

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 
@@ -237,6 +238,15 @@ func (s *session) closeAfterQueued() {
 	if closeNow {
 		s.sink.close()
 	}
+}
+
+// remoteHost is the client's address without the port, as DescribeGroups
+// reports it.
+func (s *session) remoteHost() string {
+	if host, _, err := net.SplitHostPort(s.remote); err == nil {
+		return "/" + host
+	}
+	return s.remote
 }
 
 // closed is called by the transport when the connection is gone.

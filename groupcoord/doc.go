@@ -1,5 +1,17 @@
-// Package groupcoord will hold the Kafka group coordinator as a deterministic
-// state machine (DESIGN.md §5): requests and ticks in, responses, timer
-// changes and offset writes out, with no goroutines, clock or network inside.
-// It is built under issue 3; until then the gateway advertises no group APIs.
+// Package groupcoord is Kafka's classic group coordinator as a deterministic
+// state machine (DESIGN.md §5), in the style of etcd's raft package: no
+// goroutines, clock or network inside. The gateway feeds it membership
+// requests (Step) and time (Tick), and carries out what Ready returns:
+// responses, some of them to requests that waited for a rebalance, and when
+// to tick next. Offsets are not kept here; CheckCommit only decides whether a
+// commit may go to DIS.
+//
+// A group moves Empty → PreparingRebalance → CompletingRebalance → Stable as
+// in Kafka: a join or a departure starts a rebalance; the join phase ends
+// when every member has rejoined or the longest rebalance timeout passes
+// (dynamic members that did not rejoin are removed); the leader's SyncGroup
+// carries the assignments that make the group Stable. Session timeouts remove
+// silent members, and a static member (group.instance.id) that restarts gets
+// its assignment back without a rebalance. A group with no members is Empty
+// and stays in memory until Delete, which is Kafka's move to Dead.
 package groupcoord

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -42,7 +43,9 @@ type Cluster struct {
 	// Addr is the Kafka bootstrap address.
 	Addr string
 
-	http *http.Server
+	http      *http.Server
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Start opens the embedded DIS server in o.Dir and a gateway in front of it,
@@ -72,6 +75,9 @@ func Start(o Options) (*Cluster, error) {
 		Logger:               o.Logger,
 		PutRecordsMaxRecords: 5000,
 		PutRecordsMaxBytes:   8 << 20,
+		// Tests start group members one after another; Kafka's 3 s wait
+		// for more members would only slow them down.
+		InitialRebalanceDelay: 100 * time.Millisecond,
 	}
 	if o.Gateway != nil {
 		o.Gateway(&cfg)
@@ -96,8 +102,14 @@ func (c *Cluster) closeDIS() {
 	_ = c.DIS.Close()
 }
 
-// Close stops the gateway, then the embedded DIS server.
+// Close stops the gateway, then the embedded DIS server. Calls after the
+// first return its result.
 func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() { c.closeErr = c.close() })
+	return c.closeErr
+}
+
+func (c *Cluster) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := c.Gateway.Close(ctx)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // kcatPath finds kcat (or its old name, kafkacat); .ci/run installs it.
@@ -50,5 +52,30 @@ func TestKcat(t *testing.T) {
 	got := runKcat(t, "", "-b", c.Addr, "-C", "-t", "kcat", "-p", "1", "-o", "beginning", "-e", "-f", `%k=%s@%o\n`)
 	if want := "k1=v1@0\nk2=v2@1\nk3=v3@2\n"; got != want {
 		t.Fatalf("kcat consumed %q, want %q", got, want)
+	}
+}
+
+// TestKcatGroup consumes with a kcat balanced consumer (-G), then checks the
+// group committed its position: a second run finds nothing new.
+func TestKcatGroup(t *testing.T) {
+	kcatPath(t)
+	c := startCluster(t, nil)
+	createTopic(t, c, "kcat-group", 2, nil)
+	produceValues(t, c, "kcat-group", 0, 20)
+	args := []string{"-b", c.Addr, "-G", "kcat-grp", "-o", "beginning", "-e", "-f", `%s\n`,
+		"-X", "enable.auto.commit=true", "-X", "auto.commit.interval.ms=100", "kcat-group"}
+	out := runKcat(t, "", args...)
+	if n := strings.Count(out, "\n"); n != 20 {
+		t.Fatalf("kcat -G consumed %d records, want 20:\n%s", n, out)
+	}
+	adm := kadm.NewClient(newClient(t, c))
+	offsets, err := adm.FetchOffsets(testContext(t, 10*time.Second), "kcat-grp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	offsets.Each(func(o kadm.OffsetResponse) { total += o.At })
+	if total != 20 {
+		t.Fatalf("kcat's group committed offsets adding up to %d, want 20", total)
 	}
 }

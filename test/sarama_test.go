@@ -1,11 +1,14 @@
 package test
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func saramaConfig() *sarama.Config {
@@ -84,5 +87,78 @@ func TestSaramaProduceConsume(t *testing.T) {
 	}
 	if hwm := pc.HighWaterMarkOffset(); hwm != n {
 		t.Fatalf("high watermark %d, want %d", hwm, n)
+	}
+}
+
+// saramaHandler consumes into a ledger and marks every message; sarama
+// commits marked offsets in the background and when the group closes.
+type saramaHandler struct {
+	name   string
+	ledger *groupLedger
+}
+
+func (saramaHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (saramaHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for m := range claim.Messages() {
+		h.ledger.add(h.name, &kgo.Record{Value: m.Value})
+		s.MarkMessage(m, "")
+	}
+	return nil
+}
+
+// TestSaramaConsumerGroup runs two sarama group members over four
+// partitions; together they consume every record once.
+func TestSaramaConsumerGroup(t *testing.T) {
+	c := startCluster(t, nil)
+	createTopic(t, c, "sarama-group", 4, nil)
+	produceValues(t, c, "sarama-group", 0, 400)
+	ledger := newLedger()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range 2 {
+		cfg := saramaConfig()
+		cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+		cfg.Consumer.Offsets.AutoCommit.Interval = 100 * time.Millisecond
+		cfg.Consumer.Group.Heartbeat.Interval = 200 * time.Millisecond
+		cfg.Consumer.Group.Session.Timeout = 6 * time.Second
+		group, err := sarama.NewConsumerGroup([]string{c.Addr}, "sarama-grp", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer group.Close()
+			for ctx.Err() == nil {
+				if err := group.Consume(ctx, []string{"sarama-group"}, saramaHandler{fmt.Sprint(i), ledger}); err != nil && ctx.Err() == nil {
+					t.Errorf("consume: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	waitFor(t, "400 records through the sarama group", func() bool { return ledger.count() >= 400 })
+	cancel()
+	wg.Wait()
+	if len(ledger.dups) > 0 {
+		t.Fatalf("records consumed twice: %v", ledger.dups)
+	}
+	adm, err := sarama.NewClusterAdmin([]string{c.Addr}, saramaConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	offsets, err := adm.ListConsumerGroupOffsets("sarama-grp", map[string][]int32{"sarama-group": {0, 1, 2, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	for _, b := range offsets.Blocks["sarama-group"] {
+		total += b.Offset
+	}
+	if total != 400 {
+		t.Fatalf("committed offsets add up to %d, want 400", total)
 	}
 }

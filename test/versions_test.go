@@ -37,7 +37,7 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 	for _, k := range keys {
 		for v := k.MinVersion; v <= k.MaxVersion; v++ {
 			name := fmt.Sprintf("%s/v%d", kmsg.NameForKey(k.ApiKey), v)
-			req := versionedRequest(t, k.ApiKey, v, topicID)
+			req := versionedRequest(t, rc, k.ApiKey, v, topicID)
 			resp := rc.roundTrip(req)
 			if err := responseError(resp); err != nil {
 				t.Errorf("%s: %v", name, err)
@@ -46,10 +46,99 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 	}
 }
 
-// versionedRequest builds a minimal valid request for key at version v.
-func versionedRequest(t *testing.T, key, v int16, topicID [16]byte) kmsg.Request {
+// versionedRequest builds a minimal valid request for key at version v,
+// first sending whatever it needs (a group to sync with, offsets to delete).
+func versionedRequest(t *testing.T, rc *rawConn, key, v int16, topicID [16]byte) kmsg.Request {
 	t.Helper()
 	switch key {
+	case 8:
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version, req.Group, req.Generation = v, "ver-commit", -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "ver"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Offset, rp.Metadata = 1, kmsg.StringPtr("m")
+		rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{rp}
+		req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+		return req
+	case 9:
+		commitOffset(t, rc, "ver-commit", 1)
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = v
+		if v >= 8 {
+			g := kmsg.NewOffsetFetchRequestGroup()
+			g.Group = "ver-commit"
+			gt := kmsg.NewOffsetFetchRequestGroupTopic()
+			gt.Topic, gt.Partitions = "ver", []int32{0}
+			g.Topics = []kmsg.OffsetFetchRequestGroupTopic{gt}
+			req.Groups = []kmsg.OffsetFetchRequestGroup{g}
+		} else {
+			req.Group = "ver-commit"
+			rt := kmsg.NewOffsetFetchRequestTopic()
+			rt.Topic, rt.Partitions = "ver", []int32{0}
+			req.Topics = []kmsg.OffsetFetchRequestTopic{rt}
+		}
+		return req
+	case 10:
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version, req.CoordinatorKey, req.CoordinatorKeys = v, "g", []string{"g"}
+		return req
+	case 11:
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Version, req.Group = v, fmt.Sprintf("ver-join-%d", v)
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10_000, 10_000
+		req.ProtocolType = "consumer"
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0}}}
+		if v >= 4 {
+			first := rc.roundTrip(req).(*kmsg.JoinGroupResponse)
+			if first.ErrorCode != kerr.MemberIDRequired.Code {
+				t.Fatalf("JoinGroup v%d without a member id: %v, want MEMBER_ID_REQUIRED", v, kerr.ErrorForCode(first.ErrorCode))
+			}
+			req.MemberID = first.MemberID
+		}
+		return req
+	case 12, 13, 14:
+		member, gen := joinedMember(t, rc, fmt.Sprintf("ver-%d-%d", key, v), key != 14)
+		switch key {
+		case 12:
+			req := kmsg.NewPtrHeartbeatRequest()
+			req.Version, req.Group, req.MemberID, req.Generation = v, fmt.Sprintf("ver-%d-%d", key, v), member, gen
+			return req
+		case 13:
+			req := kmsg.NewPtrLeaveGroupRequest()
+			req.Version, req.Group, req.MemberID = v, fmt.Sprintf("ver-%d-%d", key, v), member
+			if v >= 3 {
+				req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: member}}
+			}
+			return req
+		default:
+			req := kmsg.NewPtrSyncGroupRequest()
+			req.Version, req.Group, req.MemberID, req.Generation = v, fmt.Sprintf("ver-%d-%d", key, v), member, gen
+			req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+			req.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: member, MemberAssignment: []byte{0, 0, 0, 0, 0, 0, 0, 0}}}
+			return req
+		}
+	case 15:
+		commitOffset(t, rc, "ver-commit", 1)
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Version, req.Groups = v, []string{"ver-commit"}
+		return req
+	case 16:
+		req := kmsg.NewPtrListGroupsRequest()
+		req.Version = v
+		return req
+	case 42:
+		group := fmt.Sprintf("ver-delete-%d", v)
+		commitOffset(t, rc, group, 1)
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Version, req.Groups = v, []string{group}
+		return req
+	case 47:
+		commitOffset(t, rc, "ver-commit", 1)
+		req := kmsg.NewPtrOffsetDeleteRequest()
+		req.Version, req.Group = v, "ver-commit"
+		req.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "ver", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+		return req
 	case 0:
 		return produceReq(v, "ver", 0, testBatch(-1, -1, -1, time.Now().UnixMilli(), fmt.Sprintf("v%d", v)))
 	case 1:
@@ -97,6 +186,44 @@ func versionedRequest(t *testing.T, key, v int16, topicID [16]byte) kmsg.Request
 	return nil
 }
 
+// commitOffset makes a simple commit for group on ver/0.
+func commitOffset(t *testing.T, rc *rawConn, group string, offset int64) {
+	t.Helper()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group, req.Generation = 8, group, -1
+	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "ver", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset}}}}
+	if code := rc.roundTrip(req).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("commit for %s: %v", group, kerr.ErrorForCode(code))
+	}
+}
+
+// joinedMember joins group as its only member and, when synced is set,
+// completes the SyncGroup too; it returns the member id and generation.
+func joinedMember(t *testing.T, rc *rawConn, group string, synced bool) (string, int32) {
+	t.Helper()
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version, join.Group = 9, group
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10_000, 10_000
+	join.ProtocolType = "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0}}}
+	first := rc.roundTrip(join).(*kmsg.JoinGroupResponse)
+	join.MemberID = first.MemberID
+	jr := rc.roundTrip(join).(*kmsg.JoinGroupResponse)
+	if jr.ErrorCode != 0 {
+		t.Fatalf("join %s: %v", group, kerr.ErrorForCode(jr.ErrorCode))
+	}
+	if synced {
+		sync := kmsg.NewPtrSyncGroupRequest()
+		sync.Version, sync.Group, sync.MemberID, sync.Generation = 5, group, jr.MemberID, jr.Generation
+		sync.ProtocolType, sync.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+		sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: jr.MemberID, MemberAssignment: []byte{0, 0, 0, 0, 0, 0, 0, 0}}}
+		if code := rc.roundTrip(sync).(*kmsg.SyncGroupResponse).ErrorCode; code != 0 {
+			t.Fatalf("sync %s: %v", group, kerr.ErrorForCode(code))
+		}
+	}
+	return jr.MemberID, jr.Generation
+}
+
 // responseError finds the first error code in a response.
 func responseError(resp kmsg.Response) error {
 	check := func(code int16) error { return kerr.ErrorForCode(code) }
@@ -136,6 +263,67 @@ func responseError(resp kmsg.Response) error {
 		return check(r.ErrorCode)
 	case *kmsg.CreateTopicsResponse:
 		return check(r.Topics[0].ErrorCode)
+	case *kmsg.OffsetCommitResponse:
+		return check(r.Topics[0].Partitions[0].ErrorCode)
+	case *kmsg.OffsetFetchResponse:
+		if r.Version >= 8 {
+			g := r.Groups[0]
+			if err := check(g.ErrorCode); err != nil {
+				return err
+			}
+			if p := g.Topics[0].Partitions[0]; p.Offset != 1 {
+				return fmt.Errorf("committed offset %d, want 1", p.Offset)
+			}
+			return check(g.Topics[0].Partitions[0].ErrorCode)
+		}
+		if err := check(r.ErrorCode); err != nil {
+			return err
+		}
+		if p := r.Topics[0].Partitions[0]; p.Offset != 1 {
+			return fmt.Errorf("committed offset %d, want 1", p.Offset)
+		}
+		return check(r.Topics[0].Partitions[0].ErrorCode)
+	case *kmsg.FindCoordinatorResponse:
+		if r.Version >= 4 {
+			return check(r.Coordinators[0].ErrorCode)
+		}
+		return check(r.ErrorCode)
+	case *kmsg.JoinGroupResponse:
+		if r.Generation < 1 || r.MemberID == "" {
+			return fmt.Errorf("generation %d, member %q", r.Generation, r.MemberID)
+		}
+		return check(r.ErrorCode)
+	case *kmsg.HeartbeatResponse:
+		return check(r.ErrorCode)
+	case *kmsg.LeaveGroupResponse:
+		if r.Version >= 3 {
+			if err := check(r.Members[0].ErrorCode); err != nil {
+				return err
+			}
+		}
+		return check(r.ErrorCode)
+	case *kmsg.SyncGroupResponse:
+		if len(r.MemberAssignment) == 0 {
+			return fmt.Errorf("empty assignment")
+		}
+		return check(r.ErrorCode)
+	case *kmsg.DescribeGroupsResponse:
+		if g := r.Groups[0]; g.State != "Empty" {
+			return fmt.Errorf("state %q, want Empty", g.State)
+		}
+		return check(r.Groups[0].ErrorCode)
+	case *kmsg.ListGroupsResponse:
+		if len(r.Groups) == 0 {
+			return fmt.Errorf("no groups listed")
+		}
+		return check(r.ErrorCode)
+	case *kmsg.DeleteGroupsResponse:
+		return check(r.Groups[0].ErrorCode)
+	case *kmsg.OffsetDeleteResponse:
+		if err := check(r.ErrorCode); err != nil {
+			return err
+		}
+		return check(r.Topics[0].Partitions[0].ErrorCode)
 	case *kmsg.InitProducerIDResponse:
 		if r.ProducerID < 0 {
 			return fmt.Errorf("producer id %d", r.ProducerID)

@@ -40,6 +40,7 @@ type options struct {
 	autoCreate, recordFormat        string
 	defaultPartitions               int
 	maxRequestBytes                 int
+	groupInitialDelay               time.Duration
 	logLevel, logFormat             string
 }
 
@@ -68,6 +69,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.recordFormat, "record-format", "kafka", "record format of topics created through the gateway: kafka or raw")
 	fs.IntVar(&o.defaultPartitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with num_partitions -1")
 	fs.IntVar(&o.maxRequestBytes, "max-request-bytes", 100<<20, "largest Kafka request accepted (Kafka's socket.request.max.bytes)")
+	fs.DurationVar(&o.groupInitialDelay, "group-initial-rebalance-delay", 3*time.Second, "wait before the first rebalance of a new consumer group (Kafka's group.initial.rebalance.delay.ms); 0 for none")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
 	if err := fs.Parse(args); err != nil {
@@ -176,14 +178,15 @@ func run(args []string) error {
 		return fmt.Errorf("--auto-create-topics must be true, false or auto")
 	}
 	cfg := gateway.Config{
-		Listen:              o.listen,
-		AdvertisedAddr:      o.advertised,
-		AutoCreateTopics:    autoCreate,
-		DefaultPartitions:   int32(o.defaultPartitions),
-		DefaultRecordFormat: gateway.RecordFormat(o.recordFormat),
-		MaxFrameBytes:       int32(o.maxRequestBytes),
-		Logger:              log,
-		Registry:            reg,
+		Listen:                o.listen,
+		AdvertisedAddr:        o.advertised,
+		AutoCreateTopics:      autoCreate,
+		DefaultPartitions:     int32(o.defaultPartitions),
+		DefaultRecordFormat:   gateway.RecordFormat(o.recordFormat),
+		MaxFrameBytes:         int32(o.maxRequestBytes),
+		InitialRebalanceDelay: initialDelay(o.groupInitialDelay),
+		Logger:                log,
+		Registry:              reg,
 	}
 	if embedded {
 		// The embedded server takes larger calls than a COMMON DIS stream.
@@ -228,6 +231,15 @@ func run(args []string) error {
 	}
 	log.Info().Msg("stopped")
 	return nil
+}
+
+// initialDelay maps the flag to the gateway's setting, where zero means the
+// default and a negative value means none.
+func initialDelay(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // startEmbedded opens the embedded DIS server and serves its REST API.

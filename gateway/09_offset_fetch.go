@@ -1,0 +1,141 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetFetch v0–v9.
+//
+// v1 reads offsets committed by the coordinator (v0 read ZooKeeper's; both
+// are served from DIS checkpoints here); v2 a null topic list asks for every
+// committed partition, and adds a top-level error; v5 leader epochs; v6
+// flexible; v7 require_stable (nothing is ever pending here); v8 several
+// groups per request; v9 the KIP-848 member id and epoch, not checked. A
+// partition without a commit answers offset -1 with no error, as Kafka does.
+
+func init() { regKey(9, 0, 9, handleOffsetFetch) }
+
+// offsetFetchGroup is one group's request in the v8+ shape.
+type offsetFetchGroup struct {
+	group  string
+	topics []kmsg.OffsetFetchRequestGroupTopic // nil: every committed partition
+}
+
+func handleOffsetFetch(gw *Gateway, r *request, req *kmsg.OffsetFetchRequest) {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	var groups []offsetFetchGroup
+	if req.Version >= 8 {
+		for _, g := range req.Groups {
+			groups = append(groups, offsetFetchGroup{g.Group, g.Topics})
+		}
+	} else {
+		g := offsetFetchGroup{group: req.Group}
+		if req.Topics != nil || req.Version < 2 {
+			g.topics = []kmsg.OffsetFetchRequestGroupTopic{}
+			for _, t := range req.Topics {
+				gt := kmsg.NewOffsetFetchRequestGroupTopic()
+				gt.Topic, gt.Partitions = t.Topic, t.Partitions
+				g.topics = append(g.topics, gt)
+			}
+		}
+		groups = append(groups, g)
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
+		defer cancel()
+		for _, g := range groups {
+			resp.Groups = append(resp.Groups, gw.fetchGroupOffsets(ctx, g))
+		}
+		if req.Version < 8 {
+			g := resp.Groups[0]
+			resp.ErrorCode = g.ErrorCode
+			for _, t := range g.Topics {
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetFetchResponseTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+					if req.Version < 2 && p.ErrorCode == 0 && g.ErrorCode != 0 {
+						rp.ErrorCode = g.ErrorCode
+					}
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+			resp.Groups = nil
+		}
+		r.respond(resp)
+	}()
+}
+
+// fetchGroupOffsets answers one group.
+func (gw *Gateway) fetchGroupOffsets(ctx context.Context, g offsetFetchGroup) kmsg.OffsetFetchResponseGroup {
+	out := kmsg.NewOffsetFetchResponseGroup()
+	out.Group = g.group
+	if g.group == "" {
+		out.ErrorCode = kerr.InvalidGroupID.Code
+		return out
+	}
+	all := g.topics == nil
+	topics := g.topics
+	if all {
+		names, err := gw.committedTopics(ctx, g.group)
+		if err != nil {
+			out.ErrorCode = kafkaCodeForDIS(err)
+			return out
+		}
+		for _, name := range names {
+			t, err := gw.catalog.get(ctx, name)
+			if err != nil {
+				continue
+			}
+			gt := kmsg.NewOffsetFetchRequestGroupTopic()
+			gt.Topic = name
+			for p := range t.partitions {
+				gt.Partitions = append(gt.Partitions, int32(p))
+			}
+			topics = append(topics, gt)
+		}
+	}
+	type job struct{ t, p int }
+	var jobs []job
+	for ti, t := range topics {
+		rt := kmsg.NewOffsetFetchResponseGroupTopic()
+		rt.Topic = t.Topic
+		for pi, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+			jobs = append(jobs, job{ti, pi})
+		}
+		out.Topics = append(out.Topics, rt)
+	}
+	parallel(len(jobs), func(i int) {
+		rp := &out.Topics[jobs[i].t].Partitions[jobs[i].p]
+		rp.Offset, rp.Metadata, rp.ErrorCode = gw.committedOffset(ctx, g.group, out.Topics[jobs[i].t].Topic, rp.Partition)
+		if rp.Metadata == nil {
+			rp.Metadata = kmsg.StringPtr("")
+		}
+	})
+	if all {
+		// Only partitions with a commit belong in an "all" answer.
+		kept := out.Topics[:0]
+		for _, t := range out.Topics {
+			ps := t.Partitions[:0]
+			for _, p := range t.Partitions {
+				if p.Offset >= 0 || p.ErrorCode != 0 {
+					ps = append(ps, p)
+				}
+			}
+			if len(ps) > 0 {
+				t.Partitions = ps
+				kept = append(kept, t)
+			}
+		}
+		out.Topics = kept
+	}
+	return out
+}

@@ -1,0 +1,54 @@
+package gateway
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// FindCoordinator v0–v6.
+//
+// v1 added the key type (0 group, 1 transaction) and error messages; v3 made
+// it flexible; v4 batches keys (KIP-699); v5 and v6 only changed error codes
+// and key types (2, share groups). This gateway coordinates every group
+// itself, so the answer is always the broker Metadata lists
+// (KAFKA-COMPAT.md item 5). disgw has no transactions: a transactional key
+// gets a non-retriable error with a message, not an endless retry loop.
+
+func init() { regKey(10, 0, 6, handleFindCoordinator) }
+
+const (
+	coordinatorKeyGroup       = 0
+	coordinatorKeyTransaction = 1
+)
+
+func handleFindCoordinator(gw *Gateway, r *request, req *kmsg.FindCoordinatorRequest) {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	for _, key := range keys {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key = key
+		switch req.CoordinatorType {
+		case coordinatorKeyGroup:
+			c.NodeID, c.Host, c.Port = gw.cfg.NodeID, gw.advertisedHost, gw.advertisedPort
+		case coordinatorKeyTransaction:
+			c.NodeID, c.Port = -1, -1
+			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			c.ErrorMessage = kmsg.StringPtr("disgw does not support transactions")
+		default:
+			c.NodeID, c.Port = -1, -1
+			c.ErrorCode = kerr.InvalidRequest.Code
+			c.ErrorMessage = kmsg.StringPtr("disgw coordinates consumer groups only")
+		}
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	if req.Version < 4 {
+		c := resp.Coordinators[0]
+		resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
+		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
+		resp.Coordinators = nil
+	}
+	r.respond(resp)
+}

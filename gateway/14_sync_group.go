@@ -1,0 +1,12 @@
+package gateway
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// SyncGroup v0–v5.
+//
+// v3 added the group instance id; v4 flexible; v5 the protocol type and name,
+// checked against the group's. Followers wait for the leader's assignments.
+
+func init() { regKey(14, 0, 5, handleSyncGroup) }
+
+func handleSyncGroup(gw *Gateway, r *request, req *kmsg.SyncGroupRequest) { gw.groups.step(r, req) }

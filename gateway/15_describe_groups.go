@@ -1,0 +1,55 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/groupcoord"
+)
+
+// DescribeGroups v0–v5.
+//
+// v1 and v2 only changed throttling; v3 authorized operations; v4 member
+// instance ids; v5 flexible. A group with committed offsets in DIS but no
+// live members is described as Empty with protocol type "consumer", so
+// kafka-consumer-groups --describe works on it (KAFKA-COMPAT.md item 10); a
+// group that exists nowhere is Dead, as Kafka answers before v6.
+
+func init() { regKey(15, 0, 5, handleDescribeGroups) }
+
+// groupStateDead is Kafka's state for a group that does not exist.
+const groupStateDead = "Dead"
+
+func handleDescribeGroups(gw *Gateway, r *request, req *kmsg.DescribeGroupsRequest) {
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	live := make([]*kmsg.DescribeGroupsResponseGroup, len(req.Groups))
+	gw.groups.with(func(c *groupcoord.Coordinator) {
+		for i, g := range req.Groups {
+			if d, ok := c.Describe(g); ok {
+				live[i] = &d
+			}
+		}
+	})
+	go func() {
+		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
+		defer cancel()
+		for i, g := range req.Groups {
+			if live[i] != nil {
+				resp.Groups = append(resp.Groups, *live[i])
+				continue
+			}
+			d := kmsg.NewDescribeGroupsResponseGroup()
+			d.Group, d.State = g, groupStateDead
+			stored, err := gw.groupStored(ctx, g)
+			switch {
+			case err != nil:
+				d.ErrorCode = kafkaCodeForDIS(err)
+			case stored:
+				d.State, d.ProtocolType = groupStateEmpty, "consumer"
+			}
+			resp.Groups = append(resp.Groups, d)
+		}
+		r.respond(resp)
+	}()
+}

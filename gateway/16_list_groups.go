@@ -1,0 +1,57 @@
+package gateway
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/groupcoord"
+)
+
+// ListGroups v0–v5.
+//
+// v3 flexible; v4 a state filter (KIP-518); v5 a type filter (KIP-848;
+// every group here is "classic"). Groups are the coordinator's live groups
+// plus every group with committed offsets in DIS, which is Empty.
+
+func init() { regKey(16, 0, 5, handleListGroups) }
+
+func handleListGroups(gw *Gateway, r *request, req *kmsg.ListGroupsRequest) {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	var live []kmsg.ListGroupsResponseGroup
+	gw.groups.with(func(c *groupcoord.Coordinator) { live = c.List() })
+	go func() {
+		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
+		defer cancel()
+		seen := map[string]bool{}
+		all := live
+		for _, g := range live {
+			seen[g.Group] = true
+		}
+		stored, err := gw.storedGroups(ctx)
+		if err != nil {
+			gw.log.Warn().Err(err).Msg("list groups: ListApps failed")
+			resp.ErrorCode = kafkaCodeForDIS(err)
+		}
+		for _, g := range stored {
+			if !seen[g] {
+				lg := kmsg.NewListGroupsResponseGroup()
+				lg.Group, lg.ProtocolType, lg.GroupState = g, "consumer", groupStateEmpty
+				all = append(all, lg)
+			}
+		}
+		for _, g := range all {
+			g.GroupType = "classic"
+			if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, g.GroupState) }) {
+				continue
+			}
+			if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(s, g.GroupType) }) {
+				continue
+			}
+			resp.Groups = append(resp.Groups, g)
+		}
+		r.respond(resp)
+	}()
+}

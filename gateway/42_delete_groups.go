@@ -1,0 +1,50 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/groupcoord"
+)
+
+// DeleteGroups v0–v2.
+//
+// v2 made it flexible. A group with live members is refused with
+// GROUP_NOT_EMPTY; otherwise its DIS app goes, and with it every committed
+// offset.
+
+func init() { regKey(42, 0, 2, handleDeleteGroups) }
+
+func handleDeleteGroups(gw *Gateway, r *request, req *kmsg.DeleteGroupsRequest) {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	codes := make([]int16, len(req.Groups))
+	gw.groups.with(func(c *groupcoord.Coordinator) {
+		for i, g := range req.Groups {
+			codes[i] = c.Delete(g)
+		}
+	})
+	go func() {
+		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
+		defer cancel()
+		for i, g := range req.Groups {
+			d := kmsg.NewDeleteGroupsResponseGroup()
+			d.Group, d.ErrorCode = g, codes[i]
+			if d.ErrorCode == 0 {
+				app := appNameFor(g)
+				err := gw.dis.DeleteApp(ctx, app)
+				gw.knownApps.Delete(app)
+				switch {
+				case disclient.IsCode(err, disclient.CodeAppNotFound):
+					d.ErrorCode = kerr.GroupIDNotFound.Code
+				case err != nil:
+					d.ErrorCode = kafkaCodeForDIS(err)
+				}
+			}
+			resp.Groups = append(resp.Groups, d)
+		}
+		r.respond(resp)
+	}()
+}

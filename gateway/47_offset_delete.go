@@ -1,0 +1,72 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/groupcoord"
+)
+
+// OffsetDelete v0.
+//
+// Deletes a group's committed offsets for some partitions (KIP-496): their
+// DIS checkpoints. Offsets of topics that live members are subscribed to
+// are refused with GROUP_SUBSCRIBED_TO_TOPIC, as Kafka does.
+
+func init() { regKey(47, 0, 0, handleOffsetDelete) }
+
+func handleOffsetDelete(gw *Gateway, r *request, req *kmsg.OffsetDeleteRequest) {
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	subscribed := map[string]bool{}
+	gw.groups.with(func(c *groupcoord.Coordinator) {
+		d, ok := c.Describe(req.Group)
+		if !ok {
+			return
+		}
+		for _, m := range d.Members {
+			var meta kmsg.ConsumerMemberMetadata
+			if err := meta.ReadFrom(m.ProtocolMetadata); err == nil {
+				for _, t := range meta.Topics {
+					subscribed[t] = true
+				}
+			}
+		}
+	})
+	go func() {
+		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
+		defer cancel()
+		stored, err := gw.groupStored(ctx, req.Group)
+		switch {
+		case err != nil:
+			resp.ErrorCode = kafkaCodeForDIS(err)
+		case !stored && len(subscribed) == 0:
+			resp.ErrorCode = kerr.GroupIDNotFound.Code
+		}
+		app := appNameFor(req.Group)
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				rp.Partition = p.Partition
+				switch {
+				case resp.ErrorCode != 0:
+				case subscribed[t.Topic]:
+					rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
+				default:
+					err := gw.dis.DeleteCheckpoint(ctx, &disclient.DeleteCheckpointRequest{AppName: app, StreamName: t.Topic,
+						PartitionID: disclient.PartitionID(p.Partition), CheckpointType: disclient.CheckpointLastRead})
+					if err != nil && !disclient.IsCode(err, disclient.CodeNoCheckpoint) {
+						rp.ErrorCode = kafkaCodeForDIS(err)
+					}
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		r.respond(resp)
+	}()
+}

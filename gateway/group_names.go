@@ -1,0 +1,98 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// A Kafka consumer group is a DIS app; its committed offsets are the app's
+// LAST_READ checkpoints (DESIGN.md §2). docs/groups.md documents the
+// encoding below for other tools.
+
+// appNamePattern is what DIS accepts as an app name.
+var appNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,200}$`)
+
+// encodedAppPrefix marks app names that encode a group id DIS cannot hold.
+const encodedAppPrefix = "disgw-"
+
+// maxCheckpointMetadata is DIS's limit on checkpoint metadata, in characters.
+const maxCheckpointMetadata = 1000
+
+// appNameFor maps a group id to its DIS app name. An id DIS can hold as it is
+// (and that does not start with the encoded prefix) is used unchanged, so
+// DIS-native consumers and Huawei's adapter share the group. Any other id
+// becomes "disgw-" + the id with every character DIS refuses replaced by
+// '_', cut to 120 characters, + "-" + the first 16 hex digits of the id's
+// SHA-256: readable in the DIS console, and the same on every gateway.
+func appNameFor(group string) string {
+	if appNamePattern.MatchString(group) && !strings.HasPrefix(group, encodedAppPrefix) {
+		return group
+	}
+	var b strings.Builder
+	b.WriteString(encodedAppPrefix)
+	n := 0
+	for _, r := range group {
+		if n == 120 {
+			break
+		}
+		if r < 128 && (r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+		n++
+	}
+	sum := sha256.Sum256([]byte(group))
+	b.WriteByte('-')
+	b.WriteString(hex.EncodeToString(sum[:8]))
+	return b.String()
+}
+
+// isEncodedAppName reports whether app holds a group id encoded by appNameFor.
+func isEncodedAppName(app string) bool { return strings.HasPrefix(app, encodedAppPrefix) }
+
+// checkpointMetadata is what disgw stores in DIS checkpoint metadata for
+// groups whose app name is encoded: the real group id beside the client's
+// offset metadata. For other groups the metadata is the client's, as it is.
+type checkpointMetadata struct {
+	Group    string `json:"disgw_group"`
+	Metadata string `json:"metadata"`
+}
+
+// encodeCheckpointMetadata builds the checkpoint metadata for a commit, or
+// an error when it does not fit DIS's 1000 characters.
+func encodeCheckpointMetadata(group string, meta *string) (string, error) {
+	m := ""
+	if meta != nil {
+		m = *meta
+	}
+	out := m
+	if isEncodedAppName(appNameFor(group)) {
+		b, err := json.Marshal(checkpointMetadata{Group: group, Metadata: m})
+		if err != nil {
+			return "", err
+		}
+		out = string(b)
+	}
+	if n := len([]rune(out)); n > maxCheckpointMetadata {
+		return "", fmt.Errorf("offset metadata takes %d of DIS's %d checkpoint metadata characters", n, maxCheckpointMetadata)
+	}
+	return out, nil
+}
+
+// decodeCheckpointMetadata returns the group id and client metadata of a
+// checkpoint of app; the group id is "" when the metadata does not carry it.
+func decodeCheckpointMetadata(app, stored string) (group, meta string) {
+	if !isEncodedAppName(app) {
+		return app, stored
+	}
+	var cm checkpointMetadata
+	if err := json.Unmarshal([]byte(stored), &cm); err != nil || cm.Group == "" || appNameFor(cm.Group) != app {
+		return "", stored
+	}
+	return cm.Group, cm.Metadata
+}

@@ -1,0 +1,71 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestAppNameFor(t *testing.T) {
+	cases := map[string]string{
+		"orders":          "orders",
+		"Orders_v2-east":  "Orders_v2-east",
+		"my.group":        "disgw-my_group-",
+		"disgw-looks-own": "disgw-disgw-looks-own-",
+		"":                "disgw--",
+		"日本":              "disgw-__-",
+	}
+	for group, prefix := range cases {
+		app := appNameFor(group)
+		if !strings.HasPrefix(app, prefix) || !appNamePattern.MatchString(app) {
+			t.Errorf("%q -> %q, want a valid app name starting %q", group, app, prefix)
+		}
+		if app != appNameFor(group) {
+			t.Errorf("%q: not deterministic", group)
+		}
+	}
+	long := strings.Repeat("x.", 300)
+	if app := appNameFor(long); len(app) > 200 || !appNamePattern.MatchString(app) {
+		t.Errorf("a 600-character id became %d characters", len(app))
+	}
+	if appNameFor("a.b") == appNameFor("a_b") || appNameFor("a.b") == appNameFor("a:b") {
+		t.Error("different ids that sanitise alike must still map to different apps")
+	}
+}
+
+func TestCheckpointMetadata(t *testing.T) {
+	meta := "client-meta"
+	// A plain group keeps the client's metadata as it is.
+	stored, err := encodeCheckpointMetadata("plain", &meta)
+	if err != nil || stored != meta {
+		t.Fatalf("plain group stored %q, %v", stored, err)
+	}
+	if g, m := decodeCheckpointMetadata("plain", stored); g != "plain" || m != meta {
+		t.Fatalf("plain group decoded %q %q", g, m)
+	}
+	// An encoded group keeps its real id beside the metadata.
+	group := "team.payments:consumer"
+	stored, err = encodeCheckpointMetadata(group, &meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, m := decodeCheckpointMetadata(appNameFor(group), stored); g != group || m != meta {
+		t.Fatalf("encoded group decoded %q %q from %q", g, m, stored)
+	}
+	// Foreign metadata on an encoded app does not invent a group id.
+	if g, m := decodeCheckpointMetadata(appNameFor(group), "written by someone else"); g != "" || m != "written by someone else" {
+		t.Fatalf("foreign metadata decoded as %q %q", g, m)
+	}
+	// DIS holds 1000 characters of metadata, counted after encoding.
+	big := strings.Repeat("é", 1000)
+	if _, err := encodeCheckpointMetadata("plain", &big); err != nil {
+		t.Fatalf("1000 characters refused: %v", err)
+	}
+	big += "x"
+	if _, err := encodeCheckpointMetadata("plain", &big); err == nil {
+		t.Fatal("1001 characters accepted")
+	}
+	nearly := strings.Repeat("m", 990)
+	if _, err := encodeCheckpointMetadata(group, &nearly); err == nil {
+		t.Fatal("metadata that only fits without the group id was accepted for an encoded group")
+	}
+}

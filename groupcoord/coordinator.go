@@ -1,0 +1,171 @@
+package groupcoord
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Kafka's broker defaults for the session timeouts a member may ask for.
+const (
+	defaultMinSessionTimeout = 6 * time.Second
+	defaultMaxSessionTimeout = 30 * time.Minute
+)
+
+// Config tunes the coordinator; zero values get Kafka's defaults.
+type Config struct {
+	// MinSessionTimeout is group.min.session.timeout.ms (default 6s): a
+	// JoinGroup asking for less is refused, so one client cannot make the
+	// group churn on every missed heartbeat.
+	MinSessionTimeout time.Duration
+	// MaxSessionTimeout is group.max.session.timeout.ms (default 30m): a
+	// JoinGroup asking for more is refused, so a dead member cannot hold its
+	// partitions for longer.
+	MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay delays the first rebalance of an empty group so
+	// that more members can join (group.initial.rebalance.delay.ms, Kafka
+	// default 3s). Zero here means 0 (no delay): the gateway chooses.
+	InitialRebalanceDelay time.Duration
+	// NewMemberID makes a member id for a client id; the default is clientID
+	// + "-" + a counter-based suffix unique within this Coordinator
+	// (deterministic, so tests can predict it). The gateway passes one that
+	// adds randomness. As in Kafka, a static member's id is made from its
+	// group.instance.id instead of its client id.
+	NewMemberID func(clientID string) string
+	// Logger receives rebalance and membership events; the zero Logger
+	// discards them.
+	Logger zerolog.Logger
+}
+
+// Coordinator is the classic Kafka group coordinator as a deterministic state
+// machine: it never reads a clock, starts a goroutine or touches the network,
+// so every rebalance path can be driven by a test. It is not safe for
+// concurrent use; the gateway serializes calls.
+type Coordinator struct {
+	cfg    Config
+	log    zerolog.Logger
+	groups map[string]*group
+	timers timerHeap
+	out    []Response
+	nextID uint64 // suffix of the default member ids
+}
+
+// Ready is what the coordinator needs the caller to do after a call.
+type Ready struct {
+	// Responses are answers to earlier Step calls, in the order they became
+	// ready.
+	Responses []Response
+	// NextTick is the earliest deadline the coordinator waits for; zero when
+	// it waits for none.
+	NextTick time.Time
+}
+
+// Response answers the Step call that passed ID. Msg has the request's
+// version set.
+type Response struct {
+	ID  uint64
+	Msg kmsg.Response
+}
+
+// New returns a coordinator with no groups.
+func New(cfg Config) *Coordinator {
+	if cfg.MinSessionTimeout == 0 {
+		cfg.MinSessionTimeout = defaultMinSessionTimeout
+	}
+	if cfg.MaxSessionTimeout == 0 {
+		cfg.MaxSessionTimeout = defaultMaxSessionTimeout
+	}
+	c := &Coordinator{cfg: cfg, log: cfg.Logger, groups: make(map[string]*group)}
+	if c.cfg.NewMemberID == nil {
+		c.cfg.NewMemberID = c.counterMemberID
+	}
+	return c
+}
+
+// counterMemberID is the default, predictable member id.
+func (c *Coordinator) counterMemberID(clientID string) string {
+	c.nextID++
+	return clientID + "-" + strconv.FormatUint(c.nextID, 10)
+}
+
+// Step feeds one client request at time now. id is the caller's handle: the
+// response to it appears in a later Ready with the same id (JoinGroup and
+// SyncGroup answers may be delayed until a rebalance completes;
+// Heartbeat/LeaveGroup are answered at once). req is one of
+// *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest, *kmsg.HeartbeatRequest,
+// *kmsg.LeaveGroupRequest, with its Version set; clientID and clientHost are
+// from the request header and connection (DescribeGroups reports them). Any
+// other request type gets no response and is a programming error → return an
+// error.
+//
+// Deadlines that fall at or before now are carried out first, so the outcome
+// does not depend on whether the caller ticked in between.
+func (c *Coordinator) Step(now time.Time, id uint64, clientID, clientHost string, req kmsg.Request) error {
+	var (
+		group  string
+		handle func()
+	)
+	switch r := req.(type) {
+	case *kmsg.JoinGroupRequest:
+		if r != nil {
+			group, handle = r.Group, func() { c.join(now, id, clientID, clientHost, r) }
+		}
+	case *kmsg.SyncGroupRequest:
+		if r != nil {
+			group, handle = r.Group, func() { c.sync(now, id, r) }
+		}
+	case *kmsg.HeartbeatRequest:
+		if r != nil {
+			group, handle = r.Group, func() { c.heartbeat(now, id, r) }
+		}
+	case *kmsg.LeaveGroupRequest:
+		if r != nil {
+			group, handle = r.Group, func() { c.leave(now, id, r) }
+		}
+	}
+	if handle == nil {
+		return fmt.Errorf("groupcoord: cannot step a %T", req)
+	}
+	c.advance(now)
+	handle()
+	if g := c.groups[group]; g != nil {
+		c.schedule(g)
+	}
+	// A deadline the request itself set at or before now (a zero rebalance
+	// timeout) is due at once.
+	c.advance(now)
+	return nil
+}
+
+// Tick advances time: expires sessions, rebalance timeouts and the initial
+// delay. Each deadline is carried out as of its own time, so one late Tick
+// ends in the same state as many punctual ones.
+func (c *Coordinator) Tick(now time.Time) { c.advance(now) }
+
+// Ready returns and clears everything to do: responses (in the order they
+// became ready) and when to call Tick next.
+func (c *Coordinator) Ready() Ready {
+	rd := Ready{Responses: c.out}
+	c.out = nil
+	if len(c.timers) > 0 {
+		rd.NextTick = c.timers[0].next.at
+	}
+	return rd
+}
+
+// respond queues msg as the answer to the request with handle id.
+func (c *Coordinator) respond(id uint64, msg kmsg.Response) {
+	c.out = append(c.out, Response{ID: id, Msg: msg})
+}
+
+// newMemberID names a new member as Kafka does: after its group.instance.id
+// when it is static, else after its client id.
+func (c *Coordinator) newMemberID(clientID string, instanceID *string) string {
+	if instanceID != nil {
+		return c.cfg.NewMemberID(*instanceID)
+	}
+	return c.cfg.NewMemberID(clientID)
+}

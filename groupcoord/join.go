@@ -1,0 +1,206 @@
+package groupcoord
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// joining is one JoinGroup being handled, with its timeouts validated.
+type joining struct {
+	now        time.Time
+	id         uint64
+	clientID   string
+	clientHost string
+	req        *kmsg.JoinGroupRequest
+	session    time.Duration
+	rebalance  time.Duration
+}
+
+// parked is the handle under which the JoinGroup waits for the rebalance.
+func (j *joining) parked() *parked { return &parked{id: j.id, version: j.req.Version} }
+
+// failJoin answers the JoinGroup at once with an error.
+func (c *Coordinator) failJoin(j *joining, memberID string, code int16) {
+	c.respond(j.id, joinError(j.req.Version, memberID, code))
+}
+
+// millis converts a Kafka millisecond field.
+func millis(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// join handles JoinGroup v0–v9 as Kafka's classic coordinator does.
+func (c *Coordinator) join(now time.Time, id uint64, clientID, clientHost string, req *kmsg.JoinGroupRequest) {
+	j := &joining{now: now, id: id, clientID: clientID, clientHost: clientHost, req: req, session: millis(req.SessionTimeoutMillis)}
+	// v0 has no rebalance timeout: the session timeout stands in for it.
+	j.rebalance = j.session
+	if req.Version >= 1 {
+		j.rebalance = max(millis(req.RebalanceTimeoutMillis), 0)
+	}
+	switch {
+	case req.Group == "":
+		c.failJoin(j, req.MemberID, kerr.InvalidGroupID.Code)
+		return
+	case j.session < c.cfg.MinSessionTimeout || j.session > c.cfg.MaxSessionTimeout:
+		c.failJoin(j, req.MemberID, kerr.InvalidSessionTimeout.Code)
+		return
+	}
+	g := c.groups[req.Group]
+	switch {
+	case g == nil && req.MemberID != "":
+		c.failJoin(j, req.MemberID, kerr.UnknownMemberID.Code)
+		return
+	case !g.supportsProtocols(req.ProtocolType, req.Protocols):
+		c.failJoin(j, req.MemberID, kerr.InconsistentGroupProtocol.Code)
+		return
+	case g == nil:
+		g = c.newGroup(req.Group)
+	}
+	if req.MemberID == "" {
+		g.joinNew(j)
+	} else {
+		g.joinKnown(j)
+	}
+	g.tryCompleteJoin(now)
+}
+
+// joinNew handles a JoinGroup without a member id: a static member whose
+// instance id is known takes over its old member; a dynamic one from v4 is
+// first given an id to come back with (KIP-394); anyone else joins.
+func (g *group) joinNew(j *joining) {
+	req := j.req
+	memberID := g.c.newMemberID(j.clientID, req.InstanceID)
+	switch {
+	case req.InstanceID != nil:
+		if old := g.static[*req.InstanceID]; old != nil {
+			g.replaceStatic(j, old, memberID)
+			return
+		}
+		g.addMemberAndRebalance(j, memberID)
+	case req.Version >= 4:
+		g.pending = append(g.pending, &pendingMember{id: memberID, expires: j.now.Add(j.session)})
+		g.c.failJoin(j, memberID, kerr.MemberIDRequired.Code)
+	default:
+		g.addMemberAndRebalance(j, memberID)
+	}
+}
+
+// joinKnown handles a JoinGroup with a member id: a pending id becomes a
+// member; a current member either gets the current generation back or
+// triggers a rebalance, as Kafka decides by state.
+func (g *group) joinKnown(j *joining) {
+	req := j.req
+	if req.InstanceID == nil && g.pendingIndex(req.MemberID) >= 0 {
+		g.removePending(req.MemberID)
+		g.addMemberAndRebalance(j, req.MemberID)
+		return
+	}
+	if code := g.validateMember(req.MemberID, req.InstanceID); code != 0 {
+		g.c.failJoin(j, req.MemberID, code)
+		return
+	}
+	m := g.byID[req.MemberID]
+	switch g.state {
+	case stateCompletingRebalance:
+		// The member may have missed its JoinGroup answer: unchanged, it
+		// gets it again.
+		if m.matches(req.Protocols) {
+			var view []kmsg.JoinGroupResponseMember
+			if m.id == g.leader {
+				view = g.memberMetadata(req.Version)
+			}
+			m.lastHeard = j.now
+			g.c.respond(j.id, g.joinResponse(req.Version, m.id, g.leader, view))
+			return
+		}
+		g.updateMemberAndRebalance(j, m, "member "+m.id+" changed its protocols")
+	case stateStable:
+		// The leader rejoins to have the group reassigned (say, for new
+		// partitions), so it always rebalances; an unchanged follower just
+		// gets the current generation.
+		if m.id != g.leader && m.matches(req.Protocols) {
+			m.lastHeard = j.now
+			g.c.respond(j.id, g.joinResponse(req.Version, m.id, g.leader, nil))
+			return
+		}
+		g.updateMemberAndRebalance(j, m, "member "+m.id+" rejoined a stable group")
+	default:
+		g.updateMember(m, req, j.session, j.rebalance)
+		g.parkJoin(m, j.parked())
+	}
+}
+
+// addMemberAndRebalance adds a new member whose JoinGroup waits for the
+// rebalance it starts (or joins).
+func (g *group) addMemberAndRebalance(j *joining, memberID string) {
+	m := &member{
+		id:               memberID,
+		clientID:         j.clientID,
+		clientHost:       j.clientHost,
+		protocols:        cloneProtocols(j.req.Protocols),
+		sessionTimeout:   j.session,
+		rebalanceTimeout: j.rebalance,
+		lastHeard:        j.now,
+		join:             j.parked(),
+	}
+	if j.req.InstanceID != nil {
+		instanceID := *j.req.InstanceID
+		m.instanceID = &instanceID
+	}
+	g.addMember(m, j.req.ProtocolType)
+	g.maybePrepareRebalance(j.now, "member "+memberID+" joined")
+}
+
+// updateMemberAndRebalance takes a current member's rejoin and rebalances.
+func (g *group) updateMemberAndRebalance(j *joining, m *member, reason string) {
+	g.updateMember(m, j.req, j.session, j.rebalance)
+	g.parkJoin(m, j.parked())
+	g.maybePrepareRebalance(j.now, reason)
+}
+
+// replaceStatic gives a restarted static member (known instance id, no member
+// id) a new member id in place of its old one, fencing the old id: whatever
+// the old id still waits for is answered FENCED_INSTANCE_ID, and so is
+// anything it sends from now on. A stable group whose protocol stays the same
+// does not rebalance: the member gets the current generation and, on
+// SyncGroup, its old assignment. The answer names the leader from before the
+// swap, so a restarted leader does not reassign a group that will not
+// rebalance.
+func (g *group) replaceStatic(j *joining, m *member, newID string) {
+	req := j.req
+	leader := g.leader
+	if m.join != nil {
+		g.c.respond(m.join.id, joinError(m.join.version, m.id, kerr.FencedInstanceID.Code))
+		m.join = nil
+	}
+	if m.sync != nil {
+		g.c.respond(m.sync.id, syncError(m.sync.version, kerr.FencedInstanceID.Code))
+		m.sync = nil
+	}
+	g.c.log.Info().Str("group", g.id).Str("instance", *req.InstanceID).Str("old_member", m.id).Str("member", newID).
+		Msg("static member rejoined with a new member id")
+	delete(g.byID, m.id)
+	if g.leader == m.id {
+		g.leader = newID
+	}
+	m.id = newID
+	g.byID[newID] = m
+	m.clientID, m.clientHost = j.clientID, j.clientHost
+	m.lastHeard = j.now
+	g.updateMember(m, req, j.session, j.rebalance)
+	switch g.state {
+	case stateStable:
+		if g.selectProtocol() == g.protocol {
+			g.c.respond(j.id, g.joinResponse(req.Version, newID, leader, nil))
+			return
+		}
+		g.parkJoin(m, j.parked())
+		g.prepareRebalance(j.now, "static member "+newID+" changed the group's protocol")
+	case stateCompletingRebalance:
+		// The leader may be assigning to the old member id: start over.
+		g.parkJoin(m, j.parked())
+		g.prepareRebalance(j.now, "static member "+newID+" rejoined during CompletingRebalance")
+	default:
+		g.parkJoin(m, j.parked())
+	}
+}
