@@ -2,13 +2,16 @@ package test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -253,5 +256,106 @@ func TestStaticMemberRestart(t *testing.T) {
 	}
 	if rebalancesOfB != revokesBefore {
 		t.Fatalf("the other member went through %d rebalances while the static member restarted", rebalancesOfB-revokesBefore)
+	}
+}
+
+// A group id DIS cannot hold as an app name is encoded; after a restart
+// (no live members, nothing in memory) ListGroups and DescribeGroups still
+// show the real id, and its offsets and metadata come back.
+func TestEncodedGroupIDSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	c := startClusterIn(t, dir, nil)
+	createTopic(t, c, "enc", 2, nil)
+	const group = "team.payments:consumer/v1"
+	adm := kadm.NewClient(newClient(t, c))
+	ctx := testContext(t, 30*time.Second)
+	var offsets kadm.Offsets
+	offsets.Add(kadm.Offset{Topic: "enc", Partition: 1, At: 7, Metadata: "meta-1", LeaderEpoch: -1})
+	resp, err := adm.CommitOffsets(ctx, group, offsets)
+	if err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c2, err := Start(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	adm = kadm.NewClient(newClient(t, c2))
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := listed[group]; !ok {
+		t.Fatalf("ListGroups after restart: %v, want %q", listed.Groups(), group)
+	}
+	described, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := described[group]; d.Err != nil || d.State != "Empty" {
+		t.Fatalf("describe: state %q, %v", d.State, d.Err)
+	}
+	fetched, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := fetched.Lookup("enc", 1)
+	if !ok || o.At != 7 || o.Metadata != "meta-1" {
+		t.Fatalf("offset after restart: %+v (found %v)", o, ok)
+	}
+	if _, ok := fetched.Lookup("enc", 0); ok {
+		t.Fatal("a partition without a commit was listed")
+	}
+}
+
+// Offset metadata beyond DIS's 1000 characters is refused per partition.
+func TestOffsetMetadataTooLarge(t *testing.T) {
+	c := startCluster(t, nil)
+	createTopic(t, c, "meta", 1, nil)
+	adm := kadm.NewClient(newClient(t, c))
+	ctx := testContext(t, 30*time.Second)
+	var offsets kadm.Offsets
+	offsets.Add(kadm.Offset{Topic: "meta", Partition: 0, At: 1, Metadata: strings.Repeat("m", 1001), LeaderEpoch: -1})
+	resp, err := adm.CommitOffsets(ctx, "meta-group", offsets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(resp.Error(), kerr.OffsetMetadataTooLarge) {
+		t.Fatalf("commit with 1001 characters of metadata: %v, want OFFSET_METADATA_TOO_LARGE", resp.Error())
+	}
+}
+
+// Deleting a group with live members is refused; once they are gone its
+// offsets go with it.
+func TestDeleteGroup(t *testing.T) {
+	c := startCluster(t, nil)
+	createTopic(t, c, "del", 2, nil)
+	produceValues(t, c, "del", 0, 20)
+	ledger := newLedger()
+	m := startMember(t, c, "deleters", "del", "m", ledger)
+	waitFor(t, "the records", func() bool { return ledger.count() == 20 })
+	adm := kadm.NewClient(newClient(t, c))
+	ctx := testContext(t, 30*time.Second)
+	resp, err := adm.DeleteGroups(ctx, "deleters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(resp["deleters"].Err, kerr.NonEmptyGroup) {
+		t.Fatalf("deleting a group with a member: %v, want GROUP_NOT_EMPTY", resp["deleters"].Err)
+	}
+	m.stop()
+	if resp, err = adm.DeleteGroups(ctx, "deleters"); err != nil || resp["deleters"].Err != nil {
+		t.Fatalf("deleting the empty group: %v %v", err, resp["deleters"].Err)
+	}
+	fetched, err := adm.FetchOffsets(ctx, "deleters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fetched) != 0 {
+		t.Fatalf("offsets left after DeleteGroups: %v", fetched)
 	}
 }
