@@ -49,6 +49,10 @@ func handleProduce(gw *Gateway, r *request, req *kmsg.ProduceRequest) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case terr != nil:
 				sp.ErrorCode = kafkaCodeForDIS(terr)
+			case t.readable(rp.Partition) && !t.writable(rp.Partition):
+				// Scaled in by DIS: still readable, never written again.
+				sp.ErrorCode = kerr.PolicyViolation.Code
+				sp.ErrorMessage = kmsg.StringPtr("DIS scaled this partition in: it can be read but no longer written")
 			case !t.writable(rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
@@ -167,7 +171,7 @@ func (gw *Gateway) startAppend(t *topicMeta, rp *kmsg.ProduceRequestTopicPartiti
 		}
 		op.records = append(op.records, b.Records...)
 	}
-	w := gw.writerFor(partitionKey{topic: t.name, partition: rp.Partition})
+	w := gw.writerFor(t.key(rp.Partition))
 	dup, code := w.enqueue(op)
 	if code != 0 {
 		return fail(code, "")

@@ -143,7 +143,7 @@ func (gw *Gateway) serveFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.Fet
 		for _, p := range parts {
 			total += p.bytes
 			if !p.done {
-				wake = append(wake, gw.readerFor(partitionKey{p.topic.name, p.resp.Partition}).waitChan())
+				wake = append(wake, gw.readerFor(p.topic.key(p.resp.Partition)).waitChan())
 			}
 		}
 		if total >= max(minBytes, 1) || len(wake) == 0 || !time.Now().Before(deadline) {
@@ -195,7 +195,7 @@ func trimToMaxBytes(parts []*fetchPart, maxBytes int) {
 // fetchPartition reads once for p. A partition is done once it has records
 // or an error.
 func (gw *Gateway) fetchPartition(ctx context.Context, p *fetchPart, limit int) {
-	k := partitionKey{p.topic.name, p.resp.Partition}
+	k := p.topic.key(p.resp.Partition)
 	pr := gw.readerFor(k)
 	pm := p.topic.partitions[p.resp.Partition]
 	pr.observeHWM(pm.next)

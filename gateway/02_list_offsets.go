@@ -62,7 +62,7 @@ func handleListOffsets(gw *Gateway, r *request, req *kmsg.ListOffsetsRequest) {
 
 func (gw *Gateway) listOffset(ctx context.Context, t *topicMeta, p int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	pm := t.partitions[p]
-	pr := gw.readerFor(partitionKey{t.name, p})
+	pr := gw.readerFor(t.key(p))
 	pr.observeHWM(pm.next)
 	hwm := pr.knownHWM()
 	switch ts {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -108,41 +107,19 @@ type streamSpec struct {
 	streamType     string
 }
 
-// apply takes one topic config. Configs DIS has no equivalent for are
-// accepted and ignored, except those whose promise DIS cannot keep.
+// apply takes one topic config at creation, checked by the same table
+// (topicConfigs) the alter APIs use. Configs DIS decides and names disgw does
+// not know are accepted and ignored, so creation scripts written for Kafka
+// keep working; DescribeConfigs then shows what DIS really does.
 func (s *streamSpec) apply(name string, value *string) error {
 	if value == nil {
 		return nil
 	}
-	v := *value
-	switch name {
-	case configRetentionMs:
-		ms, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("retention.ms %q is not a number", v)
-		}
-		hours := (ms + 3_599_999) / 3_600_000
-		if ms < 0 || hours < 24 || hours > 72 {
-			return fmt.Errorf("retention.ms %s is outside what DIS keeps: 24 to 72 hours (86400000 to 259200000 ms)", v)
-		}
-		s.retentionHours = int32(hours)
-	case configCleanupPolicy:
-		if v != "delete" {
-			return fmt.Errorf("cleanup.policy %q is not possible: DIS only deletes by age", v)
-		}
-	case configRecordFormat:
-		if f := RecordFormat(v); f == FormatKafka || f == FormatRaw {
-			s.format = f
-		} else {
-			return fmt.Errorf("dis.record.format must be %q or %q", FormatKafka, FormatRaw)
-		}
-	case configStreamType:
-		if v != disclient.StreamTypeCommon && v != disclient.StreamTypeAdvanced {
-			return fmt.Errorf("dis.stream.type must be %s or %s", disclient.StreamTypeCommon, disclient.StreamTypeAdvanced)
-		}
-		s.streamType = v
+	c := topicConfigNamed(name)
+	if c == nil || c.set == nil {
+		return nil
 	}
-	return nil
+	return c.set(s, *value)
 }
 
 // createTopic creates the stream for a topic; spec nil means defaults.

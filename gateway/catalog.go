@@ -53,6 +53,11 @@ type partitionMeta struct {
 	next     int64
 }
 
+// key names partition p of this topic's stream.
+func (t *topicMeta) key(p int32) partitionKey {
+	return partitionKey{topic: t.name, stream: t.streamID, partition: p}
+}
+
 // writable reports whether Produce may write partition p.
 func (t *topicMeta) writable(p int32) bool {
 	return p >= 0 && int(p) < len(t.partitions) && t.partitions[p].status == disclient.PartitionStatusActive

@@ -158,7 +158,11 @@ func TestSequentialFetchReusesCursor(t *testing.T) {
 	}
 
 	// A fresh gateway view: drop what the writer cached so reads go to DIS.
-	gw.readerFor(partitionKey{"seq", 0}).invalidate()
+	seq, err := gw.catalog.get(ctx, "seq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw.readerFor(seq.key(0)).invalidate()
 	before := dis.getCursor.Load()
 	cons, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"seq": {0: kgo.NewOffset().AtStart()}}),

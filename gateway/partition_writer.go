@@ -12,9 +12,12 @@ import (
 	"github.com/disgw/disgw/protocol"
 )
 
-// partitionKey names one partition of one topic.
+// partitionKey names one partition of one stream. The stream id is part of
+// it so that a topic deleted and created again never meets the writers,
+// producer state and cached records of its predecessor.
 type partitionKey struct {
 	topic     string
+	stream    string
 	partition int32
 }
 

@@ -51,6 +51,49 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 func versionedRequest(t *testing.T, rc *rawConn, key, v int16, topicID [16]byte) kmsg.Request {
 	t.Helper()
 	switch key {
+	case 20:
+		name := fmt.Sprintf("ver-deltopic-%d", v)
+		createTopicRaw(t, rc, name, 1)
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		req.Version, req.TimeoutMillis = v, 5000
+		req.TopicNames = []string{name}
+		req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr(name)}}
+		return req
+	case 23:
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.Version, req.ReplicaID = v, -1
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.CurrentLeaderEpoch, rp.LeaderEpoch = -1, 0
+		req.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: "ver", Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{rp}}}
+		return req
+	case 37:
+		name := fmt.Sprintf("ver-cp-%d", v)
+		createTopicRaw(t, rc, name, 1)
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.Version, req.TimeoutMillis = v, 5000
+		req.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: name, Count: 2}}
+		return req
+	case 32:
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.Version = v
+		req.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "ver"}}
+		return req
+	case 33:
+		req := kmsg.NewPtrAlterConfigsRequest()
+		req.Version = v
+		req.Resources = []kmsg.AlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "ver",
+			Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("86400000")}}}}
+		return req
+	case 44:
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.Version = v
+		req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "ver",
+			Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr("86400000")}}}}
+		return req
+	case 60:
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.Version, req.EndpointType = v, 1
+		return req
 	case 8:
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Version, req.Group, req.Generation = v, "ver-commit", -1
@@ -184,6 +227,17 @@ func versionedRequest(t *testing.T, rc *rawConn, key, v int16, topicID [16]byte)
 	}
 	t.Fatalf("the gateway advertises API key %d, which this test does not know how to exercise", key)
 	return nil
+}
+
+// createTopicRaw creates a topic with CreateTopics v7.
+func createTopicRaw(t *testing.T, rc *rawConn, name string, partitions int32) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version, req.TimeoutMillis = 7, 5000
+	req.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}}
+	if code := rc.roundTrip(req).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
+		t.Fatalf("create %s: %v", name, kerr.ErrorForCode(code))
+	}
 }
 
 // commitOffset makes a simple commit for group on ver/0.
@@ -324,6 +378,30 @@ func responseError(resp kmsg.Response) error {
 			return err
 		}
 		return check(r.Topics[0].Partitions[0].ErrorCode)
+	case *kmsg.DeleteTopicsResponse:
+		return check(r.Topics[0].ErrorCode)
+	case *kmsg.OffsetForLeaderEpochResponse:
+		p := r.Topics[0].Partitions[0]
+		if p.EndOffset < 1 {
+			return fmt.Errorf("end offset %d", p.EndOffset)
+		}
+		return check(p.ErrorCode)
+	case *kmsg.CreatePartitionsResponse:
+		return check(r.Topics[0].ErrorCode)
+	case *kmsg.DescribeConfigsResponse:
+		if len(r.Resources[0].Configs) == 0 {
+			return fmt.Errorf("no configs")
+		}
+		return check(r.Resources[0].ErrorCode)
+	case *kmsg.AlterConfigsResponse:
+		return check(r.Resources[0].ErrorCode)
+	case *kmsg.IncrementalAlterConfigsResponse:
+		return check(r.Resources[0].ErrorCode)
+	case *kmsg.DescribeClusterResponse:
+		if len(r.Brokers) != 1 || r.ClusterID == "" {
+			return fmt.Errorf("%d brokers, cluster id %q", len(r.Brokers), r.ClusterID)
+		}
+		return check(r.ErrorCode)
 	case *kmsg.InitProducerIDResponse:
 		if r.ProducerID < 0 {
 			return fmt.Errorf("producer id %d", r.ProducerID)

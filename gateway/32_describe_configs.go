@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"context"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeConfigs v0–v4.
+//
+// v1 added config sources and synonyms (include_synonyms); v3 config types
+// and documentation (include_documentation); v4 is flexible. Topic configs
+// come from topicConfigs with values read from the DIS stream; the broker
+// resource is this gateway (its node id), whose configs are all static. The
+// cluster-default broker resource (empty name) holds only dynamic defaults in
+// Kafka, and disgw has none, so it is answered with no configs.
+
+func init() { regKey(32, 0, 4, handleDescribeConfigs) }
+
+func handleDescribeConfigs(gw *Gateway, r *request, req *kmsg.DescribeConfigsRequest) {
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	go func() {
+		for i := range req.Resources {
+			resp.Resources = append(resp.Resources, gw.describeResource(r.ctx, req, &req.Resources[i]))
+		}
+		r.respond(resp)
+	}()
+}
+
+func (gw *Gateway) describeResource(ctx context.Context, req *kmsg.DescribeConfigsRequest, res *kmsg.DescribeConfigsRequestResource) kmsg.DescribeConfigsResponseResource {
+	rr := kmsg.NewDescribeConfigsResponseResource()
+	rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+	entries, cerr := gw.configEntries(ctx, res.ResourceType, res.ResourceName)
+	if cerr != nil {
+		rr.ErrorCode, rr.ErrorMessage = cerr.code, kmsg.StringPtr(cerr.msg)
+		return rr
+	}
+	for _, e := range entries {
+		if res.ConfigNames != nil && !slices.Contains(res.ConfigNames, e.name) {
+			continue
+		}
+		rr.Configs = append(rr.Configs, describedConfig(e, req.IncludeSynonyms, req.IncludeDocumentation))
+	}
+	return rr
+}
+
+// configEntries lists the configs of one resource.
+func (gw *Gateway) configEntries(ctx context.Context, rt kmsg.ConfigResourceType, name string) ([]configEntry, *configError) {
+	switch rt {
+	case kmsg.ConfigResourceTypeTopic:
+		if why := validTopicName(name); why != "" {
+			return nil, &configError{code: kerr.InvalidTopicException.Code, msg: why}
+		}
+		t, err := gw.catalog.get(ctx, name)
+		if err != nil {
+			return nil, topicLookupError(name, err)
+		}
+		return topicConfigEntries(&gw.cfg, t), nil
+	case kmsg.ConfigResourceTypeBroker:
+		switch name {
+		case "":
+			return nil, nil
+		case strconv.Itoa(int(gw.cfg.NodeID)):
+			return brokerConfigEntries(&gw.cfg), nil
+		}
+		return nil, invalidRequest("this is broker %d, not %q", gw.cfg.NodeID, name)
+	}
+	return nil, resourceTypeError(rt)
+}
+
+// describedConfig is e on the wire. A config's synonyms list its own value
+// when that is not the default, then the default.
+func describedConfig(e configEntry, synonyms, docs bool) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	c.Name = e.name
+	c.Value = kmsg.StringPtr(e.value)
+	c.ReadOnly = e.readOnly
+	c.IsDefault = e.source == kmsg.ConfigSourceDefaultConfig
+	c.Source = e.source
+	c.ConfigType = e.typ
+	if docs {
+		c.Documentation = kmsg.StringPtr(e.doc)
+	}
+	if synonyms {
+		if e.source != kmsg.ConfigSourceDefaultConfig {
+			c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: e.name, Value: kmsg.StringPtr(e.value), Source: e.source})
+		}
+		if e.source != kmsg.ConfigSourceStaticBrokerConfig {
+			c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: e.name, Value: kmsg.StringPtr(e.def), Source: kmsg.ConfigSourceDefaultConfig})
+		}
+	}
+	return c
+}

@@ -1,0 +1,63 @@
+package gateway
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// AlterConfigs v0–v2.
+//
+// v1 changed nothing on the wire; v2 is flexible. As in Kafka, a request
+// replaces a topic's whole configuration: an alterable config it does not
+// list (retention.ms) goes back to its default, and a null value means the
+// default too. Configs chosen at creation (dis.record.format,
+// dis.stream.type) and those DIS fixes keep their value when left out, and
+// may be listed with the value they have. Broker configs are static and
+// cannot be altered.
+
+func init() { regKey(33, 0, 2, handleAlterConfigs) }
+
+func handleAlterConfigs(gw *Gateway, r *request, req *kmsg.AlterConfigsRequest) {
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	go func() {
+		for i := range req.Resources {
+			res := &req.Resources[i]
+			rr := kmsg.NewAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+			if cerr := gw.alterResource(r.ctx, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
+				return replaceTopicConfigs(a, res.Configs)
+			}); cerr != nil {
+				rr.ErrorCode, rr.ErrorMessage = cerr.code, kmsg.StringPtr(cerr.msg)
+			}
+			resp.Resources = append(resp.Resources, rr)
+		}
+		r.respond(resp)
+	}()
+}
+
+// replaceTopicConfigs states a whole new configuration on a.
+func replaceTopicConfigs(a *topicAlter, configs []kmsg.AlterConfigsRequestResourceConfig) *configError {
+	for _, rc := range configs {
+		c, cerr := a.config(rc.Name)
+		if cerr != nil {
+			return cerr
+		}
+		if rc.Value == nil {
+			cerr = a.revert(c)
+		} else {
+			cerr = a.set(c, *rc.Value)
+		}
+		if cerr != nil {
+			return cerr
+		}
+	}
+	for i := range topicConfigs {
+		c := &topicConfigs[i]
+		if c.readOnly || a.seen[c.name] {
+			continue
+		}
+		if cerr := a.revert(c); cerr != nil {
+			return cerr
+		}
+	}
+	return nil
+}

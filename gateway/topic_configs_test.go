@@ -1,0 +1,235 @@
+package gateway
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disclient"
+)
+
+func testConfigDefaults() *Config {
+	cfg := &Config{}
+	cfg.setDefaults()
+	return cfg
+}
+
+func TestTopicConfigTableIsSortedAndComplete(t *testing.T) {
+	if !slices.IsSortedFunc(topicConfigs, func(a, b topicConfig) int { return strings.Compare(a.name, b.name) }) {
+		t.Fatal("topicConfigs must be sorted by name: topicConfigNamed searches it")
+	}
+	var alterable []string
+	for i := range topicConfigs {
+		c := &topicConfigs[i]
+		if topicConfigNamed(c.name) != c {
+			t.Errorf("%s: lookup finds another entry", c.name)
+		}
+		if c.doc == "" || c.typ == kmsg.ConfigTypeUnknown || c.def == nil {
+			t.Errorf("%s: needs doc, type and default", c.name)
+		}
+		if !c.readOnly {
+			alterable = append(alterable, c.name)
+		}
+	}
+	if !slices.Equal(alterable, []string{"retention.ms"}) {
+		t.Errorf("alterable configs = %v, want only retention.ms", alterable)
+	}
+	if topicConfigNamed("no.such.config") != nil {
+		t.Error("unknown name found")
+	}
+	if !slices.IsSortedFunc(brokerConfigs, func(a, b brokerConfig) int { return strings.Compare(a.name, b.name) }) {
+		t.Error("brokerConfigs must be sorted by name")
+	}
+}
+
+// TestCreateTopicConfigs checks the checks CreateTopics shares with the
+// alter APIs, and that configs DIS decides are accepted and ignored.
+func TestCreateTopicConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		ok          bool
+		want        streamSpec
+	}{
+		{"retention.ms", "86400000", true, streamSpec{retentionHours: 24}},
+		{"retention.ms", "86400001", true, streamSpec{retentionHours: 25}},
+		{"retention.ms", "259200000", true, streamSpec{retentionHours: 72}},
+		{"retention.ms", "259200001", false, streamSpec{}},
+		{"retention.ms", "3600000", false, streamSpec{}},
+		{"retention.ms", "-1", false, streamSpec{}},
+		{"retention.ms", "a day", false, streamSpec{}},
+		{"cleanup.policy", "delete", true, streamSpec{}},
+		{"cleanup.policy", "compact", false, streamSpec{}},
+		{"dis.record.format", "raw", true, streamSpec{format: FormatRaw}},
+		{"dis.record.format", "json", false, streamSpec{}},
+		{"dis.stream.type", "ADVANCED", true, streamSpec{streamType: disclient.StreamTypeAdvanced}},
+		{"dis.stream.type", "FAST", false, streamSpec{}},
+		{"segment.bytes", "1024", true, streamSpec{}},
+		{"some.unknown.config", "x", true, streamSpec{}},
+	} {
+		var s streamSpec
+		v := tc.value
+		err := s.apply(tc.name, &v)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s=%s: err %v, want ok=%v", tc.name, tc.value, err, tc.ok)
+			continue
+		}
+		if tc.ok && s != tc.want {
+			t.Errorf("%s=%s: spec %+v, want %+v", tc.name, tc.value, s, tc.want)
+		}
+	}
+}
+
+func testTopic() *topicMeta {
+	return &topicMeta{name: "t", retentionHours: 48, format: FormatRaw, streamType: disclient.StreamTypeCommon}
+}
+
+func TestTopicConfigEntries(t *testing.T) {
+	cfg := testConfigDefaults()
+	entries := topicConfigEntries(cfg, testTopic())
+	byName := map[string]configEntry{}
+	for _, e := range entries {
+		byName[e.name] = e
+	}
+	for _, tc := range []struct {
+		name, value string
+		source      kmsg.ConfigSource
+		readOnly    bool
+	}{
+		{"retention.ms", "172800000", kmsg.ConfigSourceDynamicTopicConfig, false},
+		{"dis.record.format", "raw", kmsg.ConfigSourceDynamicTopicConfig, true},
+		{"dis.stream.type", "COMMON", kmsg.ConfigSourceDefaultConfig, true},
+		{"cleanup.policy", "delete", kmsg.ConfigSourceDefaultConfig, true},
+		{"max.message.bytes", "1048576", kmsg.ConfigSourceDefaultConfig, true},
+		{"retention.bytes", "-1", kmsg.ConfigSourceDefaultConfig, true},
+	} {
+		e, ok := byName[tc.name]
+		if !ok {
+			t.Errorf("%s missing", tc.name)
+			continue
+		}
+		if e.value != tc.value || e.source != tc.source || e.readOnly != tc.readOnly {
+			t.Errorf("%s = %q source %v read-only %v, want %q %v %v", tc.name, e.value, e.source, e.readOnly, tc.value, tc.source, tc.readOnly)
+		}
+	}
+	dyn := describedConfig(byName["retention.ms"], true, true)
+	if len(dyn.ConfigSynonyms) != 2 || *dyn.ConfigSynonyms[1].Value != "86400000" || dyn.ConfigSynonyms[1].Source != kmsg.ConfigSourceDefaultConfig {
+		t.Errorf("retention.ms synonyms = %+v, want itself then the 24 h default", dyn.ConfigSynonyms)
+	}
+	if dyn.Documentation == nil || dyn.IsDefault {
+		t.Errorf("retention.ms: documentation %v, is_default %v", dyn.Documentation, dyn.IsDefault)
+	}
+	if def := describedConfig(byName["segment.bytes"], false, false); def.ConfigSynonyms != nil || def.Documentation != nil || !def.IsDefault {
+		t.Errorf("segment.bytes without synonyms or docs: %+v", def)
+	}
+}
+
+func TestTopicAlterSet(t *testing.T) {
+	cfg := testConfigDefaults()
+	for _, tc := range []struct {
+		name, value string
+		code        int16
+		hours       int32
+	}{
+		{"retention.ms", "259200000", 0, 72},
+		{"retention.ms", "90000001", 0, 26},
+		{"retention.ms", "3600000", kerr.InvalidConfig.Code, 48},
+		{"cleanup.policy", "delete", 0, 48},
+		{"cleanup.policy", "compact", kerr.InvalidConfig.Code, 48},
+		{"dis.record.format", "raw", 0, 48},
+		{"dis.record.format", "kafka", kerr.InvalidConfig.Code, 48},
+		{"dis.stream.type", "COMMON", 0, 48},
+		{"dis.stream.type", "ADVANCED", kerr.InvalidConfig.Code, 48},
+		{"segment.bytes", "1073741824", 0, 48},
+		{"segment.bytes", "1024", kerr.InvalidConfig.Code, 48},
+		{"no.such.config", "1", kerr.InvalidConfig.Code, 48},
+	} {
+		a := newTopicAlter(cfg, testTopic())
+		var code int16
+		c, cerr := a.config(tc.name)
+		if cerr == nil {
+			cerr = a.set(c, tc.value)
+		}
+		if cerr != nil {
+			code = cerr.code
+			if cerr.msg == "" {
+				t.Errorf("%s=%s: refusal without a message", tc.name, tc.value)
+			}
+		}
+		if code != tc.code || a.next.retentionHours != tc.hours {
+			t.Errorf("%s=%s: code %d hours %d, want %d %d", tc.name, tc.value, code, a.next.retentionHours, tc.code, tc.hours)
+		}
+		if a.next.format != FormatRaw || a.next.streamType != disclient.StreamTypeCommon {
+			t.Errorf("%s=%s changed a creation-time config: %+v", tc.name, tc.value, a.next)
+		}
+	}
+}
+
+func TestReplaceTopicConfigsRevertsUnlisted(t *testing.T) {
+	cfg := testConfigDefaults()
+	a := newTopicAlter(cfg, testTopic())
+	if cerr := replaceTopicConfigs(a, []kmsg.AlterConfigsRequestResourceConfig{{Name: "cleanup.policy", Value: kmsg.StringPtr("delete")}}); cerr != nil {
+		t.Fatal(cerr)
+	}
+	if a.next.retentionHours != cfg.DefaultRetentionHours || a.next.format != FormatRaw {
+		t.Errorf("after replacement: %+v, want default retention and the creation-time format kept", a.next)
+	}
+	a = newTopicAlter(cfg, testTopic())
+	cerr := replaceTopicConfigs(a, []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("86400000")}, {Name: "retention.ms", Value: kmsg.StringPtr("90000000")}})
+	if cerr == nil || cerr.code != kerr.InvalidRequest.Code {
+		t.Errorf("repeated name: %v, want INVALID_REQUEST", cerr)
+	}
+}
+
+func TestChangeTopicConfigs(t *testing.T) {
+	cfg := testConfigDefaults()
+	op := func(name string, o kmsg.IncrementalAlterConfigOp, v *string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
+		return kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: name, Op: o, Value: v}
+	}
+	for _, tc := range []struct {
+		what  string
+		op    kmsg.IncrementalAlterConfigsRequestResourceConfig
+		code  int16
+		hours int32
+	}{
+		{"set retention", op("retention.ms", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("86400000")), 0, 24},
+		{"delete retention", op("retention.ms", kmsg.IncrementalAlterConfigOpDelete, nil), 0, 24},
+		{"set null", op("retention.ms", kmsg.IncrementalAlterConfigOpSet, nil), kerr.InvalidRequest.Code, 48},
+		{"append to a number", op("retention.ms", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("1")), kerr.InvalidConfig.Code, 48},
+		{"append delete", op("cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("delete")), 0, 48},
+		{"append compact", op("cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("compact")), kerr.InvalidConfig.Code, 48},
+		{"subtract compact", op("cleanup.policy", kmsg.IncrementalAlterConfigOpSubtract, kmsg.StringPtr("compact")), 0, 48},
+		{"subtract delete", op("cleanup.policy", kmsg.IncrementalAlterConfigOpSubtract, kmsg.StringPtr("delete")), kerr.InvalidConfig.Code, 48},
+		{"delete format", op("dis.record.format", kmsg.IncrementalAlterConfigOpDelete, nil), kerr.InvalidConfig.Code, 48},
+		{"unknown op", op("retention.ms", 7, kmsg.StringPtr("86400000")), kerr.InvalidRequest.Code, 48},
+	} {
+		a := newTopicAlter(cfg, testTopic())
+		var code int16
+		if cerr := changeTopicConfigs(a, []kmsg.IncrementalAlterConfigsRequestResourceConfig{tc.op}); cerr != nil {
+			code = cerr.code
+		}
+		if code != tc.code || a.next.retentionHours != tc.hours {
+			t.Errorf("%s: code %d hours %d, want %d %d", tc.what, code, a.next.retentionHours, tc.code, tc.hours)
+		}
+	}
+}
+
+func TestChangedList(t *testing.T) {
+	for _, tc := range []struct {
+		list, values string
+		add          bool
+		want         string
+	}{
+		{"delete", "delete", true, "delete"},
+		{"delete", "compact", true, "delete,compact"},
+		{"delete", "compact", false, "delete"},
+		{"delete", "delete", false, ""},
+		{"", "delete", true, "delete"},
+	} {
+		if got := changedList(tc.list, tc.values, tc.add); got != tc.want {
+			t.Errorf("changedList(%q, %q, %v) = %q, want %q", tc.list, tc.values, tc.add, got, tc.want)
+		}
+	}
+}
