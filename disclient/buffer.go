@@ -52,9 +52,14 @@ func encodeBody(v any) (*requestBody, error) {
 		return nil, err
 	}
 	buf.Truncate(buf.Len() - 1) // Encode ends the value with a newline.
+	return newRequestBody(buf), nil
+}
+
+// newRequestBody wraps an encoded pooled buffer, with the caller's reference.
+func newRequestBody(buf *bytes.Buffer) *requestBody {
 	b := &requestBody{buf: buf}
 	b.refs.Store(1)
-	return b, nil
+	return b
 }
 
 func (b *requestBody) bytes() []byte { return b.buf.Bytes() }

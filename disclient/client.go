@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	json "github.com/goccy/go-json"
 	"io"
 	"net"
 	"net/http"
@@ -38,6 +37,9 @@ type Config struct {
 	Logger zerolog.Logger
 	// UserAgent is sent with every request; empty sends "disgw-disclient".
 	UserAgent string
+	// Encoding is how PutRecords and GetRecords bodies travel; empty is
+	// EncodingJSON. See BodyEncoding.
+	Encoding BodyEncoding
 }
 
 const defaultUserAgent = "disgw-disclient"
@@ -57,6 +59,7 @@ type Client struct {
 	log        zerolog.Logger
 	projectID  string
 	userAgent  string
+	encoding   BodyEncoding
 	// v2 and v3 are the endpoint with "/v2/{project_id}" and
 	// "/v3/{project_id}" appended, ready for an operation's path.
 	v2, v3 string
@@ -81,6 +84,10 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	encoding, err := cfg.Encoding.check()
+	if err != nil {
+		return nil, err
+	}
 	hc := cfg.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Transport: newTransport()}
@@ -94,6 +101,7 @@ func New(cfg Config) (*Client, error) {
 		log:        cfg.Logger,
 		projectID:  cfg.ProjectID,
 		userAgent:  cmp.Or(cfg.UserAgent, defaultUserAgent),
+		encoding:   encoding,
 		v2:         root + "/v2/" + project,
 		v3:         root + "/v3/" + project,
 	}, nil
@@ -123,9 +131,11 @@ type call struct {
 	op     string // operation name, for errors and logs
 	method string
 	url    string
-	in     any // encoded as the JSON body; nil sends none
+	in     any // encoded as the body; nil sends none
 	out    any // decoded from a 2xx body; nil discards the body
 	kind   idempotency
+	// protobuf sends in and decodes out as protobuf (encoding.go).
+	protobuf bool
 }
 
 // do runs a call, retrying as c.retry and cl.kind allow. On failure it returns
@@ -135,7 +145,7 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 	var body *requestBody
 	if cl.in != nil {
 		var err error
-		if body, err = encodeBody(cl.in); err != nil {
+		if body, err = cl.encode(); err != nil {
 			return fmt.Errorf("disclient: %s: encoding request: %w", cl.op, err)
 		}
 		defer body.release()
@@ -176,7 +186,7 @@ func (c *Client) attempt(ctx context.Context, cl *call, body *requestBody) (fail
 	if err != nil {
 		return failFinal, fmt.Errorf("disclient: %s: %w", cl.op, err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", cl.contentType())
 	req.Header.Set("X-Project-Id", c.projectID)
 	req.Header.Set("User-Agent", c.userAgent)
 	var raw []byte
@@ -217,7 +227,7 @@ func (c *Client) attempt(ctx context.Context, cl *call, body *requestBody) (fail
 	if buf.Len() == 0 {
 		return failNone, nil
 	}
-	if err := json.Unmarshal(buf.Bytes(), cl.out); err != nil {
+	if err := cl.decode(buf.Bytes()); err != nil {
 		return failFinal, fmt.Errorf("disclient: %s: decoding response: %w", cl.op, err)
 	}
 	return failNone, nil

@@ -77,7 +77,8 @@ func (c *Client) PutRecords(ctx context.Context, req *PutRecordsRequest) (*PutRe
 func (c *Client) putRecordsOnce(ctx context.Context, req *PutRecordsRequest) (*PutRecordsResponse, error) {
 	const op = "PutRecords"
 	out := new(PutRecordsResponse)
-	err := c.do(ctx, &call{op: op, method: http.MethodPost, url: c.v2 + "/records", in: req, out: out, kind: writesRecords})
+	err := c.do(ctx, &call{op: op, method: http.MethodPost, url: c.v2 + "/records", in: req, out: out, kind: writesRecords,
+		protobuf: c.encoding == EncodingProtobuf})
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ func (c *Client) GetRecords(ctx context.Context, cursor string, maxFetchBytes in
 	// API mixes both.
 	u := newURL(c.v2, "/records").param("partition-cursor", cursor).positive("max_fetch_bytes", maxFetchBytes)
 	out := new(GetRecordsResponse)
-	if err := c.do(ctx, &call{op: op, method: http.MethodGet, url: u.String(), out: out}); err != nil {
+	if err := c.do(ctx, &call{op: op, method: http.MethodGet, url: u.String(), out: out, protobuf: c.encoding == EncodingProtobuf}); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -37,6 +37,8 @@ func (u *urlBuilder) path(p string) *urlBuilder {
 }
 
 // param appends a query parameter; names are literals the API defines.
+// Values are escaped as the official SDK sends them (a space is %20), which
+// is also their canonical form in a signature.
 func (u *urlBuilder) param(name, value string) *urlBuilder {
 	if u.hasQuery {
 		u.b.WriteByte('&')
@@ -46,7 +48,7 @@ func (u *urlBuilder) param(name, value string) *urlBuilder {
 	}
 	u.b.WriteString(name)
 	u.b.WriteByte('=')
-	u.b.WriteString(url.QueryEscape(value))
+	u.b.WriteString(escapeRFC3986(value))
 	return u
 }
 

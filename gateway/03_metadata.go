@@ -25,7 +25,7 @@ func init() { regKey(3, 0, 12, handleMetadata) }
 func handleMetadata(gw *Gateway, r *request, req *kmsg.MetadataRequest) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = gw.cfg.NodeID, gw.advertisedHost, gw.advertisedPort
+	b.NodeID, b.Host, b.Port = gw.cfg.NodeID, r.s.lis.host, r.s.lis.port
 	resp.Brokers = []kmsg.MetadataResponseBroker{b}
 	resp.ClusterID = &gw.cfg.ClusterID
 	resp.ControllerID = gw.cfg.NodeID

@@ -32,7 +32,7 @@ func handleFindCoordinator(gw *Gateway, r *request, req *kmsg.FindCoordinatorReq
 		c.Key = key
 		switch req.CoordinatorType {
 		case coordinatorKeyGroup:
-			c.NodeID, c.Host, c.Port = gw.cfg.NodeID, gw.advertisedHost, gw.advertisedPort
+			c.NodeID, c.Host, c.Port = gw.cfg.NodeID, r.s.lis.host, r.s.lis.port
 		case coordinatorKeyTransaction:
 			c.NodeID, c.Port = -1, -1
 			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code

@@ -22,15 +22,15 @@ func init() { regKey(apiKeyApiVersions, 0, 4, handleApiVersions) }
 
 func handleApiVersions(gw *Gateway, r *request, req *kmsg.ApiVersionsRequest) {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
-	resp.ApiKeys = supportedKeys()
+	resp.ApiKeys = supportedKeys(gw)
 	r.respond(resp)
 }
 
-// supportedKeys lists every registered key with its range.
-func supportedKeys() []kmsg.ApiVersionsResponseApiKey {
+// supportedKeys lists every key gw serves with its range.
+func supportedKeys(gw *Gateway) []kmsg.ApiVersionsResponseApiKey {
 	var keys []kmsg.ApiVersionsResponseApiKey
 	for _, h := range handlers {
-		if h == nil {
+		if h == nil || !h.advertised(gw) {
 			continue
 		}
 		k := kmsg.NewApiVersionsResponseApiKey()
@@ -42,10 +42,10 @@ func supportedKeys() []kmsg.ApiVersionsResponseApiKey {
 
 // apiVersionsUnsupported builds the v0 answer to an ApiVersions request at a
 // version beyond ours.
-func apiVersionsUnsupported(hdr protocol.RequestHeader) []byte {
+func apiVersionsUnsupported(gw *Gateway, hdr protocol.RequestHeader) []byte {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = supportedKeys()
+	resp.ApiKeys = supportedKeys(gw)
 	hdr.Version = 0
 	return protocol.AppendResponse(nil, hdr, resp)
 }

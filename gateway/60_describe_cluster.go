@@ -24,7 +24,7 @@ func handleDescribeCluster(gw *Gateway, r *request, req *kmsg.DescribeClusterReq
 	resp.ClusterID = gw.cfg.ClusterID
 	resp.ControllerID = gw.cfg.NodeID
 	b := kmsg.NewDescribeClusterResponseBroker()
-	b.NodeID, b.Host, b.Port = gw.cfg.NodeID, gw.advertisedHost, gw.advertisedPort
+	b.NodeID, b.Host, b.Port = gw.cfg.NodeID, r.s.lis.host, r.s.lis.port
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
 	r.respond(resp)
 }

@@ -23,11 +23,16 @@ import (
 
 // Config holds everything the gateway needs besides the DIS client.
 type Config struct {
-	// Listen is the Kafka listener address, host:port ("127.0.0.1:0" picks a port).
+	// Listen is the PLAINTEXT listener address, host:port ("127.0.0.1:0"
+	// picks a port; "-" means no PLAINTEXT listener).
 	Listen string
-	// AdvertisedAddr is the host:port clients are told to connect to; empty
-	// means the bound listener address.
+	// AdvertisedAddr is the host:port clients of the PLAINTEXT listener are
+	// told to connect to; empty means the bound address.
 	AdvertisedAddr string
+	// Listeners are further listeners (SSL, SASL_PLAINTEXT, SASL_SSL).
+	Listeners []Listener
+	// SASL holds the users SASL listeners authenticate; required with any.
+	SASL *SASLUsers
 	// NodeID is this gateway's broker id in Metadata.
 	NodeID int32
 	// ClusterID is reported in Metadata v2+ and DescribeCluster.
@@ -146,8 +151,7 @@ type Gateway struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	transport   *gnetTransport
-	serveErr    chan error
+	listeners   []*listener
 	inflight    atomic.Int64
 	handlersRun sync.WaitGroup
 
@@ -163,9 +167,6 @@ type Gateway struct {
 	partMu  sync.Mutex
 	writers map[partitionKey]*partitionWriter
 	readers map[partitionKey]*partitionReader
-
-	advertisedHost string
-	advertisedPort int32
 }
 
 // New creates a gateway over dis. Call Start to listen.
@@ -181,7 +182,6 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		log:       cfg.Logger,
 		ctx:       ctx,
 		cancel:    cancel,
-		serveErr:  make(chan error, 1),
 		draining:  make(chan struct{}),
 		producers: newProducerIDs(time.Now),
 		writers:   make(map[partitionKey]*partitionWriter),
@@ -193,60 +193,92 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	return gw, nil
 }
 
-// Start binds the listener and serves in the background. It returns once the
-// listener is bound, or with the error that stopped it.
+// Start binds every listener and serves in the background. It returns once
+// all are bound, or with the first error.
 func (gw *Gateway) Start() error {
-	gw.transport = newGnetTransport(gw, gw.cfg.Listen)
-	go func() { gw.serveErr <- gw.transport.run() }()
-	select {
-	case err := <-gw.transport.booted:
+	specs := append([]Listener{{Addr: gw.cfg.Listen, AdvertisedAddr: gw.cfg.AdvertisedAddr, Protocol: Plaintext}}, gw.cfg.Listeners...)
+	if gw.cfg.Listen == "-" {
+		specs = specs[1:]
+	}
+	for _, spec := range specs {
+		if err := spec.validate(); err != nil {
+			return err
+		}
+		if spec.Protocol.usesSASL() && gw.cfg.SASL == nil {
+			return fmt.Errorf("gateway: %s listener %s needs SASL users", spec.Protocol, spec.Addr)
+		}
+	}
+	for _, spec := range specs {
+		l := &listener{Listener: spec}
+		var err error
+		if spec.Protocol.usesTLS() {
+			err = gw.startTLS(l)
+		} else {
+			err = gw.startGnet(l)
+		}
+		if err == nil {
+			err = l.advertise()
+		}
 		if err != nil {
-			return fmt.Errorf("gateway: listen %s: %w", gw.cfg.Listen, err)
+			_ = gw.stopListeners()
+			return err
+		}
+		gw.listeners = append(gw.listeners, l)
+		gw.log.Info().Str("protocol", string(spec.Protocol)).Str("listen", l.bound.String()).
+			Str("advertised", net.JoinHostPort(l.host, strconv.Itoa(int(l.port)))).Msg("kafka listener started")
+	}
+	return nil
+}
+
+// startGnet serves a plaintext listener on gnet's event loops.
+func (gw *Gateway) startGnet(l *listener) error {
+	t := newGnetTransport(gw, l)
+	done := make(chan error, 1)
+	go func() { done <- t.run() }()
+	select {
+	case err := <-t.booted:
+		if err != nil {
+			return fmt.Errorf("gateway: listen %s: %w", l.Addr, err)
 		}
 	case <-time.After(10 * time.Second):
 		return errNotBooted
 	}
-	addr := gw.transport.localAddr()
-	if addr == nil {
+	if l.bound = t.localAddr(); l.bound == nil {
 		return errNotBooted
 	}
-	if err := gw.setAdvertised(addr); err != nil {
+	l.stop = func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := t.stop(ctx)
+		<-done
 		return err
 	}
-	gw.log.Info().Str("listen", addr.String()).
-		Str("advertised", net.JoinHostPort(gw.advertisedHost, strconv.Itoa(int(gw.advertisedPort)))).
-		Msg("kafka listener started")
 	return nil
 }
 
-func (gw *Gateway) setAdvertised(bound net.Addr) error {
-	adv := gw.cfg.AdvertisedAddr
-	tcp, _ := bound.(*net.TCPAddr)
-	if adv == "" {
-		host := "127.0.0.1"
-		if tcp != nil && !tcp.IP.IsUnspecified() {
-			host = tcp.IP.String()
+func (gw *Gateway) stopListeners() error {
+	var first error
+	for _, l := range gw.listeners {
+		if err := l.stop(); err != nil && first == nil && !errors.Is(err, context.Canceled) {
+			first = err
 		}
-		gw.advertisedHost = host
-		if tcp != nil {
-			gw.advertisedPort = int32(tcp.Port)
-		}
-		return nil
 	}
-	host, port, err := net.SplitHostPort(adv)
-	if err != nil {
-		return fmt.Errorf("gateway: advertised address %q: %w", adv, err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p <= 0 || p > 65535 {
-		return fmt.Errorf("gateway: advertised address %q: bad port", adv)
-	}
-	gw.advertisedHost, gw.advertisedPort = host, int32(p)
-	return nil
+	return first
 }
 
-// Addr is the bound Kafka listener address.
-func (gw *Gateway) Addr() net.Addr { return gw.transport.localAddr() }
+// Addr is the bound address of the first listener.
+func (gw *Gateway) Addr() net.Addr { return gw.listeners[0].bound }
+
+// ListenerAddr is the bound address of the first listener with protocol p,
+// or nil.
+func (gw *Gateway) ListenerAddr(p SecurityProtocol) net.Addr {
+	for _, l := range gw.listeners {
+		if l.Protocol == p {
+			return l.bound
+		}
+	}
+	return nil
+}
 
 // Close stops accepting requests, lets in-flight handlers finish (bounded by
 // ctx), then closes every connection. Calls after the first return its
@@ -269,13 +301,5 @@ func (gw *Gateway) close(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	gw.cancel()
-	var err error
-	if gw.transport != nil {
-		err = gw.transport.stop(ctx)
-		<-gw.serveErr
-	}
-	if errors.Is(err, context.Canceled) {
-		err = nil
-	}
-	return err
+	return gw.stopListeners()
 }

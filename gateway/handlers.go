@@ -19,6 +19,15 @@ type handler struct {
 
 var handlers [kmsg.MaxKey + 1]*handler
 
+// advertised reports whether gw serves h at all: the SASL APIs only exist
+// on a gateway with a SASL listener.
+func (h *handler) advertised(gw *Gateway) bool {
+	if h.key == apiKeySaslHandshake || h.key == apiKeySaslAuthenticate {
+		return gw.saslEnabled()
+	}
+	return true
+}
+
 // regKey registers fn for key over versions [min, max]. fn must call
 // r.respond exactly once, from any goroutine; it runs on the session's
 // dispatcher, in request order, so work that blocks for long belongs in a

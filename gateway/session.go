@@ -34,6 +34,7 @@ type responseSink interface {
 // order through a small reorder buffer.
 type session struct {
 	gw     *Gateway
+	lis    *listener
 	sink   responseSink
 	remote string
 	log    zerolog.Logger
@@ -53,6 +54,12 @@ type session struct {
 	closed     bool
 	closeAfter uint64 // close once this sequence number is written (when closing is set)
 	closing    bool
+
+	// auth is the SASL state, used by the dispatcher alone; rawSASL is
+	// also read on the transport's goroutine: after a v0 handshake the
+	// next frames are bare SASL tokens, not requests.
+	auth    saslState
+	rawSASL atomic.Bool
 }
 
 // finished is a response waiting for its turn; a nil frame sends nothing.
@@ -72,14 +79,16 @@ type request struct {
 	ctx   context.Context
 	once  atomic.Bool
 	early []byte // a response frame prepared on the loop (ApiVersions v0 errors)
+	raw   []byte // a bare SASL token (after SaslHandshake v0)
 }
 
 const sessionQueueLen = 256
 
-func newSession(gw *Gateway, sink responseSink, remote string) *session {
+func newSession(gw *Gateway, lis *listener, sink responseSink, remote string) *session {
 	ctx, cancel := context.WithCancel(gw.ctx)
 	s := &session{
 		gw:     gw,
+		lis:    lis,
 		sink:   sink,
 		remote: remote,
 		log:    gw.log.With().Str("remote", remote).Logger(),
@@ -116,12 +125,19 @@ func (s *session) canAccept(n int) bool {
 // queues it for dispatch. It returns false when the connection must close.
 func (s *session) accept(frame []byte) bool {
 	size := int64(len(frame))
+	if s.rawSASL.Load() {
+		s.enqueue(&request{s: s, size: size, raw: frame})
+		return true
+	}
 	req, err := protocol.ParseRequest(frame)
 	if err != nil {
 		return s.acceptBad(frame, err)
 	}
 	s.gw.metrics.bytesIn.Add(float64(size + 4))
 	h := handlers[req.Header.Key]
+	if h != nil && !h.advertised(s.gw) {
+		h = nil
+	}
 	if h == nil || req.Header.Version < h.min || req.Header.Version > h.max {
 		var uv protocol.UnsupportedVersionError
 		uv.Header = req.Header
@@ -140,7 +156,7 @@ func (s *session) acceptBad(frame []byte, err error) bool {
 	var uv *protocol.UnsupportedVersionError
 	if errors.As(err, &uv) && uv.Header.Key == apiKeyApiVersions {
 		r := &request{s: s, size: int64(len(frame)), hdr: uv.Header}
-		r.early = apiVersionsUnsupported(uv.Header)
+		r.early = apiVersionsUnsupported(s.gw, uv.Header)
 		s.enqueue(r)
 		return true
 	}
@@ -164,8 +180,18 @@ func (s *session) enqueue(r *request) {
 // dispatch starts handlers in request order.
 func (s *session) dispatch() {
 	for r := range s.queue {
-		if r.early != nil {
+		switch {
+		case r.early != nil:
 			r.finishFrame(r.early)
+			continue
+		case r.raw != nil:
+			s.serveRawSASL(r)
+			continue
+		case s.lis.Protocol.usesSASL() && !s.auth.authenticated && !allowedBeforeAuth(r.hdr.Key):
+			s.gw.metrics.badRequests.Inc()
+			s.log.Warn().Str("api", r.h.name).Msg("closing connection: request before SASL authentication")
+			r.finishFrame(nil)
+			s.closeAfterQueued()
 			continue
 		}
 		r.ctx = s.ctx

@@ -26,7 +26,7 @@ import (
 type gnetTransport struct {
 	gnet.BuiltinEventEngine
 	gw      *Gateway
-	addr    string
+	lis     *listener
 	booted  chan error
 	engine  gnet.Engine
 	mu      sync.Mutex
@@ -40,13 +40,13 @@ func (k gnetSink) write(frame []byte) { _ = k.c.AsyncWrite(frame, nil) }
 func (k gnetSink) close()             { _ = k.c.CloseWithCallback(nil) }
 func (k gnetSink) resume()            { _ = k.c.Wake(nil) }
 
-func newGnetTransport(gw *Gateway, addr string) *gnetTransport {
-	return &gnetTransport{gw: gw, addr: addr, booted: make(chan error, 1)}
+func newGnetTransport(gw *Gateway, l *listener) *gnetTransport {
+	return &gnetTransport{gw: gw, lis: l, booted: make(chan error, 1)}
 }
 
 // run blocks serving until the engine stops.
 func (t *gnetTransport) run() error {
-	err := gnet.Run(t, "tcp://"+t.addr,
+	err := gnet.Run(t, "tcp://"+t.lis.Addr,
 		gnet.WithMulticore(true),
 		gnet.WithReuseAddr(true),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
@@ -101,7 +101,7 @@ func (t *gnetTransport) stop(ctx context.Context) error {
 }
 
 func (t *gnetTransport) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
-	c.SetContext(newSession(t.gw, gnetSink{c}, c.RemoteAddr().String()))
+	c.SetContext(newSession(t.gw, t.lis, gnetSink{c}, c.RemoteAddr().String()))
 	return nil, gnet.None
 }
 

@@ -32,6 +32,9 @@ type Options struct {
 	Logger zerolog.Logger
 	// Gateway adjusts the gateway configuration before it starts.
 	Gateway func(*gateway.Config)
+	// Encoding is how the client sends PutRecords and GetRecords bodies to
+	// the embedded DIS server (default JSON).
+	Encoding disclient.BodyEncoding
 }
 
 // Cluster is one gateway in front of one embedded DIS server.
@@ -64,7 +67,7 @@ func Start(o Options) (*Cluster, error) {
 	c.http = &http.Server{Handler: dis, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = c.http.Serve(ln) }()
 
-	c.Client, err = disclient.New(disclient.Config{Endpoint: c.DISURL, ProjectID: ProjectID, Logger: o.Logger})
+	c.Client, err = disclient.New(disclient.Config{Endpoint: c.DISURL, ProjectID: ProjectID, Encoding: o.Encoding, Logger: o.Logger})
 	if err != nil {
 		c.closeDIS()
 		return nil, err

@@ -10,15 +10,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
-// kcatPath finds kcat (or its old name, kafkacat); .ci/run installs it.
-func kcatPath(t *testing.T) string {
+// findKcat finds kcat (or its old name, kafkacat); .ci/run installs it.
+func findKcat() string {
 	for _, name := range []string{"kcat", "kafkacat"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
 	}
-	t.Skip("kcat is not installed (apt-get install kcat)")
 	return ""
+}
+
+func hasKcat() bool { return findKcat() != "" }
+
+// kcatPath skips the test when kcat is missing.
+func kcatPath(t *testing.T) string {
+	p := findKcat()
+	if p == "" {
+		t.Skip("kcat is not installed (apt-get install kcat)")
+	}
+	return p
 }
 
 func runKcat(t *testing.T, stdin string, args ...string) string {

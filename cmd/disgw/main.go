@@ -37,7 +37,10 @@ type options struct {
 	dataDir, fsync, embeddedListen  string
 	disEndpoint, disRegion          string
 	disProjectID, disAK, disSK      string
+	disSecurityToken, disAuthToken  string
+	embeddedAK, embeddedSK          string
 	autoCreate, recordFormat        string
+	disEncoding                     string
 	defaultPartitions               int
 	maxRequestBytes                 int
 	groupInitialDelay               time.Duration
@@ -65,8 +68,13 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.disProjectID, "dis-project-id", "", "DIS project id")
 	fs.StringVar(&o.disAK, "dis-ak", "", "DIS access key (prefer the DISGW_DIS_AK environment variable)")
 	fs.StringVar(&o.disSK, "dis-sk", "", "DIS secret key (prefer the DISGW_DIS_SK environment variable)")
+	fs.StringVar(&o.disSecurityToken, "dis-security-token", "", "security token of temporary AK/SK credentials (prefer DISGW_DIS_SECURITY_TOKEN)")
+	fs.StringVar(&o.disAuthToken, "dis-auth-token", "", "IAM token sent as X-Auth-Token instead of AK/SK signing (prefer DISGW_DIS_AUTH_TOKEN)")
+	fs.StringVar(&o.embeddedAK, "embedded-dis-ak", "", "access key the embedded DIS server requires signatures with (with --embedded-dis-sk); the gateway signs with it")
+	fs.StringVar(&o.embeddedSK, "embedded-dis-sk", "", "secret key for --embedded-dis-ak (prefer DISGW_EMBEDDED_DIS_SK)")
 	fs.StringVar(&o.autoCreate, "auto-create-topics", "auto", "create missing topics on Metadata requests: true, false, or auto (true with the embedded DIS, false with real DIS)")
 	fs.StringVar(&o.recordFormat, "record-format", "kafka", "record format of topics created through the gateway: kafka or raw")
+	fs.StringVar(&o.disEncoding, "dis-encoding", "auto", "PutRecords/GetRecords bodies: json, protobuf, or auto (protobuf with the embedded DIS, json with real DIS)")
 	fs.IntVar(&o.defaultPartitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with num_partitions -1")
 	fs.IntVar(&o.maxRequestBytes, "max-request-bytes", 100<<20, "largest Kafka request accepted (Kafka's socket.request.max.bytes)")
 	fs.DurationVar(&o.groupInitialDelay, "group-initial-rebalance-delay", 3*time.Second, "wait before the first rebalance of a new consumer group (Kafka's group.initial.rebalance.delay.ms); 0 for none")
@@ -131,6 +139,9 @@ func run(args []string) error {
 		}
 		return err
 	}
+	if err := checkCredentials(o); err != nil {
+		return err
+	}
 	log, err := newLogger(o)
 	if err != nil {
 		return err
@@ -143,6 +154,10 @@ func run(args []string) error {
 		endpoint = "https://dis." + o.disRegion + ".myhuaweicloud.com"
 	}
 	embedded := endpoint == ""
+	encoding, err := bodyEncoding(o.disEncoding, embedded)
+	if err != nil {
+		return err
+	}
 	var local *dislocal.Server
 	var localHTTP *http.Server
 	projectID := o.disProjectID
@@ -157,11 +172,15 @@ func run(args []string) error {
 	} else if projectID == "" {
 		return errors.New("--dis-project-id is required with a DIS endpoint")
 	}
-	if o.disAK != "" || o.disSK != "" {
-		return errors.New("AK/SK request signing is not available in this build; point --dis-endpoint at an endpoint that accepts unsigned requests")
+	signer, err := newSigner(o, embedded)
+	if err != nil {
+		return err
+	}
+	if signer == nil && !embedded {
+		log.Warn().Str("endpoint", endpoint).Msg("no DIS credentials: requests are sent unsigned")
 	}
 
-	dis, err := disclient.New(disclient.Config{Endpoint: endpoint, ProjectID: projectID, Logger: log.With().Str("component", "disclient").Logger()})
+	dis, err := disclient.New(disclient.Config{Endpoint: endpoint, ProjectID: projectID, Signer: signer, Encoding: encoding, Logger: log.With().Str("component", "disclient").Logger()})
 	if err != nil {
 		return err
 	}
@@ -233,6 +252,73 @@ func run(args []string) error {
 	return nil
 }
 
+// checkCredentials rejects credential flags that do not go together, before
+// anything is started.
+func checkCredentials(o *options) error {
+	switch {
+	case (o.disAK == "") != (o.disSK == ""):
+		return errors.New("--dis-ak and --dis-sk go together")
+	case (o.embeddedAK == "") != (o.embeddedSK == ""):
+		return errors.New("--embedded-dis-ak and --embedded-dis-sk go together")
+	case o.disSecurityToken != "" && o.disAK == "":
+		return errors.New("--dis-security-token needs --dis-ak and --dis-sk")
+	case o.disAuthToken != "" && o.disAK != "":
+		return errors.New("use either --dis-ak/--dis-sk or --dis-auth-token, not both")
+	}
+	return nil
+}
+
+// newSigner picks how the gateway authenticates to DIS: the embedded
+// server's keys when it has them, else AK/SK or an IAM token for a DIS
+// endpoint; nil sends requests unsigned. Keys meant for the other kind of
+// backend are refused rather than silently unused.
+func newSigner(o *options, embedded bool) (disclient.Signer, error) {
+	if embedded {
+		if o.disAK != "" || o.disAuthToken != "" {
+			return nil, errors.New("--dis-ak/--dis-sk/--dis-auth-token are for a DIS endpoint (--dis-endpoint or --dis-region); --embedded-dis-ak/--embedded-dis-sk make the embedded server require signatures")
+		}
+		if o.embeddedAK == "" {
+			return nil, nil
+		}
+		return disclient.AKSKSigner{AccessKey: o.embeddedAK, SecretKey: o.embeddedSK}, nil
+	}
+	switch {
+	case o.embeddedAK != "":
+		return nil, errors.New("--embedded-dis-ak/--embedded-dis-sk apply to the embedded DIS server, not to --dis-endpoint or --dis-region")
+	case o.disAK != "":
+		return disclient.AKSKSigner{AccessKey: o.disAK, SecretKey: o.disSK, SecurityToken: o.disSecurityToken}, nil
+	case o.disAuthToken != "":
+		return disclient.TokenSigner{Token: o.disAuthToken}, nil
+	}
+	return nil, nil
+}
+
+// embeddedCredentials makes the embedded server require signatures with
+// the --embedded-dis-ak key; nil when none is configured.
+func embeddedCredentials(o *options) map[string]dislocal.Credential {
+	if o.embeddedAK == "" {
+		return nil
+	}
+	return map[string]dislocal.Credential{o.embeddedAK: {SecretKey: o.embeddedSK}}
+}
+
+// bodyEncoding maps --dis-encoding to the client's setting. auto picks
+// protobuf with the embedded server, which speaks it and where it is much
+// cheaper, and JSON with DIS, whose protobuf support is known only from the
+// Java SDK.
+func bodyEncoding(value string, embedded bool) (disclient.BodyEncoding, error) {
+	switch value {
+	case "auto":
+		if embedded {
+			return disclient.EncodingProtobuf, nil
+		}
+		return disclient.EncodingJSON, nil
+	case string(disclient.EncodingJSON), string(disclient.EncodingProtobuf):
+		return disclient.BodyEncoding(value), nil
+	}
+	return "", errors.New("--dis-encoding must be json, protobuf or auto")
+}
+
 // initialDelay maps the flag to the gateway's setting, where zero means the
 // default and a negative value means none.
 func initialDelay(d time.Duration) time.Duration {
@@ -248,9 +334,10 @@ func startEmbedded(o *options, log zerolog.Logger) (*dislocal.Server, *http.Serv
 		return nil, nil, "", fmt.Errorf("data directory: %w", err)
 	}
 	srv, err := dislocal.Open(dislocal.Config{
-		Dir:    o.dataDir,
-		Sync:   dislocal.SyncMode(o.fsync),
-		Logger: log.With().Str("component", "dislocal").Logger(),
+		Dir:         o.dataDir,
+		Sync:        dislocal.SyncMode(o.fsync),
+		Logger:      log.With().Str("component", "dislocal").Logger(),
+		Credentials: embeddedCredentials(o),
 	})
 	if err != nil {
 		return nil, nil, "", err
@@ -267,7 +354,8 @@ func startEmbedded(o *options, log zerolog.Logger) (*dislocal.Server, *http.Serv
 		}
 	}()
 	endpoint := "http://" + ln.Addr().String()
-	log.Info().Str("data_dir", o.dataDir).Str("endpoint", endpoint).Str("fsync", o.fsync).Msg("embedded DIS server started")
+	log.Info().Str("data_dir", o.dataDir).Str("endpoint", endpoint).Str("fsync", o.fsync).
+		Bool("signatures_required", o.embeddedAK != "").Msg("embedded DIS server started")
 	return srv, hs, endpoint, nil
 }
 

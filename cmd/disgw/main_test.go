@@ -1,6 +1,12 @@
 package main
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/disgw/disgw/disclient"
+)
 
 // Environment variables set flags, and the command line wins over them.
 func TestFlagsFromEnvironment(t *testing.T) {
@@ -31,5 +37,57 @@ func TestDefaults(t *testing.T) {
 	}
 	if o.listen != "127.0.0.1:9092" || o.dataDir != "/xdg/disgw" || o.fsync != "always" || o.autoCreate != "auto" || o.adminListen == "" {
 		t.Fatalf("defaults: %+v", o)
+	}
+}
+
+// TestSigner checks which signer each credential combination gives, and
+// that keys meant for the other kind of backend are refused.
+func TestSigner(t *testing.T) {
+	cases := []struct {
+		name     string
+		o        options
+		embedded bool
+		want     string // %T of the signer, "" for none, "error"
+	}{
+		{name: "embedded, open", embedded: true},
+		{name: "embedded with keys", o: options{embeddedAK: "ak", embeddedSK: "SECRET"}, embedded: true, want: "disclient.AKSKSigner"},
+		{name: "embedded with DIS keys", o: options{disAK: "ak", disSK: "SECRET"}, embedded: true, want: "error"},
+		{name: "DIS unsigned"},
+		{name: "DIS AK/SK", o: options{disAK: "ak", disSK: "SECRET", disSecurityToken: "t"}, want: "disclient.AKSKSigner"},
+		{name: "DIS token", o: options{disAuthToken: "t"}, want: "disclient.TokenSigner"},
+		{name: "DIS with embedded keys", o: options{embeddedAK: "ak", embeddedSK: "SECRET"}, want: "error"},
+		{name: "AK without SK", o: options{disAK: "ak"}, want: "error"},
+		{name: "embedded SK without AK", o: options{embeddedSK: "SECRET"}, embedded: true, want: "error"},
+		{name: "token with AK/SK", o: options{disAK: "ak", disSK: "SECRET", disAuthToken: "t"}, want: "error"},
+		{name: "security token alone", o: options{disSecurityToken: "t"}, want: "error"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkCredentials(&tc.o)
+			var s disclient.Signer
+			if err == nil {
+				s, err = newSigner(&tc.o, tc.embedded)
+			}
+			got := ""
+			switch {
+			case err != nil:
+				got = "error"
+			case s != nil:
+				got = fmt.Sprintf("%T", s)
+			}
+			if got != tc.want {
+				t.Fatalf("got %s (%v), want %s", got, err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "SECRET") {
+				t.Fatalf("the error shows a secret: %v", err)
+			}
+		})
+	}
+	s, _ := newSigner(&options{disAK: "ak", disSK: "SECRET", disSecurityToken: "tok"}, false)
+	if a := s.(disclient.AKSKSigner); a.AccessKey != "ak" || a.SecretKey != "SECRET" || a.SecurityToken != "tok" {
+		t.Errorf("AK/SK signer built wrong: %+v", a)
+	}
+	if got := embeddedCredentials(&options{embeddedAK: "ak", embeddedSK: "SECRET"}); got["ak"].SecretKey != "SECRET" {
+		t.Errorf("embedded server credentials: %v", got)
 	}
 }

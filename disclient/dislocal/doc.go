@@ -7,8 +7,17 @@
 // writes only once they are as durable as Config.Sync asks.
 //
 // Where DIS is silent or the embedded server differs, it does this:
-//   - Authentication is not checked: any signature, token or none is
-//     accepted, and each project id is its own namespace of streams and
+//   - Without Config.Credentials or Config.Tokens authentication is not
+//     checked: any signature, token or none is accepted. With them, every
+//     request needs an SDK-HMAC-SHA256 signature in the Go SDK's layout
+//     (Access=AK; the legacy Credential= layout is refused) with an
+//     X-Sdk-Date within 15 minutes of Config.Now, or an X-Auth-Token from
+//     Tokens; failures are HTTP 441 with DIS.4101 (no Authorization),
+//     4102 (unparsable), 4103/4104/4105 (X-Sdk-Date empty, unparsable, too
+//     far off), 4106/4107 (AK empty, unknown), 4109 (fields missing) or
+//     4100 (signature or token does not match). A key bound to a project
+//     gets 403 DIS.4116 on other projects. X-Security-Token is signed but
+//     not checked. Each project id is its own namespace of streams and
 //     apps. Only JSON bodies are served, not protobuf.
 //   - Streams have 1 to 1000 partitions. data_schema, compression_format
 //     and the auto_scale_* bounds are accepted and ignored. Scaling in marks

@@ -24,7 +24,8 @@ const (
 	maxPooledBuffer = 8 << 20
 )
 
-// responseBuffers recycles GetRecords answers, which are built by hand.
+// responseBuffers recycles the bodies built or read by hand: GetRecords
+// answers and protobuf PutRecords bodies.
 var responseBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // getRecords reads from a cursor's position up to limit records or
@@ -77,17 +78,19 @@ func (s *Server) getRecords(w http.ResponseWriter, r *http.Request, project stri
 		return outOfRange(pos, earliest, visible)
 	}
 
+	protobuf := wantsProtobuf(r)
 	bufp := responseBuffers.Get().(*[]byte)
-	out := append((*bufp)[:0], `{"records":[`...)
+	out := (*bufp)[:0]
+	if !protobuf {
+		out = append(out, `{"records":[`...)
+	}
 	defer func() {
-		if cap(out) <= maxPooledBuffer {
-			*bufp = out
-			responseBuffers.Put(bufp)
-		}
+		*bufp = out
+		recycleBuffer(bufp)
 	}()
 	next := pos
 	if pos < visible {
-		out, next, err = s.appendRecordsJSON(out, st.meta.Key, n, pos, visible, limit, fetchBytes)
+		out, next, err = s.appendAnswerRecords(out, protobuf, st.meta.Key, n, pos, visible, limit, fetchBytes)
 		if err != nil {
 			return err
 		}
@@ -99,14 +102,15 @@ func (s *Server) getRecords(w http.ResponseWriter, r *http.Request, project stri
 	if err != nil {
 		return err
 	}
+	if protobuf {
+		out = disclient.AppendGetRecordsCursor(out, nextCursor)
+		writeBody(w, disclient.ContentTypeProtobuf, out)
+		return nil
+	}
 	out = append(out, `],"next_partition_cursor":"`...)
 	out = append(out, nextCursor...)
 	out = append(out, `"}`...)
-
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
+	writeBody(w, "application/json", out)
 	return nil
 }
 
@@ -114,12 +118,13 @@ func errPositionGone(pos, earliest int64) *apiError {
 	return errorf(disclient.CodeCursorPositionGone, "The partition-cursor position has expired. [%d] is before the earliest record [%d]", pos, earliest)
 }
 
-// appendRecordsJSON appends the records [pos, visible) of a partition as
-// JSON objects of disclient.Record's shape, stopping at limit records or
-// once fetchBytes of key and data are reached (after at least one record).
-// It returns the position after the last record appended. Values are
-// encoded straight from the iterator, without per-record allocations.
-func (s *Server) appendRecordsJSON(out []byte, skey uint64, n int32, pos, visible int64, limit, fetchBytes int) ([]byte, int64, error) {
+// appendAnswerRecords appends the records [pos, visible) of a partition as
+// protobuf Record fields or as JSON objects of disclient.Record's shape,
+// stopping at limit records or once fetchBytes of key and data are reached
+// (after at least one record). It returns the position after the last
+// record appended. Values are encoded straight from the iterator, without
+// per-record allocations.
+func (s *Server) appendAnswerRecords(out []byte, protobuf bool, skey uint64, n int32, pos, visible int64, limit, fetchBytes int) ([]byte, int64, error) {
 	var lower, upper [recordKeyLen]byte
 	it, err := s.db.NewIter(&pebble.IterOptions{
 		LowerBound: appendRecordKey(lower[:0], skey, n, pos),
@@ -155,22 +160,14 @@ func (s *Server) appendRecordsJSON(out []byte, skey uint64, n int32, pos, visibl
 			break
 		}
 		size += len(key) + len(data)
-		if count > 0 {
-			out = append(out, ',')
+		if protobuf {
+			out = disclient.AppendGetRecordsRecord(out, key, seq, data, ts, timestampTypeCreateTime)
+		} else {
+			if count > 0 {
+				out = append(out, ',')
+			}
+			out = appendRecordJSON(out, key, seq, data, ts)
 		}
-		out = append(out, '{')
-		if len(key) > 0 {
-			out = append(out, `"partition_key":`...)
-			out = appendJSONString(out, key)
-			out = append(out, ',')
-		}
-		out = append(out, `"sequence_number":"`...)
-		out = strconv.AppendInt(out, seq, 10)
-		out = append(out, `","data":"`...)
-		out = base64.StdEncoding.AppendEncode(out, data)
-		out = append(out, `","timestamp":`...)
-		out = strconv.AppendInt(out, ts, 10)
-		out = append(out, `,"timestamp_type":"CreateTime"}`...)
 		count++
 		next = seq + 1
 	}
@@ -178,6 +175,23 @@ func (s *Server) appendRecordsJSON(out []byte, skey uint64, n int32, pos, visibl
 		err = cerr
 	}
 	return out, next, err
+}
+
+// appendRecordJSON appends one record as a JSON object.
+func appendRecordJSON(out, key []byte, seq int64, data []byte, ts int64) []byte {
+	out = append(out, '{')
+	if len(key) > 0 {
+		out = append(out, `"partition_key":`...)
+		out = appendJSONString(out, key)
+		out = append(out, ',')
+	}
+	out = append(out, `"sequence_number":"`...)
+	out = strconv.AppendInt(out, seq, 10)
+	out = append(out, `","data":"`...)
+	out = base64.StdEncoding.AppendEncode(out, data)
+	out = append(out, `","timestamp":`...)
+	out = strconv.AppendInt(out, ts, 10)
+	return append(out, `,"timestamp_type":"`+timestampTypeCreateTime+`"}`...)
 }
 
 // appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,

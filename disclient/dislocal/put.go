@@ -21,7 +21,8 @@ const (
 // the answer waits until that batch is as durable as the sync mode promises.
 func (s *Server) putRecords(w http.ResponseWriter, r *http.Request, project string) error {
 	var req disclient.PutRecordsRequest
-	if err := decodeBody(w, r, maxPutBodyBytes, &req); err != nil {
+	protobuf := wantsProtobuf(r)
+	if err := decodePutRecords(w, r, protobuf, &req); err != nil {
 		return err
 	}
 	if len(req.Records) == 0 {
@@ -60,7 +61,7 @@ func (s *Server) putRecords(w http.ResponseWriter, r *http.Request, project stri
 			return err
 		}
 	}
-	return writeJSON(w, http.StatusOK, &resp)
+	return writePutRecords(w, protobuf, &resp)
 }
 
 // putTarget finds and read-locks the stream of a PutRecords request, by

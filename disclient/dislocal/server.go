@@ -50,6 +50,13 @@ type Config struct {
 	RetentionCheckInterval time.Duration
 	// Logger receives server failures (every 5xx) and pebble's messages.
 	Logger zerolog.Logger
+	// Credentials, by access key, make the server require every request to
+	// be signed as the official Go SDK signs (or to carry one of Tokens) and
+	// answer HTTP 441 otherwise (auth.go). With neither Credentials nor
+	// Tokens any request is accepted, signed or not.
+	Credentials map[string]Credential
+	// Tokens are the X-Auth-Token values accepted instead of a signature.
+	Tokens []string
 }
 
 // Server is an embedded DIS server. It is an http.Handler; mount it on any
@@ -161,6 +168,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.closed {
 		s.writeError(w, r, errorf(disclient.CodeSystemError, "Server is closed."))
 		return
+	}
+	if s.authRequired() {
+		var err error
+		if r, err = s.authenticate(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
 		r2 := *r

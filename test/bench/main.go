@@ -5,7 +5,7 @@
 // disclient with a comparable concurrency. It prints one greppable line per
 // figure; docs/benchmarks.md explains them and records measured numbers.
 //
-//	go run ./test/bench [-records N] [-size BYTES] [-partitions P] [-sync always|none]
+//	go run ./test/bench [-records N] [-size BYTES] [-partitions P] [-sync always|none] [-dis-encoding json|protobuf]
 package main
 
 import (
@@ -23,6 +23,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/disclient/dislocal"
 	"github.com/disgw/disgw/test"
 )
@@ -35,6 +36,7 @@ type settings struct {
 	unloaded    int
 	directBatch int
 	sync        dislocal.SyncMode
+	encoding    disclient.BodyEncoding
 	dir         string
 	cpuProfile  string
 	timeout     time.Duration
@@ -42,18 +44,20 @@ type settings struct {
 
 func main() {
 	var s settings
-	var syncMode string
+	var syncMode, encoding string
 	flag.IntVar(&s.records, "records", 500_000, "records to produce and consume in each throughput phase")
 	flag.IntVar(&s.size, "size", 1024, "value size in bytes")
 	flag.IntVar(&s.partitions, "partitions", 3, "partitions of each topic and stream")
 	flag.IntVar(&s.unloaded, "unloaded", 2000, "records produced one at a time for the unloaded latency")
 	flag.IntVar(&s.directBatch, "direct-batch", 500, "records per PutRecords call in the direct produce phase")
 	flag.StringVar(&syncMode, "sync", string(dislocal.SyncAlways), "embedded DIS durability: always or none")
+	flag.StringVar(&encoding, "dis-encoding", string(disclient.EncodingJSON), "PutRecords/GetRecords bodies between disclient and the embedded DIS: json or protobuf")
 	flag.StringVar(&s.dir, "dir", "", "embedded DIS data directory (default a temporary directory, removed after)")
 	flag.StringVar(&s.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (gateway, DIS and clients) to this file")
 	flag.DurationVar(&s.timeout, "timeout", 10*time.Minute, "give up after this long")
 	flag.Parse()
 	s.sync = dislocal.SyncMode(syncMode)
+	s.encoding = disclient.BodyEncoding(encoding)
 
 	if err := s.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -72,6 +76,8 @@ func (s settings) validate() error {
 		return fmt.Errorf("-records, -size, -partitions, -unloaded and -direct-batch must be positive")
 	case s.sync != dislocal.SyncAlways && s.sync != dislocal.SyncNone:
 		return fmt.Errorf("-sync must be %q or %q", dislocal.SyncAlways, dislocal.SyncNone)
+	case s.encoding != disclient.EncodingJSON && s.encoding != disclient.EncodingProtobuf:
+		return fmt.Errorf("-dis-encoding must be %q or %q", disclient.EncodingJSON, disclient.EncodingProtobuf)
 	}
 	return nil
 }
@@ -102,7 +108,7 @@ func run(s settings) (err error) {
 	}
 
 	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.WarnLevel).With().Timestamp().Logger()
-	c, err := test.Start(test.Options{Dir: s.dir, Sync: s.sync, Logger: log})
+	c, err := test.Start(test.Options{Dir: s.dir, Sync: s.sync, Encoding: s.encoding, Logger: log})
 	if err != nil {
 		return fmt.Errorf("start cluster: %w", err)
 	}
@@ -112,8 +118,8 @@ func run(s settings) (err error) {
 		}
 	}()
 
-	fmt.Printf("settings records=%d size=%d partitions=%d sync=%s unloaded=%d direct-batch=%d GOMAXPROCS=%d\n",
-		s.records, s.size, s.partitions, s.sync, s.unloaded, s.directBatch, runtime.GOMAXPROCS(0))
+	fmt.Printf("settings records=%d size=%d partitions=%d sync=%s dis-encoding=%s unloaded=%d direct-batch=%d GOMAXPROCS=%d\n",
+		s.records, s.size, s.partitions, s.sync, s.encoding, s.unloaded, s.directBatch, runtime.GOMAXPROCS(0))
 	b := &bench{s: s, c: c, payload: newPayload(s.size)}
 
 	gwProduce, loaded, err := b.produceGateway(ctx, "bench")

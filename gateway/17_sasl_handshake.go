@@ -1,0 +1,41 @@
+package gateway
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// SaslHandshake v0–v1.
+//
+// The client names its mechanism. After v0 the SASL tokens follow as bare
+// size-prefixed frames (Kafka before 1.0); after v1 they travel in
+// SaslAuthenticate requests (KIP-152). Advertised only when a SASL listener
+// is configured.
+
+const apiKeySaslHandshake = 17
+
+func init() { regKey(apiKeySaslHandshake, 0, 1, handleSaslHandshake) }
+
+func handleSaslHandshake(gw *Gateway, r *request, req *kmsg.SASLHandshakeRequest) {
+	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
+	resp.SupportedMechanisms = saslMechanisms
+	s := r.s
+	switch {
+	case !s.lis.Protocol.usesSASL() || s.auth.authenticated || s.auth.mech != "":
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+	case !slices.Contains(saslMechanisms, req.Mechanism):
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		s.log.Warn().Str("mechanism", req.Mechanism).Msg("SASL handshake with an unsupported mechanism")
+	default:
+		s.auth.mech = req.Mechanism
+		if req.Version == 0 {
+			s.rawSASL.Store(true)
+		}
+	}
+	r.respond(resp)
+	if resp.ErrorCode != 0 {
+		s.closeAfterQueued()
+	}
+}

@@ -1,0 +1,69 @@
+package gateway
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// SaslAuthenticate v0–v2.
+//
+// v1 added the session lifetime (KIP-368); it is always 0 here, which tells
+// clients the gateway does not expire sessions, so none re-authenticates.
+// v2 made it flexible. A failed authentication is answered with
+// SASL_AUTHENTICATION_FAILED and the connection is closed after the answer,
+// as Kafka does.
+
+const apiKeySaslAuthenticate = 36
+
+func init() { regKey(apiKeySaslAuthenticate, 0, 2, handleSaslAuthenticate) }
+
+func handleSaslAuthenticate(gw *Gateway, r *request, req *kmsg.SASLAuthenticateRequest) {
+	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+	s := r.s
+	if s.auth.mech == "" || s.auth.authenticated || s.rawSASL.Load() {
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		resp.ErrorMessage = kmsg.StringPtr("SaslHandshake v1 must come first")
+		r.respond(resp)
+		s.closeAfterQueued()
+		return
+	}
+	out, done, err := s.saslStep(req.SASLAuthBytes)
+	if err != nil {
+		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+		resp.ErrorMessage = kmsg.StringPtr(err.Error())
+		r.respond(resp)
+		s.closeAfterQueued()
+		return
+	}
+	resp.SASLAuthBytes = out
+	if done {
+		s.authenticated()
+	}
+	r.respond(resp)
+}
+
+// authenticated records a completed authentication.
+func (s *session) authenticated() {
+	s.auth.authenticated = true
+	s.auth.scram = nil
+	s.rawSASL.Store(false)
+	s.log = s.log.With().Str("principal", s.auth.principal).Logger()
+	s.log.Info().Str("mechanism", s.auth.mech).Msg("SASL authentication succeeded")
+}
+
+// serveRawSASL handles a bare SASL token after a v0 handshake; the answer
+// is a bare token too.
+func (s *session) serveRawSASL(r *request) {
+	out, done, err := s.saslStep(r.raw)
+	if err != nil {
+		// Kafka closes the connection without an answer here: v0 has no
+		// way to carry an error.
+		r.finishFrame(nil)
+		s.closeAfterQueued()
+		return
+	}
+	if done {
+		s.authenticated()
+	}
+	r.finishFrame(binaryFrame(out))
+}

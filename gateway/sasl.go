@@ -1,0 +1,215 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/xdg-go/scram"
+)
+
+// SASL mechanisms the gateway serves.
+const (
+	mechPlain       = "PLAIN"
+	mechSCRAMSHA256 = "SCRAM-SHA-256"
+	mechSCRAMSHA512 = "SCRAM-SHA-512"
+)
+
+// saslMechanisms is the list SaslHandshake offers, in preference order.
+var saslMechanisms = []string{mechSCRAMSHA512, mechSCRAMSHA256, mechPlain}
+
+// scramIterations is the PBKDF2 work factor of stored SCRAM credentials
+// (Kafka's minimum is 4096).
+const scramIterations = 4096
+
+// SASLUsers are the gateway's own users ("gateway users" mode): SASL
+// listeners authenticate Kafka clients against them with PLAIN or
+// SCRAM-SHA-256/512, and the gateway talks to DIS with its own credentials.
+// Passwords are not kept: PLAIN checks a salted SHA-256, SCRAM uses salted
+// PBKDF2 credentials derived once at load time.
+type SASLUsers struct {
+	users map[string]*saslUser
+}
+
+type saslUser struct {
+	salt      []byte
+	plainHash [32]byte
+	scram256  scram.StoredCredentials
+	scram512  scram.StoredCredentials
+}
+
+// NewSASLUsers derives credentials for user → password.
+func NewSASLUsers(passwords map[string]string) (*SASLUsers, error) {
+	u := &SASLUsers{users: make(map[string]*saslUser, len(passwords))}
+	for name, password := range passwords {
+		if name == "" || strings.ContainsAny(name, "\x00,=") {
+			return nil, fmt.Errorf("gateway: SASL user name %q: empty or containing NUL, ',' or '='", name)
+		}
+		salt := make([]byte, 16)
+		if _, err := rand.Read(salt); err != nil {
+			return nil, err
+		}
+		kf := scram.KeyFactors{Salt: string(salt), Iters: scramIterations}
+		c256, err := scram.SHA256.NewClient(name, password, "")
+		if err != nil {
+			return nil, fmt.Errorf("gateway: SASL user %q: %w", name, err)
+		}
+		c512, err := scram.SHA512.NewClient(name, password, "")
+		if err != nil {
+			return nil, fmt.Errorf("gateway: SASL user %q: %w", name, err)
+		}
+		s256, err := c256.GetStoredCredentialsWithError(kf)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: SASL user %q: %w", name, err)
+		}
+		s512, err := c512.GetStoredCredentialsWithError(kf)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: SASL user %q: %w", name, err)
+		}
+		u.users[name] = &saslUser{
+			salt:      salt,
+			plainHash: sha256.Sum256(append(append([]byte{}, salt...), password...)),
+			scram256:  s256,
+			scram512:  s512,
+		}
+	}
+	return u, nil
+}
+
+// LoadSASLUsers reads a users file: one "name:password" per line; blank
+// lines and lines starting with '#' are skipped. Keep the file readable by
+// disgw alone.
+func LoadSASLUsers(path string) (*SASLUsers, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: SASL users file: %w", err)
+	}
+	passwords := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		name, password, ok := strings.Cut(text, ":")
+		if !ok {
+			// Never echo the line: it holds a password.
+			return nil, fmt.Errorf("gateway: SASL users file %s line %d: want name:password", path, line)
+		}
+		passwords[name] = password
+	}
+	return NewSASLUsers(passwords)
+}
+
+// errAuthFailed is what a client learns of any failed authentication; the
+// log says more, without secrets.
+var errAuthFailed = errors.New("authentication failed: invalid credentials or mechanism")
+
+// checkPlain verifies a SASL/PLAIN message: authzid NUL authcid NUL passwd.
+func (u *SASLUsers) checkPlain(msg []byte) (string, error) {
+	parts := bytes.Split(msg, []byte{0})
+	if len(parts) != 3 {
+		return "", errors.New("malformed PLAIN message")
+	}
+	authz, name, password := string(parts[0]), string(parts[1]), parts[2]
+	if authz != "" && authz != name {
+		return name, errors.New("PLAIN authorization id differs from the user")
+	}
+	user, ok := u.users[name]
+	if !ok {
+		return name, errors.New("unknown user")
+	}
+	got := sha256.Sum256(append(append([]byte{}, user.salt...), password...))
+	if subtle.ConstantTimeCompare(got[:], user.plainHash[:]) != 1 {
+		return name, errors.New("wrong password")
+	}
+	return name, nil
+}
+
+// scramServer returns a SCRAM server for mech over these users.
+func (u *SASLUsers) scramServer(mech string) (*scram.Server, error) {
+	lookup := func(name string) (scram.StoredCredentials, error) {
+		user, ok := u.users[name]
+		if !ok {
+			return scram.StoredCredentials{}, errors.New("unknown user")
+		}
+		if mech == mechSCRAMSHA512 {
+			return user.scram512, nil
+		}
+		return user.scram256, nil
+	}
+	if mech == mechSCRAMSHA512 {
+		return scram.SHA512.NewServer(lookup)
+	}
+	return scram.SHA256.NewServer(lookup)
+}
+
+// saslState is a connection's authentication progress; the dispatcher
+// goroutine alone touches it, in request order.
+type saslState struct {
+	mech          string
+	scram         *scram.ServerConversation
+	authenticated bool
+	principal     string
+}
+
+// step runs one SASL exchange for the chosen mechanism and returns the
+// server's answer and whether authentication completed.
+func (s *session) saslStep(token []byte) ([]byte, bool, error) {
+	users := s.gw.cfg.SASL
+	switch s.auth.mech {
+	case mechPlain:
+		name, err := users.checkPlain(token)
+		if err != nil {
+			s.log.Warn().Str("user", name).Str("mechanism", mechPlain).Str("reason", err.Error()).Msg("SASL authentication failed")
+			return nil, false, errAuthFailed
+		}
+		s.auth.principal = name
+		return nil, true, nil
+	case mechSCRAMSHA256, mechSCRAMSHA512:
+		if s.auth.scram == nil {
+			srv, err := users.scramServer(s.auth.mech)
+			if err != nil {
+				return nil, false, err
+			}
+			s.auth.scram = srv.NewConversation()
+		}
+		out, err := s.auth.scram.Step(string(token))
+		if err != nil {
+			s.log.Warn().Str("user", s.auth.scram.Username()).Str("mechanism", s.auth.mech).Str("reason", err.Error()).Msg("SASL authentication failed")
+			return nil, false, errAuthFailed
+		}
+		if s.auth.scram.Done() {
+			if !s.auth.scram.Valid() {
+				return nil, false, errAuthFailed
+			}
+			s.auth.principal = s.auth.scram.Username()
+			return []byte(out), true, nil
+		}
+		return []byte(out), false, nil
+	}
+	return nil, false, errors.New("no SASL mechanism chosen: SaslHandshake comes first")
+}
+
+// allowedBeforeAuth lists what a client may send on a SASL listener before
+// it has authenticated, as Kafka allows.
+func allowedBeforeAuth(key int16) bool {
+	return key == apiKeyApiVersions || key == apiKeySaslHandshake || key == apiKeySaslAuthenticate
+}
+
+// saslEnabled reports whether any listener uses SASL: only then are the SASL
+// APIs advertised.
+func (gw *Gateway) saslEnabled() bool {
+	for _, l := range gw.listeners {
+		if l.Protocol.usesSASL() {
+			return true
+		}
+	}
+	return false
+}
