@@ -33,6 +33,9 @@ import (
 
 // options are the parsed flags.
 type options struct {
+	listeners, advertisedListeners  string
+	tlsCertFile, tlsKeyFile         string
+	saslUsersFile                   string
 	listen, advertised, adminListen string
 	dataDir, fsync, embeddedListen  string
 	disEndpoint, disRegion          string
@@ -59,6 +62,11 @@ func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("disgw", flag.ContinueOnError)
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:9092", "Kafka listener address")
 	fs.StringVar(&o.advertised, "advertised-addr", "", "host:port clients are told to connect to (default: the listener address)")
+	fs.StringVar(&o.listeners, "listeners", "", "further Kafka listeners, comma-separated PROTOCOL://host:port with PROTOCOL one of SSL, SASL_PLAINTEXT, SASL_SSL")
+	fs.StringVar(&o.advertisedListeners, "advertised-listeners", "", "advertised addresses of --listeners, as PROTOCOL://host:port,...")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "PEM certificate (chain) of the SSL and SASL_SSL listeners")
+	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "PEM private key of the SSL and SASL_SSL listeners")
+	fs.StringVar(&o.saslUsersFile, "sasl-users-file", "", "SASL users (name:password per line) for the SASL listeners (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
 	fs.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:9094", "admin HTTP address serving /healthz, /readyz and /metrics (empty disables)")
 	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "embedded DIS data directory")
 	fs.StringVar(&o.fsync, "fsync", "always", "embedded DIS durability: always (fsync before acknowledging) or none")
@@ -211,6 +219,18 @@ func run(args []string) error {
 		// The embedded server takes larger calls than a COMMON DIS stream.
 		cfg.PutRecordsMaxRecords = 5000
 		cfg.PutRecordsMaxBytes = 8 << 20
+	}
+	tlsCfg, err := loadTLS(o.tlsCertFile, o.tlsKeyFile)
+	if err != nil {
+		return err
+	}
+	if cfg.Listeners, err = parseListeners(o.listeners, o.advertisedListeners, tlsCfg); err != nil {
+		return err
+	}
+	if o.saslUsersFile != "" {
+		if cfg.SASL, err = gateway.LoadSASLUsers(o.saslUsersFile); err != nil {
+			return err
+		}
 	}
 	gw, err := gateway.New(cfg, dis)
 	if err != nil {

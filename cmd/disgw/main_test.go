@@ -1,11 +1,13 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway"
 )
 
 // Environment variables set flags, and the command line wins over them.
@@ -89,5 +91,22 @@ func TestSigner(t *testing.T) {
 	}
 	if got := embeddedCredentials(&options{embeddedAK: "ak", embeddedSK: "SECRET"}); got["ak"].SecretKey != "SECRET" {
 		t.Errorf("embedded server credentials: %v", got)
+	}
+}
+
+func TestParseListeners(t *testing.T) {
+	tlsCfg := &tls.Config{}
+	ls, err := parseListeners("SASL_SSL://0.0.0.0:9093, sasl_plaintext://:9095", "SASL_SSL://kafka.example:9093", tlsCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 2 || ls[0].Protocol != gateway.SASLSSL || ls[0].AdvertisedAddr != "kafka.example:9093" || ls[0].TLS != tlsCfg ||
+		ls[1].Protocol != gateway.SASLPlaintext || ls[1].Addr != ":9095" || ls[1].TLS != nil {
+		t.Fatalf("parsed %+v", ls)
+	}
+	for _, bad := range []string{"SSL://:1", "PLAINTEXT://:1", "FTP://:1", "SASL_PLAINTEXT:9092", "SASL_PLAINTEXT://:1,SASL_PLAINTEXT://:2"} {
+		if _, err := parseListeners(bad, "", nil); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }
