@@ -23,6 +23,10 @@ import (
 
 func init() { regKey(0, 3, 11, handleProduce) }
 
+// throttleHintMillis is the throttle_time_ms a produce answer carries when
+// DIS throttled its records: retriable errors plus a pause, never loss.
+const throttleHintMillis = 1000
+
 // producePending is one partition of a produce request waiting for DIS.
 type producePending struct {
 	topic, part int
@@ -91,6 +95,10 @@ func handleProduce(gw *Gateway, r *request, req *kmsg.ProduceRequest) {
 				continue
 			}
 			if w.op.errCode != 0 {
+				if w.op.throttled {
+					// Kafka's way to ask a client to slow down.
+					resp.ThrottleMillis = throttleHintMillis
+				}
 				sp.ErrorCode = w.op.errCode
 				sp.ErrorMessage = kmsg.StringPtr(w.op.errMsg)
 				continue

@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/disclient/dislocal"
+	"github.com/disgw/disgw/protocol"
 )
 
 // countingDIS wraps the DIS API to observe how the gateway uses it.
@@ -185,5 +188,92 @@ func TestSequentialFetchReusesCursor(t *testing.T) {
 	}
 	if reads < 2 {
 		t.Errorf("only %d GetRecords calls: the read did not go through DIS", reads)
+	}
+}
+
+// throttlingDIS answers the first calls of PutRecords with DIS.4303 for
+// every record, as DIS does when a partition is over its quota.
+type throttlingDIS struct {
+	disclient.API
+	left atomic.Int64
+}
+
+func (d *throttlingDIS) PutRecords(ctx context.Context, req *disclient.PutRecordsRequest) (*disclient.PutRecordsResponse, error) {
+	if d.left.Add(-1) >= 0 {
+		resp := &disclient.PutRecordsResponse{FailedRecordCount: int32(len(req.Records))}
+		for range req.Records {
+			resp.Records = append(resp.Records, disclient.PutRecordsResult{ErrorCode: disclient.CodeTrafficControl, ErrorMessage: "Exceeded traffic control limit."})
+		}
+		return resp, nil
+	}
+	return d.API.PutRecords(ctx, req)
+}
+
+// DIS throttling reaches the client as a retriable error with
+// throttle_time_ms, and the retried records land once.
+func TestThrottlingBecomesRetriableError(t *testing.T) {
+	srv, err := dislocal.Open(dislocal.Config{Dir: t.TempDir(), Sync: dislocal.SyncNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer func() { hs.Close(); _ = srv.Close() }()
+	cl, err := disclient.New(disclient.Config{Endpoint: hs.URL, ProjectID: "p", Retry: disclient.RetryPolicy{MaxAttempts: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	dis := &throttlingDIS{API: cl}
+	gw, err := New(Config{Listen: "127.0.0.1:0", AutoCreateTopics: true}, dis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = gw.Close(context.Background()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.CreateStream(ctx, &disclient.CreateStreamRequest{StreamName: "hot", PartitionCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	dis.left.Store(1)
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	b, _ := protocol.AppendBatch(nil, []protocol.Record{{Value: []byte("v"), Timestamp: 1}}, protocol.CodecNone, -1)
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "hot", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: b}}}}
+	kc, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	resp, err := req.RequestWith(ctx, kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != kerr.RequestTimedOut.Code || resp.ThrottleMillis <= 0 {
+		t.Fatalf("throttled produce: %v, throttle %d ms; want REQUEST_TIMED_OUT with a throttle time", kerr.ErrorForCode(p.ErrorCode), resp.ThrottleMillis)
+	}
+
+	// A real producer retries through more throttling, and nothing is lost
+	// or doubled.
+	dis.left.Store(3)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()), kgo.DefaultProduceTopic("hot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for i := range 5 {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "%d", i)}).FirstErr(); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	d, err := cl.DescribeStream(ctx, "hot", "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Partitions[0].SequenceNumberRange != "[0 : 5]" {
+		t.Fatalf("stream holds %s after throttled retries, want [0 : 5]", d.Partitions[0].SequenceNumberRange)
 	}
 }

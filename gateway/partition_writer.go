@@ -35,6 +35,7 @@ type appendOp struct {
 	baseOffset int64
 	scattered  bool // DIS did not store the records at consecutive offsets
 	errCode    int16
+	throttled  bool // DIS refused for traffic control: the client should back off
 	errMsg     string
 }
 
@@ -210,7 +211,7 @@ func (w *partitionWriter) write(ops []*appendOp) {
 			entries = append(entries, op.entries...)
 		}
 	}
-	results, code, msg := w.put(entries)
+	results, code, msg, throttled := w.put(entries)
 	i := 0
 	var written []protocol.Record
 	for _, op := range ops {
@@ -218,6 +219,7 @@ func (w *partitionWriter) write(ops []*appendOp) {
 		switch {
 		case code != 0:
 			op.fail(code, msg)
+			op.throttled = throttled
 		default:
 			op.complete(results[i : i+n])
 		}
@@ -254,6 +256,7 @@ func (op *appendOp) complete(results []disclient.PutRecordsResult) {
 	for _, r := range results {
 		if r.ErrorCode != "" {
 			op.fail(kafkaCodeForDIS(&disclient.Error{Code: r.ErrorCode, Message: r.ErrorMessage}), r.ErrorCode+": "+r.ErrorMessage)
+			op.throttled = isThrottle(r.ErrorCode)
 			return
 		}
 	}
@@ -278,7 +281,7 @@ const putTimeout = 30 * time.Second
 
 // put sends entries in calls within the per-call limits and returns one
 // result per entry, or a Kafka error code for the whole set.
-func (w *partitionWriter) put(entries []disclient.PutRecordsEntry) ([]disclient.PutRecordsResult, int16, string) {
+func (w *partitionWriter) put(entries []disclient.PutRecordsEntry) ([]disclient.PutRecordsResult, int16, string, bool) {
 	ctx, cancel := context.WithTimeout(w.gw.ctx, putTimeout)
 	defer cancel()
 	results := make([]disclient.PutRecordsResult, 0, len(entries))
@@ -295,13 +298,18 @@ func (w *partitionWriter) put(entries []disclient.PutRecordsEntry) ([]disclient.
 		if err != nil {
 			w.gw.metrics.disErrors.WithLabelValues(disclient.ErrorCode(err)).Inc()
 			w.gw.log.Warn().Err(err).Str("topic", w.key.topic).Int32("partition", w.key.partition).Msg("PutRecords failed")
-			return nil, kafkaCodeForDIS(err), err.Error()
+			return nil, kafkaCodeForDIS(err), err.Error(), isThrottle(disclient.ErrorCode(err))
 		}
 		if len(resp.Records) != end-start {
-			return nil, kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
+			return nil, kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records", false
 		}
 		results = append(results, resp.Records...)
 		start = end
 	}
-	return results, 0, ""
+	return results, 0, "", false
+}
+
+// isThrottle reports whether a DIS code is traffic control.
+func isThrottle(code string) bool {
+	return code == disclient.CodeTrafficControl || code == disclient.CodeTooManyRequests
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+	xdgscram "github.com/xdg-go/scram"
 
 	"github.com/disgw/disgw/gateway"
 )
@@ -281,5 +282,64 @@ func TestSaramaSASL(t *testing.T) {
 	}
 	if _, err := sarama.NewSyncProducer([]string{addr}, conf("nope")); err == nil {
 		t.Fatal("sarama connected with a wrong password")
+	}
+}
+
+// saramaSCRAM adapts xdg-go/scram to sarama's SCRAM client interface.
+type saramaSCRAM struct {
+	hash xdgscram.HashGeneratorFcn
+	conv *xdgscram.ClientConversation
+}
+
+func (s *saramaSCRAM) Begin(user, pass, authz string) error {
+	c, err := s.hash.NewClient(user, pass, authz)
+	if err != nil {
+		return err
+	}
+	s.conv = c.NewConversation()
+	return nil
+}
+
+func (s *saramaSCRAM) Step(challenge string) (string, error) { return s.conv.Step(challenge) }
+func (s *saramaSCRAM) Done() bool                            { return s.conv.Done() }
+
+// TestSaramaSCRAM: sarama with SCRAM-SHA-256 over SASL_PLAINTEXT and
+// SCRAM-SHA-512 over SASL_SSL.
+func TestSaramaSCRAM(t *testing.T) {
+	c, ca, _ := startSecureCluster(t)
+	cases := []struct {
+		proto gateway.SecurityProtocol
+		mech  sarama.SASLMechanism
+		hash  xdgscram.HashGeneratorFcn
+	}{
+		{gateway.SASLPlaintext, sarama.SASLTypeSCRAMSHA256, xdgscram.SHA256},
+		{gateway.SASLSSL, sarama.SASLTypeSCRAMSHA512, xdgscram.SHA512},
+	}
+	for _, tc := range cases {
+		cfg := saramaConfig()
+		cfg.Net.SASL.Enable = true
+		cfg.Net.SASL.Mechanism = tc.mech
+		cfg.Net.SASL.Version = sarama.SASLHandshakeV1
+		cfg.Net.SASL.User, cfg.Net.SASL.Password = "alice", secureUsers["alice"]
+		hash := tc.hash
+		cfg.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &saramaSCRAM{hash: hash} }
+		if tc.proto == gateway.SASLSSL {
+			cfg.Net.TLS.Enable = true
+			cfg.Net.TLS.Config = &tls.Config{RootCAs: ca.pool, ServerName: "127.0.0.1"}
+		}
+		producer, err := sarama.NewSyncProducer([]string{c.Gateway.ListenerAddr(tc.proto).String()}, cfg)
+		if err != nil {
+			t.Fatalf("%s over %s: %v", tc.mech, tc.proto, err)
+		}
+		if _, _, err := producer.SendMessage(&sarama.ProducerMessage{Topic: "secure", Partition: 0, Value: sarama.StringEncoder(string(tc.mech))}); err != nil {
+			t.Fatalf("%s over %s: send: %v", tc.mech, tc.proto, err)
+		}
+		_ = producer.Close()
+
+		cfg.Net.SASL.Password = "wrong"
+		if p, err := sarama.NewSyncProducer([]string{c.Gateway.ListenerAddr(tc.proto).String()}, cfg); err == nil {
+			_ = p.Close()
+			t.Fatalf("%s over %s: connected with a wrong password", tc.mech, tc.proto)
+		}
 	}
 }
