@@ -40,7 +40,7 @@ func handleProduce(gw *Gateway, r *request, req *kmsg.ProduceRequest) {
 		rt := &req.Topics[ti]
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
-		t, terr := gw.catalog.get(r.ctx, rt.Topic)
+		t, terr := r.s.tenant.catalog.get(r.ctx, rt.Topic)
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
 			sp := kmsg.NewProduceResponseTopicPartition()
@@ -105,7 +105,7 @@ func handleProduce(gw *Gateway, r *request, req *kmsg.ProduceRequest) {
 			}
 			sp.BaseOffset = w.op.baseOffset
 			sp.LogStartOffset = 0
-			if t, err := gw.catalog.get(r.ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.partitions) {
+			if t, err := r.s.tenant.catalog.get(r.ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.partitions) {
 				sp.LogStartOffset = t.partitions[sp.Partition].earliest
 			}
 		}

@@ -56,14 +56,14 @@ func handleFetch(gw *Gateway, r *request, req *kmsg.FetchRequest) {
 		var t *topicMeta
 		var terr error
 		if req.Version >= 13 {
-			if n, ok := gw.catalog.nameForID(r.ctx, rt.TopicID); ok {
+			if n, ok := r.s.tenant.catalog.nameForID(r.ctx, rt.TopicID); ok {
 				name = n
 			} else {
 				terr = errUnknownTopicID
 			}
 		}
 		if terr == nil {
-			t, terr = gw.catalog.get(r.ctx, name)
+			t, terr = r.s.tenant.catalog.get(r.ctx, name)
 		}
 		for pi := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
@@ -92,9 +92,9 @@ func handleFetch(gw *Gateway, r *request, req *kmsg.FetchRequest) {
 			}
 			name := req.Topics[ti].Topic
 			if req.Version >= 13 {
-				name, _ = gw.catalog.nameForID(r.ctx, req.Topics[ti].TopicID)
+				name, _ = r.s.tenant.catalog.nameForID(r.ctx, req.Topics[ti].TopicID)
 			}
-			t, _ := gw.catalog.get(r.ctx, name)
+			t, _ := r.s.tenant.catalog.get(r.ctx, name)
 			rp := &req.Topics[ti].Partitions[pi]
 			parts = append(parts, &fetchPart{topic: t, req: rp, resp: sp, offset: rp.FetchOffset})
 		}
@@ -203,7 +203,7 @@ func (gw *Gateway) fetchPartition(ctx context.Context, p *fetchPart, limit int) 
 	hwm := pr.knownHWM()
 	if p.offset < pm.earliest || p.offset > hwm {
 		// The description may be stale; look again before refusing.
-		if t, err := gw.catalog.refresh(ctx, p.topic.name); err == nil && int(k.partition) < len(t.partitions) {
+		if t, err := p.topic.tenant.catalog.refresh(ctx, p.topic.name); err == nil && int(k.partition) < len(t.partitions) {
 			p.topic = t
 			pm = t.partitions[k.partition]
 			pr.observeHWM(pm.next)
@@ -220,7 +220,7 @@ func (gw *Gateway) fetchPartition(ctx context.Context, p *fetchPart, limit int) 
 	p.resp.HighWatermark, p.resp.LastStableOffset = hwm, hwm
 	if err != nil {
 		if errors.Is(err, errOutOfRange) {
-			if t, rerr := gw.catalog.refresh(ctx, p.topic.name); rerr == nil && int(k.partition) < len(t.partitions) {
+			if t, rerr := p.topic.tenant.catalog.refresh(ctx, p.topic.name); rerr == nil && int(k.partition) < len(t.partitions) {
 				pm = t.partitions[k.partition]
 			}
 			gw.outOfRange(p, pm.earliest, max(pm.next, hwm))

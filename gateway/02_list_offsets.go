@@ -37,7 +37,7 @@ func handleListOffsets(gw *Gateway, r *request, req *kmsg.ListOffsetsRequest) {
 			rt := &req.Topics[ti]
 			st := kmsg.NewListOffsetsResponseTopic()
 			st.Topic = rt.Topic
-			t, terr := gw.catalog.refresh(r.ctx, rt.Topic)
+			t, terr := r.s.tenant.catalog.refresh(r.ctx, rt.Topic)
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewListOffsetsResponseTopicPartition()
 				sp.Partition = rp.Partition
@@ -93,10 +93,10 @@ func (gw *Gateway) listOffset(ctx context.Context, t *topicMeta, p int32, ts int
 // and timestamp; none leaves -1, as Kafka answers a timestamp past the end.
 func (gw *Gateway) firstRecordAt(ctx context.Context, t *topicMeta, p int32, cr *disclient.GetCursorRequest, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	cr.StreamName, cr.PartitionID = t.name, disclient.PartitionID(p)
-	c, err := gw.dis.GetCursor(ctx, cr)
+	c, err := t.tenant.dis.GetCursor(ctx, cr)
 	if err == nil {
 		var recs *disclient.GetRecordsResponse
-		recs, err = gw.dis.GetRecords(ctx, c.PartitionCursor, 0)
+		recs, err = t.tenant.dis.GetRecords(ctx, c.PartitionCursor, 0)
 		if err == nil {
 			if len(recs.Records) == 0 {
 				return

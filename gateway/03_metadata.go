@@ -23,6 +23,7 @@ import (
 func init() { regKey(3, 0, 12, handleMetadata) }
 
 func handleMetadata(gw *Gateway, r *request, req *kmsg.MetadataRequest) {
+	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	b := kmsg.NewMetadataResponseBroker()
 	b.NodeID, b.Host, b.Port = gw.cfg.NodeID, r.s.lis.host, r.s.lis.port
@@ -34,7 +35,7 @@ func handleMetadata(gw *Gateway, r *request, req *kmsg.MetadataRequest) {
 	var names []string
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
-		list, err := gw.catalog.list(ctx)
+		list, err := tn.catalog.list(ctx)
 		if err != nil {
 			gw.log.Warn().Err(err).Msg("metadata: ListStreams failed")
 		}
@@ -45,7 +46,7 @@ func handleMetadata(gw *Gateway, r *request, req *kmsg.MetadataRequest) {
 		case t.Topic != nil && *t.Topic != "":
 			names = append(names, *t.Topic)
 		case t.TopicID != [16]byte{}:
-			if name, ok := gw.catalog.nameForID(ctx, t.TopicID); ok {
+			if name, ok := tn.catalog.nameForID(ctx, t.TopicID); ok {
 				names = append(names, name)
 			} else {
 				mt := kmsg.NewMetadataResponseTopic()
@@ -57,25 +58,25 @@ func handleMetadata(gw *Gateway, r *request, req *kmsg.MetadataRequest) {
 	}
 	autoCreate := gw.cfg.AutoCreateTopics && !all && (req.Version < 4 || req.AllowAutoTopicCreation)
 	for _, name := range names {
-		resp.Topics = append(resp.Topics, gw.topicMetadata(ctx, name, autoCreate))
+		resp.Topics = append(resp.Topics, gw.topicMetadata(ctx, tn, name, autoCreate))
 	}
 	r.respond(resp)
 }
 
 // topicMetadata describes one topic, creating it first when allowed.
-func (gw *Gateway) topicMetadata(ctx context.Context, name string, autoCreate bool) kmsg.MetadataResponseTopic {
+func (gw *Gateway) topicMetadata(ctx context.Context, tn *tenant, name string, autoCreate bool) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(name)
-	t, err := gw.catalog.get(ctx, name)
+	t, err := tn.catalog.get(ctx, name)
 	if errors.Is(err, errUnknownTopic) && autoCreate {
 		if why := validTopicName(name); why != "" {
 			mt.ErrorCode = kerr.InvalidTopicException.Code
 			return mt
 		}
-		err = gw.createTopic(ctx, name, gw.cfg.DefaultPartitions, nil, gw.cfg.DefaultRecordFormat)
+		err = gw.createTopic(ctx, tn, name, gw.cfg.DefaultPartitions, nil, gw.cfg.DefaultRecordFormat)
 		if err == nil || disclient.IsCode(err, disclient.CodeStreamExists) {
 			gw.log.Info().Str("topic", name).Int32("partitions", gw.cfg.DefaultPartitions).Msg("auto-created topic")
-			t, err = gw.catalog.refresh(ctx, name)
+			t, err = tn.catalog.refresh(ctx, name)
 		}
 	}
 	switch {

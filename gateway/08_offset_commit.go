@@ -23,6 +23,7 @@ import (
 func init() { regKey(8, 0, 9, handleOffsetCommit) }
 
 func handleOffsetCommit(gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) {
+	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	code := int16(0)
 	if req.Group == "" {
@@ -65,7 +66,7 @@ func handleOffsetCommit(gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) 
 		defer cancel()
 		parallel(len(jobs), func(i int) {
 			j := jobs[i]
-			resp.Topics[j.t].Partitions[j.p].ErrorCode = gw.commitOffset(ctx, req.Group, j.topic, j.commit.Partition, j.commit.Offset, j.commit.Metadata)
+			resp.Topics[j.t].Partitions[j.p].ErrorCode = gw.commitOffset(ctx, tn, req.Group, j.topic, j.commit.Partition, j.commit.Offset, j.commit.Metadata)
 		})
 		r.respond(resp)
 	}()

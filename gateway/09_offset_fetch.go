@@ -25,6 +25,7 @@ type offsetFetchGroup struct {
 }
 
 func handleOffsetFetch(gw *Gateway, r *request, req *kmsg.OffsetFetchRequest) {
+	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	var groups []offsetFetchGroup
 	if req.Version >= 8 {
@@ -47,7 +48,7 @@ func handleOffsetFetch(gw *Gateway, r *request, req *kmsg.OffsetFetchRequest) {
 		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
 		defer cancel()
 		for _, g := range groups {
-			resp.Groups = append(resp.Groups, gw.fetchGroupOffsets(ctx, g))
+			resp.Groups = append(resp.Groups, gw.fetchGroupOffsets(ctx, tn, g))
 		}
 		if req.Version < 8 {
 			g := resp.Groups[0]
@@ -72,7 +73,7 @@ func handleOffsetFetch(gw *Gateway, r *request, req *kmsg.OffsetFetchRequest) {
 }
 
 // fetchGroupOffsets answers one group.
-func (gw *Gateway) fetchGroupOffsets(ctx context.Context, g offsetFetchGroup) kmsg.OffsetFetchResponseGroup {
+func (gw *Gateway) fetchGroupOffsets(ctx context.Context, tn *tenant, g offsetFetchGroup) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.NewOffsetFetchResponseGroup()
 	out.Group = g.group
 	if g.group == "" {
@@ -82,13 +83,13 @@ func (gw *Gateway) fetchGroupOffsets(ctx context.Context, g offsetFetchGroup) km
 	all := g.topics == nil
 	topics := g.topics
 	if all {
-		names, err := gw.committedTopics(ctx, g.group)
+		names, err := gw.committedTopics(ctx, tn, g.group)
 		if err != nil {
 			out.ErrorCode = kafkaCodeForDIS(err)
 			return out
 		}
 		for _, name := range names {
-			t, err := gw.catalog.get(ctx, name)
+			t, err := tn.catalog.get(ctx, name)
 			if err != nil {
 				continue
 			}
@@ -115,7 +116,7 @@ func (gw *Gateway) fetchGroupOffsets(ctx context.Context, g offsetFetchGroup) km
 	}
 	parallel(len(jobs), func(i int) {
 		rp := &out.Topics[jobs[i].t].Partitions[jobs[i].p]
-		rp.Offset, rp.Metadata, rp.ErrorCode = gw.committedOffset(ctx, g.group, out.Topics[jobs[i].t].Topic, rp.Partition)
+		rp.Offset, rp.Metadata, rp.ErrorCode = gw.committedOffset(ctx, tn, g.group, out.Topics[jobs[i].t].Topic, rp.Partition)
 		if rp.Metadata == nil {
 			rp.Metadata = kmsg.StringPtr("")
 		}

@@ -22,6 +22,7 @@ func init() { regKey(15, 0, 5, handleDescribeGroups) }
 const groupStateDead = "Dead"
 
 func handleDescribeGroups(gw *Gateway, r *request, req *kmsg.DescribeGroupsRequest) {
+	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	live := make([]*kmsg.DescribeGroupsResponseGroup, len(req.Groups))
 	gw.groups.with(func(c *groupcoord.Coordinator) {
@@ -41,7 +42,7 @@ func handleDescribeGroups(gw *Gateway, r *request, req *kmsg.DescribeGroupsReque
 			}
 			d := kmsg.NewDescribeGroupsResponseGroup()
 			d.Group, d.State = g, groupStateDead
-			stored, err := gw.groupStored(ctx, g)
+			stored, err := gw.groupStored(ctx, tn, g)
 			switch {
 			case err != nil:
 				d.ErrorCode = kafkaCodeForDIS(err)

@@ -19,6 +19,7 @@ import (
 func init() { regKey(16, 0, 5, handleListGroups) }
 
 func handleListGroups(gw *Gateway, r *request, req *kmsg.ListGroupsRequest) {
+	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	var live []kmsg.ListGroupsResponseGroup
 	gw.groups.with(func(c *groupcoord.Coordinator) { live = c.List() })
@@ -30,7 +31,7 @@ func handleListGroups(gw *Gateway, r *request, req *kmsg.ListGroupsRequest) {
 		for _, g := range live {
 			seen[g.Group] = true
 		}
-		stored, err := gw.storedGroups(ctx)
+		stored, err := gw.storedGroups(ctx, tn)
 		if err != nil {
 			gw.log.Warn().Err(err).Msg("list groups: ListApps failed")
 			resp.ErrorCode = kafkaCodeForDIS(err)

@@ -20,12 +20,12 @@ func init() { regKey(apiKeySaslHandshake, 0, 1, handleSaslHandshake) }
 
 func handleSaslHandshake(gw *Gateway, r *request, req *kmsg.SASLHandshakeRequest) {
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
-	resp.SupportedMechanisms = saslMechanisms
+	resp.SupportedMechanisms = gw.saslMechanisms()
 	s := r.s
 	switch {
 	case !s.lis.Protocol.usesSASL() || s.auth.authenticated || s.auth.mech != "":
 		resp.ErrorCode = kerr.IllegalSaslState.Code
-	case !slices.Contains(saslMechanisms, req.Mechanism):
+	case !slices.Contains(resp.SupportedMechanisms, req.Mechanism):
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		s.log.Warn().Str("mechanism", req.Mechanism).Msg("SASL handshake with an unsupported mechanism")
 	default:

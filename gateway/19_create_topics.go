@@ -31,14 +31,15 @@ const (
 )
 
 func handleCreateTopics(gw *Gateway, r *request, req *kmsg.CreateTopicsRequest) {
+	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	for i := range req.Topics {
-		resp.Topics = append(resp.Topics, gw.createOne(r.ctx, &req.Topics[i], req.ValidateOnly))
+		resp.Topics = append(resp.Topics, gw.createOne(r.ctx, tn, &req.Topics[i], req.ValidateOnly))
 	}
 	r.respond(resp)
 }
 
-func (gw *Gateway) createOne(ctx context.Context, t *kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {
+func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {
 	rt := kmsg.NewCreateTopicsResponseTopic()
 	rt.Topic = t.Topic
 	fail := func(code int16, msg string) kmsg.CreateTopicsResponseTopic {
@@ -76,7 +77,7 @@ func (gw *Gateway) createOne(ctx context.Context, t *kmsg.CreateTopicsRequestTop
 			return fail(kerr.InvalidConfig.Code, err.Error())
 		}
 	}
-	if _, err := gw.catalog.get(ctx, t.Topic); err == nil {
+	if _, err := tn.catalog.get(ctx, t.Topic); err == nil {
 		return fail(kerr.TopicAlreadyExists.Code, "topic '"+t.Topic+"' already exists")
 	} else if !errors.Is(err, errUnknownTopic) {
 		return fail(kafkaCodeForDIS(err), err.Error())
@@ -86,7 +87,7 @@ func (gw *Gateway) createOne(ctx context.Context, t *kmsg.CreateTopicsRequestTop
 	if validateOnly {
 		return rt
 	}
-	if err := gw.createTopic(ctx, t.Topic, partitions, &spec, spec.format); err != nil {
+	if err := gw.createTopic(ctx, tn, t.Topic, partitions, &spec, spec.format); err != nil {
 		if disclient.IsCode(err, disclient.CodeStreamExists) {
 			return fail(kerr.TopicAlreadyExists.Code, "topic '"+t.Topic+"' already exists")
 		}
@@ -94,7 +95,7 @@ func (gw *Gateway) createOne(ctx context.Context, t *kmsg.CreateTopicsRequestTop
 		return fail(kafkaCodeForDIS(err), err.Error())
 	}
 	gw.log.Info().Str("topic", t.Topic).Int32("partitions", partitions).Str("format", string(spec.format)).Msg("created topic")
-	if tm, err := gw.catalog.refresh(ctx, t.Topic); err == nil {
+	if tm, err := tn.catalog.refresh(ctx, t.Topic); err == nil {
 		rt.TopicID = tm.id
 	}
 	return rt
@@ -123,7 +124,7 @@ func (s *streamSpec) apply(name string, value *string) error {
 }
 
 // createTopic creates the stream for a topic; spec nil means defaults.
-func (gw *Gateway) createTopic(ctx context.Context, name string, partitions int32, spec *streamSpec, format RecordFormat) error {
+func (gw *Gateway) createTopic(ctx context.Context, tn *tenant, name string, partitions int32, spec *streamSpec, format RecordFormat) error {
 	hours := gw.cfg.DefaultRetentionHours
 	req := &disclient.CreateStreamRequest{
 		StreamName:     name,
@@ -139,5 +140,5 @@ func (gw *Gateway) createTopic(ctx context.Context, name string, partitions int3
 			req.StreamType = spec.streamType
 		}
 	}
-	return gw.catalog.create(ctx, req)
+	return tn.catalog.create(ctx, req)
 }

@@ -20,6 +20,7 @@ import (
 func init() { regKey(20, 0, 6, handleDeleteTopics) }
 
 func handleDeleteTopics(gw *Gateway, r *request, req *kmsg.DeleteTopicsRequest) {
+	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	type target struct {
 		name *string
@@ -46,7 +47,7 @@ func handleDeleteTopics(gw *Gateway, r *request, req *kmsg.DeleteTopicsRequest) 
 			case tg.name != nil && *tg.name != "":
 				name = *tg.name
 			case tg.id != [16]byte{}:
-				if n, ok := gw.catalog.nameForID(ctx, tg.id); ok {
+				if n, ok := tn.catalog.nameForID(ctx, tg.id); ok {
 					name = n
 					rt.Topic = kmsg.StringPtr(n)
 				} else {
@@ -57,7 +58,7 @@ func handleDeleteTopics(gw *Gateway, r *request, req *kmsg.DeleteTopicsRequest) 
 				rt.ErrorMessage = kmsg.StringPtr("a topic must be named by name or by id")
 			}
 			if name != "" {
-				rt.ErrorCode, rt.ErrorMessage = gw.deleteTopic(ctx, name)
+				rt.ErrorCode, rt.ErrorMessage = gw.deleteTopic(ctx, tn, name)
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
@@ -66,13 +67,13 @@ func handleDeleteTopics(gw *Gateway, r *request, req *kmsg.DeleteTopicsRequest) 
 }
 
 // deleteTopic deletes the stream behind a topic.
-func (gw *Gateway) deleteTopic(ctx context.Context, name string) (int16, *string) {
-	t, err := gw.catalog.get(ctx, name)
+func (gw *Gateway) deleteTopic(ctx context.Context, tn *tenant, name string) (int16, *string) {
+	t, err := tn.catalog.get(ctx, name)
 	if errors.Is(err, errUnknownTopic) {
 		return kerr.UnknownTopicOrPartition.Code, nil
 	}
-	err = gw.dis.DeleteStream(ctx, name)
-	gw.catalog.invalidate(name)
+	err = tn.dis.DeleteStream(ctx, name)
+	tn.catalog.invalidate(name)
 	if t != nil {
 		gw.forgetStream(t.streamID)
 	}

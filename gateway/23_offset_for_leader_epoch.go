@@ -24,7 +24,7 @@ func handleOffsetForLeaderEpoch(gw *Gateway, r *request, req *kmsg.OffsetForLead
 		for _, rt := range req.Topics {
 			st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 			st.Topic = rt.Topic
-			t, terr := gw.catalog.get(r.ctx, rt.Topic)
+			t, terr := r.s.tenant.catalog.get(r.ctx, rt.Topic)
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 				sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1

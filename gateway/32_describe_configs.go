@@ -21,19 +21,20 @@ import (
 func init() { regKey(32, 0, 4, handleDescribeConfigs) }
 
 func handleDescribeConfigs(gw *Gateway, r *request, req *kmsg.DescribeConfigsRequest) {
+	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	go func() {
 		for i := range req.Resources {
-			resp.Resources = append(resp.Resources, gw.describeResource(r.ctx, req, &req.Resources[i]))
+			resp.Resources = append(resp.Resources, gw.describeResource(r.ctx, tn, req, &req.Resources[i]))
 		}
 		r.respond(resp)
 	}()
 }
 
-func (gw *Gateway) describeResource(ctx context.Context, req *kmsg.DescribeConfigsRequest, res *kmsg.DescribeConfigsRequestResource) kmsg.DescribeConfigsResponseResource {
+func (gw *Gateway) describeResource(ctx context.Context, tn *tenant, req *kmsg.DescribeConfigsRequest, res *kmsg.DescribeConfigsRequestResource) kmsg.DescribeConfigsResponseResource {
 	rr := kmsg.NewDescribeConfigsResponseResource()
 	rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-	entries, cerr := gw.configEntries(ctx, res.ResourceType, res.ResourceName)
+	entries, cerr := gw.configEntries(ctx, tn, res.ResourceType, res.ResourceName)
 	if cerr != nil {
 		rr.ErrorCode, rr.ErrorMessage = cerr.code, kmsg.StringPtr(cerr.msg)
 		return rr
@@ -48,13 +49,13 @@ func (gw *Gateway) describeResource(ctx context.Context, req *kmsg.DescribeConfi
 }
 
 // configEntries lists the configs of one resource.
-func (gw *Gateway) configEntries(ctx context.Context, rt kmsg.ConfigResourceType, name string) ([]configEntry, *configError) {
+func (gw *Gateway) configEntries(ctx context.Context, tn *tenant, rt kmsg.ConfigResourceType, name string) ([]configEntry, *configError) {
 	switch rt {
 	case kmsg.ConfigResourceTypeTopic:
 		if why := validTopicName(name); why != "" {
 			return nil, &configError{code: kerr.InvalidTopicException.Code, msg: why}
 		}
-		t, err := gw.catalog.get(ctx, name)
+		t, err := tn.catalog.get(ctx, name)
 		if err != nil {
 			return nil, topicLookupError(name, err)
 		}

@@ -17,13 +17,14 @@ import (
 func init() { regKey(33, 0, 2, handleAlterConfigs) }
 
 func handleAlterConfigs(gw *Gateway, r *request, req *kmsg.AlterConfigsRequest) {
+	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	go func() {
 		for i := range req.Resources {
 			res := &req.Resources[i]
 			rr := kmsg.NewAlterConfigsResponseResource()
 			rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-			if cerr := gw.alterResource(r.ctx, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
+			if cerr := gw.alterResource(r.ctx, tn, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
 				return replaceTopicConfigs(a, res.Configs)
 			}); cerr != nil {
 				rr.ErrorCode, rr.ErrorMessage = cerr.code, kmsg.StringPtr(cerr.msg)

@@ -23,6 +23,7 @@ import (
 func init() { regKey(37, 0, 3, handleCreatePartitions) }
 
 func handleCreatePartitions(gw *Gateway, r *request, req *kmsg.CreatePartitionsRequest) {
+	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	go func() {
 		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
@@ -30,18 +31,18 @@ func handleCreatePartitions(gw *Gateway, r *request, req *kmsg.CreatePartitionsR
 		for _, t := range req.Topics {
 			rt := kmsg.NewCreatePartitionsResponseTopic()
 			rt.Topic = t.Topic
-			rt.ErrorCode, rt.ErrorMessage = gw.createPartitions(ctx, &t, req.ValidateOnly)
+			rt.ErrorCode, rt.ErrorMessage = gw.createPartitions(ctx, tn, &t, req.ValidateOnly)
 			resp.Topics = append(resp.Topics, rt)
 		}
 		r.respond(resp)
 	}()
 }
 
-func (gw *Gateway) createPartitions(ctx context.Context, t *kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, *string) {
+func (gw *Gateway) createPartitions(ctx context.Context, tn *tenant, t *kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, *string) {
 	fail := func(code int16, format string, args ...any) (int16, *string) {
 		return code, kmsg.StringPtr(fmt.Sprintf(format, args...))
 	}
-	tm, err := gw.catalog.refresh(ctx, t.Topic)
+	tm, err := tn.catalog.refresh(ctx, t.Topic)
 	switch {
 	case errors.Is(err, errUnknownTopic):
 		return fail(kerr.UnknownTopicOrPartition.Code, "topic '%s' does not exist", t.Topic)
@@ -71,8 +72,8 @@ func (gw *Gateway) createPartitions(ctx context.Context, t *kmsg.CreatePartition
 	if validateOnly {
 		return 0, nil
 	}
-	err = gw.dis.UpdatePartitionCount(ctx, &disclient.UpdatePartitionCountRequest{StreamName: t.Topic, TargetPartitionCount: t.Count})
-	gw.catalog.invalidate(t.Topic)
+	err = tn.dis.UpdatePartitionCount(ctx, &disclient.UpdatePartitionCountRequest{StreamName: t.Topic, TargetPartitionCount: t.Count})
+	tn.catalog.invalidate(t.Topic)
 	if err != nil {
 		gw.log.Warn().Err(err).Str("topic", t.Topic).Msg("UpdatePartitionCount failed")
 		return fail(kafkaCodeForDIS(err), "%v", err)

@@ -19,6 +19,7 @@ import (
 func init() { regKey(42, 0, 2, handleDeleteGroups) }
 
 func handleDeleteGroups(gw *Gateway, r *request, req *kmsg.DeleteGroupsRequest) {
+	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	codes := make([]int16, len(req.Groups))
 	gw.groups.with(func(c *groupcoord.Coordinator) {
@@ -34,8 +35,8 @@ func handleDeleteGroups(gw *Gateway, r *request, req *kmsg.DeleteGroupsRequest) 
 			d.Group, d.ErrorCode = g, codes[i]
 			if d.ErrorCode == 0 {
 				app := appNameFor(g)
-				err := gw.dis.DeleteApp(ctx, app)
-				gw.knownApps.Delete(app)
+				err := tn.dis.DeleteApp(ctx, app)
+				tn.knownApps.Delete(app)
 				switch {
 				case disclient.IsCode(err, disclient.CodeAppNotFound):
 					d.ErrorCode = kerr.GroupIDNotFound.Code

@@ -19,13 +19,14 @@ import (
 func init() { regKey(44, 0, 1, handleIncrementalAlterConfigs) }
 
 func handleIncrementalAlterConfigs(gw *Gateway, r *request, req *kmsg.IncrementalAlterConfigsRequest) {
+	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	go func() {
 		for i := range req.Resources {
 			res := &req.Resources[i]
 			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 			rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-			if cerr := gw.alterResource(r.ctx, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
+			if cerr := gw.alterResource(r.ctx, tn, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
 				return changeTopicConfigs(a, res.Configs)
 			}); cerr != nil {
 				rr.ErrorCode, rr.ErrorMessage = cerr.code, kmsg.StringPtr(cerr.msg)

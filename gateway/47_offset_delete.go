@@ -19,6 +19,7 @@ import (
 func init() { regKey(47, 0, 0, handleOffsetDelete) }
 
 func handleOffsetDelete(gw *Gateway, r *request, req *kmsg.OffsetDeleteRequest) {
+	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	subscribed := map[string]bool{}
 	gw.groups.with(func(c *groupcoord.Coordinator) {
@@ -38,7 +39,7 @@ func handleOffsetDelete(gw *Gateway, r *request, req *kmsg.OffsetDeleteRequest) 
 	go func() {
 		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
 		defer cancel()
-		stored, err := gw.groupStored(ctx, req.Group)
+		stored, err := gw.groupStored(ctx, tn, req.Group)
 		switch {
 		case err != nil:
 			resp.ErrorCode = kafkaCodeForDIS(err)
@@ -57,7 +58,7 @@ func handleOffsetDelete(gw *Gateway, r *request, req *kmsg.OffsetDeleteRequest) 
 				case subscribed[t.Topic]:
 					rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 				default:
-					err := gw.dis.DeleteCheckpoint(ctx, &disclient.DeleteCheckpointRequest{AppName: app, StreamName: t.Topic,
+					err := tn.dis.DeleteCheckpoint(ctx, &disclient.DeleteCheckpointRequest{AppName: app, StreamName: t.Topic,
 						PartitionID: disclient.PartitionID(p.Partition), CheckpointType: disclient.CheckpointLastRead})
 					if err != nil && !disclient.IsCode(err, disclient.CodeNoCheckpoint) {
 						rp.ErrorCode = kafkaCodeForDIS(err)

@@ -35,6 +35,9 @@ func validTopicName(name string) string {
 
 // topicMeta is the gateway's view of one stream.
 type topicMeta struct {
+	// tenant is whose catalog described the topic; its partitions are
+	// that tenant's alone.
+	tenant         *tenant
 	name           string
 	streamID       string
 	id             [16]byte
@@ -55,7 +58,7 @@ type partitionMeta struct {
 
 // key names partition p of this topic's stream.
 func (t *topicMeta) key(p int32) partitionKey {
-	return partitionKey{topic: t.name, stream: t.streamID, partition: p}
+	return partitionKey{tenant: t.tenant, topic: t.name, stream: t.streamID, partition: p}
 }
 
 // writable reports whether Produce may write partition p.
@@ -88,19 +91,21 @@ func topicIDFor(streamID string) [16]byte {
 // catalog caches DescribeStream answers for MetadataTTL and maps topic ids
 // back to names.
 type catalog struct {
-	dis disclient.API
-	ttl time.Duration
-	log zerolog.Logger
-	sf  singleflight.Group
+	tenant *tenant // stamped on every topicMeta
+	dis    disclient.API
+	ttl    time.Duration
+	log    zerolog.Logger
+	sf     singleflight.Group
 
 	mu     sync.Mutex
 	topics map[string]*topicMeta
 	byID   map[[16]byte]string
 }
 
-func newCatalog(dis disclient.API, ttl time.Duration, log zerolog.Logger) *catalog {
+func newCatalog(tn *tenant, ttl time.Duration, log zerolog.Logger) *catalog {
 	return &catalog{
-		dis:    dis,
+		tenant: tn,
+		dis:    tn.dis,
 		ttl:    ttl,
 		log:    log,
 		topics: make(map[string]*topicMeta),
@@ -142,7 +147,7 @@ func (c *catalog) refresh(ctx context.Context, name string) (*topicMeta, error) 
 }
 
 func (c *catalog) describe(ctx context.Context, name string) (*topicMeta, error) {
-	t := &topicMeta{name: name, format: FormatRaw, fetched: time.Now()}
+	t := &topicMeta{tenant: c.tenant, name: name, format: FormatRaw, fetched: time.Now()}
 	start := ""
 	for {
 		d, err := c.dis.DescribeStream(ctx, name, start, 1000)

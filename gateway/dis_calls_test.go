@@ -161,7 +161,7 @@ func TestSequentialFetchReusesCursor(t *testing.T) {
 	}
 
 	// A fresh gateway view: drop what the writer cached so reads go to DIS.
-	seq, err := gw.catalog.get(ctx, "seq")
+	seq, err := gw.tenant.catalog.get(ctx, "seq")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,8 +31,19 @@ type Config struct {
 	AdvertisedAddr string
 	// Listeners are further listeners (SSL, SASL_PLAINTEXT, SASL_SSL).
 	Listeners []Listener
-	// SASL holds the users SASL listeners authenticate; required with any.
+	// SASL holds the users SASL listeners authenticate; a SASL listener
+	// needs it unless SASLPassthrough is set.
 	SASL *SASLUsers
+	// SASLPassthrough makes SASL listeners take the PLAIN user name and
+	// password as a DIS access key and secret key: that connection's DIS
+	// calls are signed with them, so DIS IAM decides what it may do. PLAIN
+	// is then the only mechanism offered.
+	SASLPassthrough bool
+	// NewTenantDIS builds the DIS client of a passthrough connection from
+	// its credentials; required with SASLPassthrough. It lives outside the
+	// gateway so that endpoint, project, encoding and HTTP settings are the
+	// caller's, as for the gateway's own client.
+	NewTenantDIS func(accessKey, secretKey string) (disclient.API, error)
 	// NodeID is this gateway's broker id in Metadata.
 	NodeID int32
 	// ClusterID is reported in Metadata v2+ and DescribeCluster.
@@ -137,8 +148,10 @@ func (c *Config) maxBufferedBytes() int {
 
 // Gateway is one running Kafka front end.
 type Gateway struct {
-	cfg     Config
-	dis     disclient.API
+	cfg Config
+	// tenant is the gateway's own DIS credentials, used by connections
+	// that did not authenticate with passthrough credentials.
+	tenant  *tenant
 	log     zerolog.Logger
 	metrics *metrics
 
@@ -155,18 +168,17 @@ type Gateway struct {
 	inflight    atomic.Int64
 	handlersRun sync.WaitGroup
 
-	catalog   *catalog
 	producers *producerIDs
 	groups    *groupDriver
-	// knownApps remembers DIS apps this gateway created or saw, so a
-	// commit costs one DIS call, not two.
-	knownApps sync.Map
 	// groupForApp maps encoded app names back to group ids.
 	groupForApp sync.Map
 
 	partMu  sync.Mutex
 	writers map[partitionKey]*partitionWriter
 	readers map[partitionKey]*partitionReader
+
+	tenantsMu sync.Mutex
+	tenants   map[string]*tenant // passthrough tenants by id
 }
 
 // New creates a gateway over dis. Call Start to listen.
@@ -175,10 +187,12 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	if cfg.DefaultRecordFormat != FormatKafka && cfg.DefaultRecordFormat != FormatRaw {
 		return nil, fmt.Errorf("gateway: unknown record format %q", cfg.DefaultRecordFormat)
 	}
+	if cfg.SASLPassthrough && cfg.NewTenantDIS == nil {
+		return nil, errors.New("gateway: SASL passthrough needs Config.NewTenantDIS")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	gw := &Gateway{
 		cfg:       cfg,
-		dis:       dis,
 		log:       cfg.Logger,
 		ctx:       ctx,
 		cancel:    cancel,
@@ -186,9 +200,10 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		producers: newProducerIDs(time.Now),
 		writers:   make(map[partitionKey]*partitionWriter),
 		readers:   make(map[partitionKey]*partitionReader),
+		tenants:   make(map[string]*tenant),
 	}
 	gw.metrics = newMetrics(cfg.Registry)
-	gw.catalog = newCatalog(dis, cfg.MetadataTTL, cfg.Logger)
+	gw.tenant = newTenant("", dis, &gw.cfg)
 	gw.groups = newGroupDriver(gw)
 	return gw, nil
 }
@@ -204,8 +219,8 @@ func (gw *Gateway) Start() error {
 		if err := spec.validate(); err != nil {
 			return err
 		}
-		if spec.Protocol.usesSASL() && gw.cfg.SASL == nil {
-			return fmt.Errorf("gateway: %s listener %s needs SASL users", spec.Protocol, spec.Addr)
+		if spec.Protocol.usesSASL() && gw.cfg.SASL == nil && !gw.cfg.SASLPassthrough {
+			return fmt.Errorf("gateway: %s listener %s needs SASL users or passthrough", spec.Protocol, spec.Addr)
 		}
 	}
 	for _, spec := range specs {
@@ -301,5 +316,11 @@ func (gw *Gateway) close(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	gw.cancel()
-	return gw.stopListeners()
+	err := gw.stopListeners()
+	gw.tenantsMu.Lock()
+	for _, tn := range gw.tenants {
+		closeDIS(tn.dis)
+	}
+	gw.tenantsMu.Unlock()
+	return err
 }

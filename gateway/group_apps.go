@@ -24,19 +24,19 @@ func (gw *Gateway) rememberGroup(group string) {
 // groupIDForApp returns the group id an app stands for: the app name
 // itself, or for encoded names the id kept in checkpoint metadata. It
 // returns "" when an encoded app has no checkpoint to tell.
-func (gw *Gateway) groupIDForApp(ctx context.Context, app string) string {
+func (gw *Gateway) groupIDForApp(ctx context.Context, tn *tenant, app string) string {
 	if !isEncodedAppName(app) {
 		return app
 	}
 	if g, ok := gw.groupForApp.Load(app); ok {
 		return g.(string)
 	}
-	a, err := gw.dis.DescribeApp(ctx, app)
+	a, err := tn.dis.DescribeApp(ctx, app)
 	if err != nil {
 		return ""
 	}
 	for _, stream := range a.CommitCheckpointStreamNames {
-		st, err := gw.dis.ConsumerState(ctx, app, stream, 1000, "")
+		st, err := tn.dis.ConsumerState(ctx, app, stream, 1000, "")
 		if err != nil {
 			continue
 		}
@@ -44,7 +44,7 @@ func (gw *Gateway) groupIDForApp(ctx context.Context, app string) string {
 			if p.SequenceNumber == "" || p.SequenceNumber == "-1" {
 				continue
 			}
-			cp, err := gw.dis.GetCheckpoint(ctx, &disclient.GetCheckpointRequest{AppName: app, StreamName: stream,
+			cp, err := tn.dis.GetCheckpoint(ctx, &disclient.GetCheckpointRequest{AppName: app, StreamName: stream,
 				PartitionID: p.PartitionID, CheckpointType: disclient.CheckpointLastRead})
 			if err != nil {
 				continue
@@ -59,16 +59,16 @@ func (gw *Gateway) groupIDForApp(ctx context.Context, app string) string {
 }
 
 // storedGroups lists the group ids of every DIS app, sorted.
-func (gw *Gateway) storedGroups(ctx context.Context) ([]string, error) {
+func (gw *Gateway) storedGroups(ctx context.Context, tn *tenant) ([]string, error) {
 	var groups []string
 	start := ""
 	for {
-		resp, err := gw.dis.ListApps(ctx, 100, start, "")
+		resp, err := tn.dis.ListApps(ctx, 100, start, "")
 		if err != nil {
 			return nil, err
 		}
 		for _, a := range resp.Apps {
-			if g := gw.groupIDForApp(ctx, a.AppName); g != "" {
+			if g := gw.groupIDForApp(ctx, tn, a.AppName); g != "" {
 				groups = append(groups, g)
 			}
 		}
@@ -82,8 +82,8 @@ func (gw *Gateway) storedGroups(ctx context.Context) ([]string, error) {
 }
 
 // groupStored reports whether the group has a DIS app.
-func (gw *Gateway) groupStored(ctx context.Context, group string) (bool, error) {
-	_, err := gw.dis.DescribeApp(ctx, appNameFor(group))
+func (gw *Gateway) groupStored(ctx context.Context, tn *tenant, group string) (bool, error) {
+	_, err := tn.dis.DescribeApp(ctx, appNameFor(group))
 	if disclient.IsCode(err, disclient.CodeAppNotFound) {
 		return false, nil
 	}

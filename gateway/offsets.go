@@ -21,21 +21,21 @@ import (
 const offsetsTimeout = 30 * time.Second
 
 // ensureApp creates the group's app on first use.
-func (gw *Gateway) ensureApp(ctx context.Context, app string) error {
-	if _, ok := gw.knownApps.Load(app); ok {
+func (gw *Gateway) ensureApp(ctx context.Context, tn *tenant, app string) error {
+	if _, ok := tn.knownApps.Load(app); ok {
 		return nil
 	}
-	err := gw.dis.CreateApp(ctx, app)
+	err := tn.dis.CreateApp(ctx, app)
 	if err != nil && !disclient.IsCode(err, disclient.CodeAppExists) {
 		return err
 	}
-	gw.knownApps.Store(app, true)
+	tn.knownApps.Store(app, true)
 	return nil
 }
 
 // commitOffset writes one committed offset; 0 or a Kafka error code.
-func (gw *Gateway) commitOffset(ctx context.Context, group, topic string, partition int32, offset int64, meta *string) int16 {
-	t, err := gw.catalog.get(ctx, topic)
+func (gw *Gateway) commitOffset(ctx context.Context, tn *tenant, group, topic string, partition int32, offset int64, meta *string) int16 {
+	t, err := tn.catalog.get(ctx, topic)
 	switch {
 	case errors.Is(err, errUnknownTopic):
 		return kerr.UnknownTopicOrPartition.Code
@@ -50,7 +50,7 @@ func (gw *Gateway) commitOffset(ctx context.Context, group, topic string, partit
 	}
 	app := appNameFor(group)
 	gw.rememberGroup(group)
-	if err := gw.ensureApp(ctx, app); err != nil {
+	if err := gw.ensureApp(ctx, tn, app); err != nil {
 		gw.log.Warn().Err(err).Str("group", group).Msg("creating the group's DIS app failed")
 		return kafkaCodeForDIS(err)
 	}
@@ -62,12 +62,12 @@ func (gw *Gateway) commitOffset(ctx context.Context, group, topic string, partit
 		SequenceNumber: strconv.FormatInt(offset, 10),
 		Metadata:       stored,
 	}
-	err = gw.dis.CommitCheckpoint(ctx, req)
+	err = tn.dis.CommitCheckpoint(ctx, req)
 	if disclient.IsCode(err, disclient.CodeAppNotFound) {
 		// Deleted behind our back: create it again once.
-		gw.knownApps.Delete(app)
-		if err = gw.ensureApp(ctx, app); err == nil {
-			err = gw.dis.CommitCheckpoint(ctx, req)
+		tn.knownApps.Delete(app)
+		if err = gw.ensureApp(ctx, tn, app); err == nil {
+			err = tn.dis.CommitCheckpoint(ctx, req)
 		}
 	}
 	if err != nil {
@@ -79,9 +79,9 @@ func (gw *Gateway) commitOffset(ctx context.Context, group, topic string, partit
 
 // committedOffset reads one committed offset: -1 and no error when there is
 // none (no app, no checkpoint, no such topic), as Kafka answers.
-func (gw *Gateway) committedOffset(ctx context.Context, group, topic string, partition int32) (int64, *string, int16) {
+func (gw *Gateway) committedOffset(ctx context.Context, tn *tenant, group, topic string, partition int32) (int64, *string, int16) {
 	app := appNameFor(group)
-	cp, err := gw.dis.GetCheckpoint(ctx, &disclient.GetCheckpointRequest{
+	cp, err := tn.dis.GetCheckpoint(ctx, &disclient.GetCheckpointRequest{
 		AppName:        app,
 		StreamName:     topic,
 		PartitionID:    disclient.PartitionID(partition),
@@ -105,8 +105,8 @@ func (gw *Gateway) committedOffset(ctx context.Context, group, topic string, par
 }
 
 // committedTopics lists the streams the group has checkpoints on.
-func (gw *Gateway) committedTopics(ctx context.Context, group string) ([]string, error) {
-	app, err := gw.dis.DescribeApp(ctx, appNameFor(group))
+func (gw *Gateway) committedTopics(ctx context.Context, tn *tenant, group string) ([]string, error) {
+	app, err := tn.dis.DescribeApp(ctx, appNameFor(group))
 	if disclient.IsCode(err, disclient.CodeAppNotFound) {
 		return nil, nil
 	}

@@ -302,7 +302,7 @@ func (pr *partitionReader) load(format RecordFormat, next int64, maxBytes int) {
 func (pr *partitionReader) readDIS(ctx context.Context, format RecordFormat, offset int64, maxBytes int) ([]protocol.Record, error) {
 	for attempt := 0; ; attempt++ {
 		if pr.cursor == "" || pr.cursorOffset != offset || time.Since(pr.cursorAt) > cursorRefreshAge {
-			c, err := pr.gw.dis.GetCursor(ctx, &disclient.GetCursorRequest{
+			c, err := pr.key.tenant.dis.GetCursor(ctx, &disclient.GetCursorRequest{
 				StreamName:             pr.key.topic,
 				PartitionID:            pr.pid,
 				CursorType:             disclient.CursorAtSequenceNumber,
@@ -317,7 +317,7 @@ func (pr *partitionReader) readDIS(ctx context.Context, format RecordFormat, off
 			}
 			pr.cursor, pr.cursorOffset, pr.cursorAt = c.PartitionCursor, offset, time.Now()
 		}
-		resp, err := pr.gw.dis.GetRecords(ctx, pr.cursor, max(maxBytes, 1<<20))
+		resp, err := pr.key.tenant.dis.GetRecords(ctx, pr.cursor, max(maxBytes, 1<<20))
 		if err != nil {
 			pr.cursor = ""
 			switch {

@@ -20,7 +20,7 @@ func testReader(t *testing.T, cacheBytes int) *partitionReader {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return gw.readerFor(partitionKey{topic: "t", partition: 0})
+	return gw.readerFor(partitionKey{tenant: gw.tenant, topic: "t", partition: 0})
 }
 
 func cacheRange(pr *partitionReader) [2]int64 {

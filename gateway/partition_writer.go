@@ -12,10 +12,13 @@ import (
 	"github.com/disgw/disgw/protocol"
 )
 
-// partitionKey names one partition of one stream. The stream id is part of
-// it so that a topic deleted and created again never meets the writers,
-// producer state and cached records of its predecessor.
+// partitionKey names one partition of one stream as one tenant sees it. The
+// stream id is part of it so that a topic deleted and created again never
+// meets the writers, producer state and cached records of its predecessor;
+// the tenant, so that records are written with the client's own credentials
+// and cached records never reach a client whose keys may not read them.
 type partitionKey struct {
+	tenant    *tenant
 	topic     string
 	stream    string
 	partition int32
@@ -293,7 +296,7 @@ func (w *partitionWriter) put(entries []disclient.PutRecordsEntry) ([]disclient.
 			end++
 		}
 		began := time.Now()
-		resp, err := w.gw.dis.PutRecords(ctx, &disclient.PutRecordsRequest{StreamName: w.stream, Records: entries[start:end]})
+		resp, err := w.key.tenant.dis.PutRecords(ctx, &disclient.PutRecordsRequest{StreamName: w.stream, Records: entries[start:end]})
 		w.gw.metrics.putRecordsCall.Observe(time.Since(began).Seconds())
 		if err != nil {
 			w.gw.metrics.disErrors.WithLabelValues(disclient.ErrorCode(err)).Inc()

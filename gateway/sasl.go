@@ -22,7 +22,14 @@ const (
 )
 
 // saslMechanisms is the list SaslHandshake offers, in preference order.
-var saslMechanisms = []string{mechSCRAMSHA512, mechSCRAMSHA256, mechPlain}
+// Passthrough offers PLAIN alone: SCRAM needs stored credentials, and DIS
+// secret keys are not stored.
+func (gw *Gateway) saslMechanisms() []string {
+	if gw.cfg.SASLPassthrough {
+		return []string{mechPlain}
+	}
+	return []string{mechSCRAMSHA512, mechSCRAMSHA256, mechPlain}
+}
 
 // scramIterations is the PBKDF2 work factor of stored SCRAM credentials
 // (Kafka's minimum is 4096).
@@ -111,15 +118,24 @@ func LoadSASLUsers(path string) (*SASLUsers, error) {
 // log says more, without secrets.
 var errAuthFailed = errors.New("authentication failed: invalid credentials or mechanism")
 
-// checkPlain verifies a SASL/PLAIN message: authzid NUL authcid NUL passwd.
-func (u *SASLUsers) checkPlain(msg []byte) (string, error) {
+// parsePlain splits a SASL/PLAIN message: authzid NUL authcid NUL passwd.
+func parsePlain(msg []byte) (name string, password []byte, err error) {
 	parts := bytes.Split(msg, []byte{0})
 	if len(parts) != 3 {
-		return "", errors.New("malformed PLAIN message")
+		return "", nil, errors.New("malformed PLAIN message")
 	}
 	authz, name, password := string(parts[0]), string(parts[1]), parts[2]
 	if authz != "" && authz != name {
-		return name, errors.New("PLAIN authorization id differs from the user")
+		return name, nil, errors.New("PLAIN authorization id differs from the user")
+	}
+	return name, password, nil
+}
+
+// checkPlain verifies a SASL/PLAIN message against the stored users.
+func (u *SASLUsers) checkPlain(msg []byte) (string, error) {
+	name, password, err := parsePlain(msg)
+	if err != nil {
+		return name, err
 	}
 	user, ok := u.users[name]
 	if !ok {
@@ -165,6 +181,10 @@ func (s *session) saslStep(token []byte) ([]byte, bool, error) {
 	users := s.gw.cfg.SASL
 	switch s.auth.mech {
 	case mechPlain:
+		if s.gw.cfg.SASLPassthrough {
+			ok, err := s.plainPassthrough(token)
+			return nil, ok, err
+		}
 		name, err := users.checkPlain(token)
 		if err != nil {
 			s.log.Warn().Str("user", name).Str("mechanism", mechPlain).Str("reason", err.Error()).Msg("SASL authentication failed")
@@ -195,6 +215,32 @@ func (s *session) saslStep(token []byte) ([]byte, bool, error) {
 		return []byte(out), false, nil
 	}
 	return nil, false, errors.New("no SASL mechanism chosen: SaslHandshake comes first")
+}
+
+// plainPassthrough authenticates a PLAIN message whose user name and
+// password are a DIS access key and secret key: DIS must accept one call
+// signed with them, and the connection's DIS calls use them from then on.
+// Only the access key is ever logged.
+func (s *session) plainPassthrough(token []byte) (bool, error) {
+	ak, sk, err := parsePlain(token)
+	if err == nil && (ak == "" || len(sk) == 0) {
+		err = errors.New("empty access key or secret key")
+	}
+	var tn *tenant
+	if err == nil {
+		tn, err = s.gw.passthroughTenant(s.ctx, ak, string(sk))
+	}
+	if err != nil {
+		ev := s.log.Warn()
+		if !errors.Is(err, errDISAuth) {
+			ev = s.log.Error()
+		}
+		ev.Str("user", ak).Str("mechanism", mechPlain).Str("reason", err.Error()).Msg("SASL passthrough authentication failed")
+		return false, errAuthFailed
+	}
+	s.tenant = tn
+	s.auth.principal = ak
+	return true, nil
 }
 
 // allowedBeforeAuth lists what a client may send on a SASL listener before

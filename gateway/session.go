@@ -38,6 +38,9 @@ type session struct {
 	sink   responseSink
 	remote string
 	log    zerolog.Logger
+	// tenant is whose DIS credentials this connection uses: the gateway's
+	// own until a passthrough authentication replaces them.
+	tenant *tenant
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -92,6 +95,7 @@ func newSession(gw *Gateway, lis *listener, sink responseSink, remote string) *s
 		sink:   sink,
 		remote: remote,
 		log:    gw.log.With().Str("remote", remote).Logger(),
+		tenant: gw.tenant,
 		ctx:    ctx,
 		cancel: cancel,
 		queue:  make(chan *request, sessionQueueLen),

@@ -341,7 +341,7 @@ func (a *topicAlter) revert(c *topicConfig) *configError {
 // alterResource runs one resource of an AlterConfigs or
 // IncrementalAlterConfigs request: fill states the changes on a topicAlter,
 // then the new stream shape is written to DIS unless validateOnly.
-func (gw *Gateway) alterResource(ctx context.Context, rt kmsg.ConfigResourceType, name string, validateOnly bool, fill func(a *topicAlter) *configError) *configError {
+func (gw *Gateway) alterResource(ctx context.Context, tn *tenant, rt kmsg.ConfigResourceType, name string, validateOnly bool, fill func(a *topicAlter) *configError) *configError {
 	switch rt {
 	case kmsg.ConfigResourceTypeTopic:
 	case kmsg.ConfigResourceTypeBroker:
@@ -352,7 +352,7 @@ func (gw *Gateway) alterResource(ctx context.Context, rt kmsg.ConfigResourceType
 	if why := validTopicName(name); why != "" {
 		return &configError{code: kerr.InvalidTopicException.Code, msg: why}
 	}
-	t, err := gw.catalog.refresh(ctx, name)
+	t, err := tn.catalog.refresh(ctx, name)
 	if err != nil {
 		return topicLookupError(name, err)
 	}
@@ -364,8 +364,8 @@ func (gw *Gateway) alterResource(ctx context.Context, rt kmsg.ConfigResourceType
 		return nil
 	}
 	hours := a.next.retentionHours
-	err = gw.dis.UpdateStream(ctx, &disclient.UpdateStreamRequest{StreamName: name, DataDuration: &hours})
-	gw.catalog.invalidate(name)
+	err = tn.dis.UpdateStream(ctx, &disclient.UpdateStreamRequest{StreamName: name, DataDuration: &hours})
+	tn.catalog.invalidate(name)
 	if err != nil {
 		gw.log.Warn().Err(err).Str("topic", name).Msg("UpdateStream failed")
 		return &configError{code: kafkaCodeForDIS(err), msg: err.Error()}

@@ -35,6 +35,17 @@ type Options struct {
 	// Encoding is how the client sends PutRecords and GetRecords bodies to
 	// the embedded DIS server (default JSON).
 	Encoding disclient.BodyEncoding
+	// Credentials makes the embedded DIS server require signatures made
+	// with one of these keys (access key → credential).
+	Credentials map[string]dislocal.Credential
+	// Signer signs the gateway's own DIS calls; nil sends them unsigned.
+	Signer disclient.Signer
+	// TenantDIS, for a gateway in SASL passthrough mode without its own
+	// NewTenantDIS, builds a client's DIS client from the configuration the
+	// harness made for it (embedded endpoint, ProjectID, the client's
+	// AK/SK), so tests can change the project or watch the calls; nil
+	// uses disclient.New.
+	TenantDIS func(accessKey string, cfg disclient.Config) (disclient.API, error)
 }
 
 // Cluster is one gateway in front of one embedded DIS server.
@@ -54,7 +65,7 @@ type Cluster struct {
 // Start opens the embedded DIS server in o.Dir and a gateway in front of it,
 // both on free loopback ports.
 func Start(o Options) (*Cluster, error) {
-	dis, err := dislocal.Open(dislocal.Config{Dir: o.Dir, Sync: o.Sync, Logger: o.Logger})
+	dis, err := dislocal.Open(dislocal.Config{Dir: o.Dir, Sync: o.Sync, Logger: o.Logger, Credentials: o.Credentials})
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +78,7 @@ func Start(o Options) (*Cluster, error) {
 	c.http = &http.Server{Handler: dis, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = c.http.Serve(ln) }()
 
-	c.Client, err = disclient.New(disclient.Config{Endpoint: c.DISURL, ProjectID: ProjectID, Encoding: o.Encoding, Logger: o.Logger})
+	c.Client, err = disclient.New(disclient.Config{Endpoint: c.DISURL, ProjectID: ProjectID, Signer: o.Signer, Encoding: o.Encoding, Logger: o.Logger})
 	if err != nil {
 		c.closeDIS()
 		return nil, err
@@ -84,6 +95,16 @@ func Start(o Options) (*Cluster, error) {
 	}
 	if o.Gateway != nil {
 		o.Gateway(&cfg)
+	}
+	if cfg.SASLPassthrough && cfg.NewTenantDIS == nil {
+		cfg.NewTenantDIS = func(accessKey, secretKey string) (disclient.API, error) {
+			dc := disclient.Config{Endpoint: c.DISURL, ProjectID: ProjectID, Encoding: o.Encoding, Logger: o.Logger,
+				Signer: disclient.AKSKSigner{AccessKey: accessKey, SecretKey: secretKey}}
+			if o.TenantDIS != nil {
+				return o.TenantDIS(accessKey, dc)
+			}
+			return disclient.New(dc)
+		}
 	}
 	c.Gateway, err = gateway.New(cfg, c.Client)
 	if err == nil {

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -35,7 +36,7 @@ import (
 type options struct {
 	listeners, advertisedListeners  string
 	tlsCertFile, tlsKeyFile         string
-	saslUsersFile                   string
+	saslUsersFile, saslMode         string
 	listen, advertised, adminListen string
 	dataDir, fsync, embeddedListen  string
 	disEndpoint, disRegion          string
@@ -67,6 +68,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "PEM certificate (chain) of the SSL and SASL_SSL listeners")
 	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "PEM private key of the SSL and SASL_SSL listeners")
 	fs.StringVar(&o.saslUsersFile, "sasl-users-file", "", "SASL users (name:password per line) for the SASL listeners (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
+	fs.StringVar(&o.saslMode, "sasl-mode", "users", "how SASL listeners authenticate: users (--sasl-users-file, the gateway's own DIS credentials) or passthrough (PLAIN user name and password are the client's DIS AK/SK)")
 	fs.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:9094", "admin HTTP address serving /healthz, /readyz and /metrics (empty disables)")
 	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "embedded DIS data directory")
 	fs.StringVar(&o.fsync, "fsync", "always", "embedded DIS durability: always (fsync before acknowledging) or none")
@@ -188,7 +190,8 @@ func run(args []string) error {
 		log.Warn().Str("endpoint", endpoint).Msg("no DIS credentials: requests are sent unsigned")
 	}
 
-	dis, err := disclient.New(disclient.Config{Endpoint: endpoint, ProjectID: projectID, Signer: signer, Encoding: encoding, Logger: log.With().Str("component", "disclient").Logger()})
+	disCfg := disclient.Config{Endpoint: endpoint, ProjectID: projectID, Signer: signer, Encoding: encoding, Logger: log.With().Str("component", "disclient").Logger()}
+	dis, err := disclient.New(disCfg)
 	if err != nil {
 		return err
 	}
@@ -227,10 +230,8 @@ func run(args []string) error {
 	if cfg.Listeners, err = parseListeners(o.listeners, o.advertisedListeners, tlsCfg); err != nil {
 		return err
 	}
-	if o.saslUsersFile != "" {
-		if cfg.SASL, err = gateway.LoadSASLUsers(o.saslUsersFile); err != nil {
-			return err
-		}
+	if err := applySASLMode(o, &cfg, disCfg); err != nil {
+		return err
 	}
 	gw, err := gateway.New(cfg, dis)
 	if err != nil {
@@ -286,6 +287,39 @@ func checkCredentials(o *options) error {
 		return errors.New("use either --dis-ak/--dis-sk or --dis-auth-token, not both")
 	}
 	return nil
+}
+
+// applySASLMode sets how the SASL listeners authenticate. In passthrough
+// mode each client's DIS client is the gateway's own configuration signed
+// with the client's AK/SK; a users file would be ignored there, so it is
+// refused, as is passthrough without a SASL listener to use it.
+func applySASLMode(o *options, cfg *gateway.Config, disCfg disclient.Config) error {
+	switch o.saslMode {
+	case "users":
+		if o.saslUsersFile == "" {
+			return nil
+		}
+		var err error
+		cfg.SASL, err = gateway.LoadSASLUsers(o.saslUsersFile)
+		return err
+	case "passthrough":
+		if o.saslUsersFile != "" {
+			return errors.New("--sasl-mode passthrough takes no --sasl-users-file: DIS decides who may connect")
+		}
+		if !slices.ContainsFunc(cfg.Listeners, func(l gateway.Listener) bool {
+			return l.Protocol == gateway.SASLPlaintext || l.Protocol == gateway.SASLSSL
+		}) {
+			return errors.New("--sasl-mode passthrough needs a SASL_PLAINTEXT or SASL_SSL listener in --listeners")
+		}
+		cfg.SASLPassthrough = true
+		cfg.NewTenantDIS = func(accessKey, secretKey string) (disclient.API, error) {
+			c := disCfg
+			c.Signer = disclient.AKSKSigner{AccessKey: accessKey, SecretKey: secretKey}
+			return disclient.New(c)
+		}
+		return nil
+	}
+	return fmt.Errorf("--sasl-mode must be users or passthrough, not %q", o.saslMode)
 }
 
 // newSigner picks how the gateway authenticates to DIS: the embedded

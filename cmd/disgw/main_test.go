@@ -3,6 +3,8 @@ package main
 import (
 	"crypto/tls"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -108,5 +110,45 @@ func TestParseListeners(t *testing.T) {
 		if _, err := parseListeners(bad, "", nil); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// TestSASLMode checks --sasl-mode: passthrough refuses a users file and
+// needs a SASL listener, and gives a factory signing with the client's keys.
+func TestSASLMode(t *testing.T) {
+	sasl := []gateway.Listener{{Addr: "127.0.0.1:0", Protocol: gateway.SASLPlaintext}}
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users")
+	if err := os.WriteFile(users, []byte("alice:pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := disclient.Config{Endpoint: "http://127.0.0.1:1", ProjectID: "p"}
+	for _, tc := range []struct {
+		name      string
+		o         options
+		listeners []gateway.Listener
+		ok        bool
+	}{
+		{name: "users", o: options{saslMode: "users", saslUsersFile: users}, listeners: sasl, ok: true},
+		{name: "passthrough", o: options{saslMode: "passthrough"}, listeners: sasl, ok: true},
+		{name: "passthrough with users file", o: options{saslMode: "passthrough", saslUsersFile: users}, listeners: sasl},
+		{name: "passthrough without SASL listener", o: options{saslMode: "passthrough"}},
+		{name: "unknown mode", o: options{saslMode: "ldap"}, listeners: sasl},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := gateway.Config{Listeners: tc.listeners}
+			err := applySASLMode(&tc.o, &cfg, base)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want ok %v", err, tc.ok)
+			}
+			if tc.ok && (cfg.SASLPassthrough != (tc.o.saslMode == "passthrough") || (cfg.NewTenantDIS != nil) != cfg.SASLPassthrough || (cfg.SASL != nil) == cfg.SASLPassthrough) {
+				t.Fatalf("config: passthrough %v, factory %v, users %v", cfg.SASLPassthrough, cfg.NewTenantDIS != nil, cfg.SASL != nil)
+			}
+			if cfg.NewTenantDIS != nil {
+				if _, err := cfg.NewTenantDIS("ak", "sk"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }
