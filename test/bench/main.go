@@ -5,7 +5,7 @@
 // disclient with a comparable concurrency. It prints one greppable line per
 // figure; docs/benchmarks.md explains them and records measured numbers.
 //
-//	go run ./test/bench [-records N] [-size BYTES] [-partitions P] [-sync always|none] [-dis-encoding json|protobuf]
+//	go run ./test/bench [-records N] [-size BYTES] [-partitions P] [-sync always|none] [-dis-encoding json|protobuf|both]
 package main
 
 import (
@@ -51,22 +51,31 @@ func main() {
 	flag.IntVar(&s.unloaded, "unloaded", 2000, "records produced one at a time for the unloaded latency")
 	flag.IntVar(&s.directBatch, "direct-batch", 500, "records per PutRecords call in the direct produce phase")
 	flag.StringVar(&syncMode, "sync", string(dislocal.SyncAlways), "embedded DIS durability: always or none")
-	flag.StringVar(&encoding, "dis-encoding", string(disclient.EncodingJSON), "PutRecords/GetRecords bodies between disclient and the embedded DIS: json or protobuf")
+	flag.StringVar(&encoding, "dis-encoding", "both", "PutRecords/GetRecords bodies between disclient and the embedded DIS: json, protobuf, or both (one full run each)")
 	flag.StringVar(&s.dir, "dir", "", "embedded DIS data directory (default a temporary directory, removed after)")
 	flag.StringVar(&s.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (gateway, DIS and clients) to this file")
 	flag.DurationVar(&s.timeout, "timeout", 10*time.Minute, "give up after this long")
 	flag.Parse()
 	s.sync = dislocal.SyncMode(syncMode)
-	s.encoding = disclient.BodyEncoding(encoding)
-
-	if err := s.validate(); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		flag.Usage()
-		os.Exit(2)
+	encodings := []disclient.BodyEncoding{disclient.BodyEncoding(encoding)}
+	if encoding == "both" {
+		encodings = []disclient.BodyEncoding{disclient.EncodingJSON, disclient.EncodingProtobuf}
 	}
-	if err := run(s); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+	for _, e := range encodings {
+		s.encoding = e
+		if err := s.validate(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			flag.Usage()
+			os.Exit(2)
+		}
+		if len(encodings) > 1 && s.cpuProfile != "" {
+			fmt.Fprintln(os.Stderr, "bench: -cpuprofile needs one -dis-encoding")
+			os.Exit(2)
+		}
+		if err := run(s); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
 	}
 }
 
