@@ -42,6 +42,9 @@ func handleCreateTopics(gw *Gateway, r *request, req *kmsg.CreateTopicsRequest) 
 func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {
 	rt := kmsg.NewCreateTopicsResponseTopic()
 	rt.Topic = t.Topic
+	// v5+ carries the new topic's configs; the Java AdminClient reads the
+	// list even when it is empty, so it is never null.
+	rt.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
 	fail := func(code int16, msg string) kmsg.CreateTopicsResponseTopic {
 		rt.ErrorCode = code
 		rt.ErrorMessage = kmsg.StringPtr(msg)
@@ -84,6 +87,10 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 	}
 	rt.NumPartitions = partitions
 	rt.ReplicationFactor = 1
+	if spec.streamType == "" {
+		spec.streamType = disclient.StreamTypeCommon
+	}
+	rt.Configs = createdConfigs(&gw.cfg, &topicMeta{retentionHours: spec.retentionHours, format: spec.format, streamType: spec.streamType})
 	if validateOnly {
 		return rt
 	}
@@ -97,8 +104,20 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 	gw.log.Info().Str("topic", t.Topic).Int32("partitions", partitions).Str("format", string(spec.format)).Msg("created topic")
 	if tm, err := tn.catalog.refresh(ctx, t.Topic); err == nil {
 		rt.TopicID = tm.id
+		rt.Configs = createdConfigs(&gw.cfg, tm)
 	}
 	return rt
+}
+
+// createdConfigs lists a new topic's configs as CreateTopics v5+ returns them.
+func createdConfigs(cfg *Config, t *topicMeta) []kmsg.CreateTopicsResponseTopicConfig {
+	var out []kmsg.CreateTopicsResponseTopicConfig
+	for _, e := range topicConfigEntries(cfg, t) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.ReadOnly, c.Source = e.name, kmsg.StringPtr(e.value), e.readOnly, int8(e.source)
+		out = append(out, c)
+	}
+	return out
 }
 
 // streamSpec is what a new topic's configs ask of its stream.

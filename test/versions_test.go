@@ -316,6 +316,9 @@ func responseError(resp kmsg.Response) error {
 	case *kmsg.ApiVersionsResponse:
 		return check(r.ErrorCode)
 	case *kmsg.CreateTopicsResponse:
+		if r.Version >= 5 && len(r.Topics[0].Configs) == 0 {
+			return fmt.Errorf("no configs for the new topic")
+		}
 		return check(r.Topics[0].ErrorCode)
 	case *kmsg.OffsetCommitResponse:
 		return check(r.Topics[0].Partitions[0].ErrorCode)
