@@ -257,31 +257,42 @@ func TestSSLListener(t *testing.T) {
 	}
 }
 
-// TestSaramaSASL: sarama with PLAIN over SASL_SSL, good and bad passwords.
+// TestSaramaSASL: sarama with PLAIN over SASL_PLAINTEXT with the v0
+// handshake (bare SASL tokens, as Kafka clients before 1.0 send them) and
+// over SASL_SSL with v1, good and bad passwords.
 func TestSaramaSASL(t *testing.T) {
 	c, ca, _ := startSecureCluster(t)
-	addr := c.Gateway.ListenerAddr(gateway.SASLSSL).String()
-	conf := func(pass string) *sarama.Config {
-		cfg := saramaConfig()
-		cfg.Net.TLS.Enable = true
-		cfg.Net.TLS.Config = &tls.Config{RootCAs: ca.pool, ServerName: "127.0.0.1"}
-		cfg.Net.SASL.Enable = true
-		cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
-		cfg.Net.SASL.User, cfg.Net.SASL.Password = "bob", pass
-		cfg.Net.SASL.Handshake = true
-		cfg.Metadata.Retry.Max = 0
-		return cfg
-	}
-	producer, err := sarama.NewSyncProducer([]string{addr}, conf(secureUsers["bob"]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer producer.Close()
-	if _, _, err := producer.SendMessage(&sarama.ProducerMessage{Topic: "secure", Partition: 0, Value: sarama.StringEncoder("sarama over sasl_ssl")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sarama.NewSyncProducer([]string{addr}, conf("nope")); err == nil {
-		t.Fatal("sarama connected with a wrong password")
+	for _, proto := range []gateway.SecurityProtocol{gateway.SASLPlaintext, gateway.SASLSSL} {
+		addr := c.Gateway.ListenerAddr(proto).String()
+		conf := func(pass string) *sarama.Config {
+			cfg := saramaConfig()
+			if proto == gateway.SASLSSL {
+				cfg.Net.TLS.Enable = true
+				cfg.Net.TLS.Config = &tls.Config{RootCAs: ca.pool, ServerName: "127.0.0.1"}
+			}
+			cfg.Net.SASL.Enable = true
+			cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+			cfg.Net.SASL.User, cfg.Net.SASL.Password = "bob", pass
+			cfg.Net.SASL.Handshake = true
+			if proto == gateway.SASLPlaintext {
+				cfg.Net.SASL.Version = sarama.SASLHandshakeV0
+				cfg.ApiVersionsRequest = false
+			}
+			cfg.Metadata.Retry.Max = 0
+			return cfg
+		}
+		producer, err := sarama.NewSyncProducer([]string{addr}, conf(secureUsers["bob"]))
+		if err != nil {
+			t.Fatalf("%s: %v", proto, err)
+		}
+		if _, _, err := producer.SendMessage(&sarama.ProducerMessage{Topic: "secure", Partition: 0, Value: sarama.StringEncoder("sarama over " + string(proto))}); err != nil {
+			t.Fatalf("%s: %v", proto, err)
+		}
+		_ = producer.Close()
+		if p, err := sarama.NewSyncProducer([]string{addr}, conf("nope")); err == nil {
+			_ = p.Close()
+			t.Fatalf("%s: sarama connected with a wrong password", proto)
+		}
 	}
 }
 
