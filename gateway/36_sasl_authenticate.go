@@ -47,8 +47,8 @@ func (s *session) authenticated() {
 	s.auth.authenticated = true
 	s.auth.scram = nil
 	s.rawSASL.Store(false)
-	s.log = s.log.With().Str("principal", s.auth.principal).Logger()
-	s.log.Info().Str("mechanism", s.auth.mech).Msg("SASL authentication succeeded")
+	s.authed.Store(true)
+	s.log.Info().Str("principal", s.auth.principal).Str("mechanism", s.auth.mech).Msg("SASL authentication succeeded")
 }
 
 // serveRawSASL handles a bare SASL token after a v0 handshake; the answer

@@ -231,9 +231,6 @@ func (gw *Gateway) Start() error {
 		} else {
 			err = gw.startGnet(l)
 		}
-		if err == nil {
-			err = l.advertise()
-		}
 		if err != nil {
 			_ = gw.stopListeners()
 			return err
@@ -256,9 +253,6 @@ func (gw *Gateway) startGnet(l *listener) error {
 			return fmt.Errorf("gateway: listen %s: %w", l.Addr, err)
 		}
 	case <-time.After(10 * time.Second):
-		return errNotBooted
-	}
-	if l.bound = t.localAddr(); l.bound == nil {
 		return errNotBooted
 	}
 	l.stop = func() error {

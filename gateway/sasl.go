@@ -250,9 +250,11 @@ func allowedBeforeAuth(key int16) bool {
 }
 
 // saslEnabled reports whether any listener uses SASL: only then are the SASL
-// APIs advertised.
+// APIs advertised. It reads the configuration, which never changes, so
+// connections of a listener that is already serving may ask while Start is
+// still binding the others.
 func (gw *Gateway) saslEnabled() bool {
-	for _, l := range gw.listeners {
+	for _, l := range gw.cfg.Listeners {
 		if l.Protocol.usesSASL() {
 			return true
 		}

@@ -63,6 +63,22 @@ type session struct {
 	// next frames are bare SASL tokens, not requests.
 	auth    saslState
 	rawSASL atomic.Bool
+	// authed mirrors auth.authenticated for the transport's goroutine,
+	// which limits frame sizes until a SASL client has authenticated.
+	authed atomic.Bool
+}
+
+// saslMaxReceiveSize bounds requests on a SASL listener before
+// authentication, as Kafka's sasl.server.max.receive.size does: a client
+// that has not proven who it is cannot make the gateway decode 100 MiB.
+const saslMaxReceiveSize = 512 << 10
+
+// frameLimit is the largest frame the session takes now.
+func (s *session) frameLimit() int32 {
+	if s.lis != nil && s.lis.Protocol.usesSASL() && !s.authed.Load() {
+		return min(s.gw.cfg.MaxFrameBytes, saslMaxReceiveSize)
+	}
+	return s.gw.cfg.MaxFrameBytes
 }
 
 // finished is a response waiting for its turn; a nil frame sends nothing.

@@ -70,6 +70,17 @@ func (t *gnetTransport) OnBoot(eng gnet.Engine) gnet.Action {
 		_ = unix.Close(fd)
 	}
 	t.mu.Unlock()
+	// OnBoot runs before gnet starts its event loops, so every connection
+	// sees the advertised address already resolved.
+	if t.boundTo == nil {
+		t.booted <- errNotBooted
+		return gnet.Shutdown
+	}
+	t.lis.bound = t.boundTo
+	if err := t.lis.advertise(); err != nil {
+		t.booted <- err
+		return gnet.Shutdown
+	}
 	t.booted <- nil
 	return gnet.None
 }
@@ -82,12 +93,6 @@ func sockaddrToTCP(sa unix.Sockaddr) net.Addr {
 		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}
 	}
 	return nil
-}
-
-func (t *gnetTransport) localAddr() net.Addr {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.boundTo
 }
 
 func (t *gnetTransport) stop(ctx context.Context) error {
@@ -121,7 +126,7 @@ func (t *gnetTransport) OnTraffic(c gnet.Conn) gnet.Action {
 		// Look at the size prefix only: peeking a large, partly received
 		// frame on every read would copy it over and over.
 		head, _ := c.Peek(4)
-		n, err := protocol.FrameLen(head, t.gw.cfg.MaxFrameBytes)
+		n, err := protocol.FrameLen(head, s.frameLimit())
 		if err != nil {
 			t.gw.metrics.badRequests.Inc()
 			s.log.Warn().Err(err).Msg("closing connection: frame size refused")

@@ -25,6 +25,10 @@ func (gw *Gateway) startTLS(l *listener) error {
 		return fmt.Errorf("gateway: listen %s: %w", l.Addr, err)
 	}
 	l.bound = ln.Addr()
+	if err := l.advertise(); err != nil {
+		_ = ln.Close()
+		return err
+	}
 	var conns sync.WaitGroup
 	var mu sync.Mutex
 	open := map[net.Conn]bool{}
@@ -139,7 +143,7 @@ func (gw *Gateway) serveTLSConn(l *listener, c net.Conn) {
 			}
 			return
 		}
-		n, err := protocol.FrameLen(head[:], gw.cfg.MaxFrameBytes)
+		n, err := protocol.FrameLen(head[:], s.frameLimit())
 		if err != nil {
 			gw.metrics.badRequests.Inc()
 			s.log.Warn().Err(err).Msg("closing connection: frame size refused")

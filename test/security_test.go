@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/binary"
 	"encoding/pem"
 	"errors"
 	"math/big"
@@ -353,4 +354,13 @@ func TestSaramaSCRAM(t *testing.T) {
 			t.Fatalf("%s over %s: connected with a wrong password", tc.mech, tc.proto)
 		}
 	}
+}
+
+// Before authentication a SASL listener takes no request larger than
+// Kafka's sasl.server.max.receive.size (512 KiB); afterwards the usual limit.
+func TestSASLPreAuthFrameLimit(t *testing.T) {
+	c, _, _ := startSecureCluster(t)
+	rc := dialRaw(t, c.Gateway.ListenerAddr(gateway.SASLPlaintext).String())
+	rc.write(binary.BigEndian.AppendUint32(nil, 600<<10))
+	rc.expectClosed()
 }
