@@ -71,7 +71,9 @@ type Config struct {
 	// as far as one record goes); DIS allows 1 MiB.
 	MaxRecordBytes int
 
-	// PutRecordsMaxRecords and PutRecordsMaxBytes bound one PutRecords call.
+	// PutRecordsMaxRecords and PutRecordsMaxBytes (record data) bound one
+	// PutRecords call. The defaults, 500 records and 1 MiB, fit DIS's
+	// limits for COMMON streams; the embedded server takes much more.
 	PutRecordsMaxRecords int
 	PutRecordsMaxBytes   int
 	// ReadCacheBytes is the per-partition read-ahead cache.
@@ -122,7 +124,7 @@ func (c *Config) setDefaults() {
 		c.PutRecordsMaxRecords = 500
 	}
 	if c.PutRecordsMaxBytes <= 0 {
-		c.PutRecordsMaxBytes = 4 << 20
+		c.PutRecordsMaxBytes = 1 << 20
 	}
 	if c.ReadCacheBytes <= 0 {
 		c.ReadCacheBytes = 8 << 20
