@@ -48,6 +48,7 @@ func handleFetch(gw *Gateway, r *request, req *kmsg.FetchRequest) {
 		return
 	}
 	var parts []*fetchPart
+	metas := make([]*topicMeta, len(req.Topics)) // resolved once per topic
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := kmsg.NewFetchResponseTopic()
@@ -65,6 +66,7 @@ func handleFetch(gw *Gateway, r *request, req *kmsg.FetchRequest) {
 		if terr == nil {
 			t, terr = r.s.tenant.catalog.get(r.ctx, name)
 		}
+		metas[ti] = t
 		for pi := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rt.Partitions[pi].Partition
@@ -90,13 +92,8 @@ func handleFetch(gw *Gateway, r *request, req *kmsg.FetchRequest) {
 			if sp.ErrorCode != 0 {
 				continue
 			}
-			name := req.Topics[ti].Topic
-			if req.Version >= 13 {
-				name, _ = r.s.tenant.catalog.nameForID(r.ctx, req.Topics[ti].TopicID)
-			}
-			t, _ := r.s.tenant.catalog.get(r.ctx, name)
 			rp := &req.Topics[ti].Partitions[pi]
-			parts = append(parts, &fetchPart{topic: t, req: rp, resp: sp, offset: rp.FetchOffset})
+			parts = append(parts, &fetchPart{topic: metas[ti], req: rp, resp: sp, offset: rp.FetchOffset})
 		}
 	}
 	go gw.serveFetch(r, req, resp, parts)

@@ -62,7 +62,7 @@ func handleOffsetCommit(gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) 
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
+		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
 		defer cancel()
 		parallel(len(jobs), func(i int) {
 			j := jobs[i]

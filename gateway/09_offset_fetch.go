@@ -45,7 +45,7 @@ func handleOffsetFetch(gw *Gateway, r *request, req *kmsg.OffsetFetchRequest) {
 		groups = append(groups, g)
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
+		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
 		defer cancel()
 		for _, g := range groups {
 			resp.Groups = append(resp.Groups, gw.fetchGroupOffsets(ctx, tn, g))

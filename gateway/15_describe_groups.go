@@ -33,7 +33,7 @@ func handleDescribeGroups(gw *Gateway, r *request, req *kmsg.DescribeGroupsReque
 		}
 	})
 	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
+		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
 		defer cancel()
 		for i, g := range req.Groups {
 			if live[i] != nil {

@@ -24,7 +24,7 @@ func handleListGroups(gw *Gateway, r *request, req *kmsg.ListGroupsRequest) {
 	var live []kmsg.ListGroupsResponseGroup
 	gw.groups.with(func(c *groupcoord.Coordinator) { live = c.List() })
 	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
+		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
 		defer cancel()
 		seen := map[string]bool{}
 		all := live

@@ -37,7 +37,7 @@ func handleDeleteTopics(gw *Gateway, r *request, req *kmsg.DeleteTopicsRequest) 
 		}
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
+		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
 		defer cancel()
 		for _, tg := range targets {
 			rt := kmsg.NewDeleteTopicsResponseTopic()

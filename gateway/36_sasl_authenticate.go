@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"encoding/binary"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -66,4 +68,10 @@ func (s *session) serveRawSASL(r *request) {
 		s.authenticated()
 	}
 	r.finishFrame(binaryFrame(out))
+}
+
+// binaryFrame prefixes payload with its 4-byte size, as bare SASL tokens
+// travel after a v0 handshake.
+func binaryFrame(payload []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(payload))), payload...)
 }

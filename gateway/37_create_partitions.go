@@ -26,7 +26,7 @@ func handleCreatePartitions(gw *Gateway, r *request, req *kmsg.CreatePartitionsR
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
+		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
 		defer cancel()
 		for _, t := range req.Topics {
 			rt := kmsg.NewCreatePartitionsResponseTopic()

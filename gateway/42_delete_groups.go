@@ -28,7 +28,7 @@ func handleDeleteGroups(gw *Gateway, r *request, req *kmsg.DeleteGroupsRequest) 
 		}
 	})
 	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
+		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
 		defer cancel()
 		for i, g := range req.Groups {
 			d := kmsg.NewDeleteGroupsResponseGroup()

@@ -37,7 +37,7 @@ func handleOffsetDelete(gw *Gateway, r *request, req *kmsg.OffsetDeleteRequest) 
 		}
 	})
 	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, offsetsTimeout)
+		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
 		defer cancel()
 		stored, err := gw.groupStored(ctx, tn, req.Group)
 		switch {

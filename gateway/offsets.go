@@ -17,8 +17,9 @@ import (
 // to read, as Kafka's committed offset does and as Huawei's DIS Kafka
 // adapter stores it, so both kinds of consumer can share a group.
 
-// offsetsTimeout bounds the DIS calls of one OffsetCommit or OffsetFetch.
-const offsetsTimeout = 30 * time.Second
+// disCallsTimeout bounds the DIS calls one request makes for group, offset
+// and topic administration.
+const disCallsTimeout = 30 * time.Second
 
 // ensureApp creates the group's app on first use.
 func (gw *Gateway) ensureApp(ctx context.Context, tn *tenant, app string) error {

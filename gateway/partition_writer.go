@@ -63,10 +63,8 @@ const idempotentWindow = 5
 // next call (DESIGN.md §4). That keeps Kafka's per-partition order and turns
 // DIS round trips into batching rather than queueing.
 type partitionWriter struct {
-	gw     *Gateway
-	key    partitionKey
-	stream string
-	pid    string
+	gw  *Gateway
+	key partitionKey
 
 	mu        sync.Mutex
 	queue     []*appendOp
@@ -82,8 +80,6 @@ func (gw *Gateway) writerFor(k partitionKey) *partitionWriter {
 		w = &partitionWriter{
 			gw:        gw,
 			key:       k,
-			stream:    k.topic,
-			pid:       disclient.PartitionID(k.partition),
 			producers: make(map[int64]*producerState),
 		}
 		gw.writers[k] = w
@@ -134,7 +130,7 @@ func (w *partitionWriter) checkSequence(op *appendOp) (*appendOp, int16) {
 			}
 		}
 		if op.firstSeq != nextSequence(st.lastSeq) {
-			if len(st.recent) > 0 && seqBefore(op.firstSeq, st.recent[0].firstSeq) {
+			if len(st.recent) > 0 && op.firstSeq < st.recent[0].firstSeq {
 				return nil, kerr.DuplicateSequenceNumber.Code
 			}
 			return nil, kerr.OutOfOrderSequenceNumber.Code
@@ -155,9 +151,6 @@ func nextSequence(s int32) int32 {
 	}
 	return s + 1
 }
-
-// seqBefore reports whether a precedes b (no wrap-around within a window).
-func seqBefore(a, b int32) bool { return a < b }
 
 // forgetProducer drops a producer's state after a failed write, so that its
 // retry is accepted whatever the sequence bookkeeping of the failed call was.
@@ -296,7 +289,7 @@ func (w *partitionWriter) put(entries []disclient.PutRecordsEntry) ([]disclient.
 			end++
 		}
 		began := time.Now()
-		resp, err := w.key.tenant.dis.PutRecords(ctx, &disclient.PutRecordsRequest{StreamName: w.stream, Records: entries[start:end]})
+		resp, err := w.key.tenant.dis.PutRecords(ctx, &disclient.PutRecordsRequest{StreamName: w.key.topic, Records: entries[start:end]})
 		w.gw.metrics.putRecordsCall.Observe(time.Since(began).Seconds())
 		if err != nil {
 			w.gw.metrics.disErrors.WithLabelValues(disclient.ErrorCode(err)).Inc()

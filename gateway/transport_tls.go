@@ -3,7 +3,6 @@ package gateway
 import (
 	"bufio"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -166,9 +165,4 @@ func (gw *Gateway) serveTLSConn(l *listener, c net.Conn) {
 			return
 		}
 	}
-}
-
-// binaryFrame prefixes payload with its 4-byte size (raw SASL tokens).
-func binaryFrame(payload []byte) []byte {
-	return append(binary.BigEndian.AppendUint32(nil, uint32(len(payload))), payload...)
 }
