@@ -9,11 +9,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Kafka's broker defaults for the session timeouts a member may ask for.
+// Kafka's broker defaults for the session timeouts a member may ask for and
+// for offsets.retention.minutes; the other caps have no Kafka default (Kafka
+// leaves them unbounded) and are chosen here.
 const (
-	defaultMinSessionTimeout = 6 * time.Second
-	defaultMaxSessionTimeout = 30 * time.Minute
+	defaultMinSessionTimeout   = 6 * time.Second
+	defaultMaxSessionTimeout   = 30 * time.Minute
+	defaultMaxRebalanceTimeout = 30 * time.Minute
+	defaultOffsetsRetention    = 7 * 24 * time.Hour
+	defaultMaxGroupSize        = 1000
+	defaultMaxPendingMembers   = 100
+	defaultMaxGroups           = 10000
 )
+
+// emptyGroupLinger is how long an empty group with no offsets committed
+// through this coordinator stays in memory: Kafka removes such a group at its
+// next offsets cleanup, every offsets.retention.check.interval.ms (10
+// minutes by default).
+const emptyGroupLinger = 10 * time.Minute
 
 // Config tunes the coordinator; zero values get Kafka's defaults.
 type Config struct {
@@ -25,6 +38,35 @@ type Config struct {
 	// JoinGroup asking for more is refused, so a dead member cannot hold its
 	// partitions for longer.
 	MaxSessionTimeout time.Duration
+	// MaxRebalanceTimeout caps the rebalance timeout a member may ask for:
+	// how long a rebalance waits for it to rejoin, and a sync for it to
+	// sync. Kafka has no such cap and clients (Streams, Connect) ask for
+	// large values, so a larger request is clamped, not refused. Default
+	// 30m.
+	MaxRebalanceTimeout time.Duration
+	// MaxGroupSize is group.max.size: a new member joining a group that
+	// already has this many members gets GROUP_MAX_SIZE_REACHED, as in
+	// Kafka. Kafka's default is unbounded; here 1000.
+	MaxGroupSize int
+	// MaxPendingMembers bounds, per group, the member ids handed out with
+	// MEMBER_ID_REQUIRED that have not come back yet (they also expire
+	// after the session timeout, as in Kafka). Past it the oldest is
+	// forgotten: its client gets UNKNOWN_MEMBER_ID on rejoin and starts
+	// over, so a client that only ever sends first joins cannot grow the
+	// group's memory or lock others out. Default 100.
+	MaxPendingMembers int
+	// MaxGroups bounds the groups held in memory (Kafka has no such cap).
+	// A JoinGroup or simple commit that would create one more is refused
+	// with COORDINATOR_NOT_AVAILABLE, which every client retries: slots
+	// free up as empty groups expire. Default 10000.
+	MaxGroups int
+	// OffsetsRetention is offsets.retention.minutes (KIP-211, default 7
+	// days): a group that is Empty expires this long after it became
+	// empty or after its last commit, whichever is later. The coordinator
+	// then forgets it and Ready tells the caller to delete its offsets.
+	// An empty group without offsets committed here is forgotten after 10
+	// minutes, Kafka's cleanup interval.
+	OffsetsRetention time.Duration
 	// InitialRebalanceDelay delays the first rebalance of an empty group so
 	// that more members can join (group.initial.rebalance.delay.ms, Kafka
 	// default 3s). Zero here means 0 (no delay): the gateway chooses.
@@ -45,12 +87,16 @@ type Config struct {
 // so every rebalance path can be driven by a test. It is not safe for
 // concurrent use; the gateway serializes calls.
 type Coordinator struct {
-	cfg    Config
-	log    zerolog.Logger
-	groups map[string]*group
-	timers timerHeap
-	out    []Response
-	nextID uint64 // suffix of the default member ids
+	cfg     Config
+	log     zerolog.Logger
+	groups  map[string]*group
+	timers  timerHeap
+	out     []Response
+	removed []Removed
+	nextID  uint64 // suffix of the default member ids
+	// stamps numbers group incarnations and generations, so a fence taken
+	// at commit time tells whether the group moved on.
+	stamps uint64
 }
 
 // Ready is what the coordinator needs the caller to do after a call.
@@ -61,6 +107,18 @@ type Ready struct {
 	// NextTick is the earliest deadline the coordinator waits for; zero when
 	// it waits for none.
 	NextTick time.Time
+	// Removed are the groups the coordinator forgot (expired or deleted),
+	// so the caller can drop what it keeps per group.
+	Removed []Removed
+}
+
+// Removed is a group the coordinator forgot.
+type Removed struct {
+	Group string
+	// ExpireOffsets is set when the group expired with offsets committed
+	// through this coordinator: their retention passed (Kafka's
+	// offsets.retention.minutes), and the caller deletes them.
+	ExpireOffsets bool
 }
 
 // Response answers the Step call that passed ID. Msg has the request's
@@ -77,6 +135,21 @@ func New(cfg Config) *Coordinator {
 	}
 	if cfg.MaxSessionTimeout == 0 {
 		cfg.MaxSessionTimeout = defaultMaxSessionTimeout
+	}
+	if cfg.MaxRebalanceTimeout <= 0 {
+		cfg.MaxRebalanceTimeout = defaultMaxRebalanceTimeout
+	}
+	if cfg.MaxGroupSize <= 0 {
+		cfg.MaxGroupSize = defaultMaxGroupSize
+	}
+	if cfg.MaxPendingMembers <= 0 {
+		cfg.MaxPendingMembers = defaultMaxPendingMembers
+	}
+	if cfg.MaxGroups <= 0 {
+		cfg.MaxGroups = defaultMaxGroups
+	}
+	if cfg.OffsetsRetention <= 0 {
+		cfg.OffsetsRetention = defaultOffsetsRetention
 	}
 	c := &Coordinator{cfg: cfg, log: cfg.Logger, groups: make(map[string]*group)}
 	if c.cfg.NewMemberID == nil {
@@ -140,16 +213,16 @@ func (c *Coordinator) Step(now time.Time, id uint64, clientID, clientHost string
 	return nil
 }
 
-// Tick advances time: expires sessions, rebalance timeouts and the initial
-// delay. Each deadline is carried out as of its own time, so one late Tick
+// Tick advances time: expires sessions, rebalance timeouts, the initial
+// delay and empty groups. Each deadline is carried out as of its own time, so one late Tick
 // ends in the same state as many punctual ones.
 func (c *Coordinator) Tick(now time.Time) { c.advance(now) }
 
 // Ready returns and clears everything to do: responses (in the order they
-// became ready) and when to call Tick next.
+// became ready), groups forgotten, and when to call Tick next.
 func (c *Coordinator) Ready() Ready {
-	rd := Ready{Responses: c.out}
-	c.out = nil
+	rd := Ready{Responses: c.out, Removed: c.removed}
+	c.out, c.removed = nil, nil
 	if len(c.timers) > 0 {
 		rd.NextTick = c.timers[0].next.at
 	}

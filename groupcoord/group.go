@@ -70,6 +70,19 @@ type group struct {
 	// sent SyncGroup are removed.
 	syncDeadline time.Time
 
+	// emptySince is when the group last became Empty (or was made), and
+	// lastCommit when a commit was last accepted; committed says whether
+	// one ever was. Together they say when an Empty group expires.
+	emptySince time.Time
+	lastCommit time.Time
+	committed  bool
+	// commitOnly marks a group made by a simple commit that nobody has
+	// joined: it is kept only to expire its offsets, and Describe and List
+	// leave it to the gateway, which answers from DIS as before.
+	commitOnly bool
+	// stamp changes with every generation and incarnation: see CommitFence.
+	stamp uint64
+
 	next       timer // earliest deadline, as placed in the heap
 	timerIndex int   // position in the heap, -1 when not in it
 }
@@ -107,17 +120,45 @@ type parked struct {
 }
 
 // newGroup makes an empty group and remembers it.
-func (c *Coordinator) newGroup(id string) *group {
+func (c *Coordinator) newGroup(now time.Time, id string) *group {
+	c.stamps++
 	g := &group{
 		c:          c,
 		id:         id,
 		byID:       make(map[string]*member),
 		static:     make(map[string]*member),
 		supported:  make(map[string]int),
+		emptySince: now,
+		stamp:      c.stamps,
 		timerIndex: -1,
 	}
 	c.groups[id] = g
 	return g
+}
+
+// full reports whether a new member would take the group past
+// MaxGroupSize. Every member counts, rejoined or not, so a group never
+// holds more than the cap.
+func (g *group) full() bool { return len(g.members) >= g.c.cfg.MaxGroupSize }
+
+// expiresAt is when an Empty group is forgotten: retention after it became
+// empty or after its last commit, whichever is later (KIP-211); a group
+// without offsets committed here lingers only emptyGroupLinger.
+func (g *group) expiresAt() time.Time {
+	base := g.emptySince
+	if g.lastCommit.After(base) {
+		base = g.lastCommit
+	}
+	if !g.committed {
+		return base.Add(emptyGroupLinger)
+	}
+	return base.Add(g.c.cfg.OffsetsRetention)
+}
+
+// expire forgets an Empty group whose time has passed.
+func (g *group) expire() {
+	g.c.log.Info().Str("group", g.id).Bool("offsets", g.committed).Msg("empty group expired")
+	g.c.forget(g, g.committed)
 }
 
 // protocolNames lists the distinct protocol names of a JoinGroup, so a
@@ -252,6 +293,7 @@ func (g *group) addMember(m *member, protocolType string) {
 		g.static[*m.instanceID] = m
 	}
 	g.countProtocols(m, 1)
+	g.commitOnly = false
 	if g.leader == "" {
 		g.leader = m.id
 	}
@@ -428,8 +470,11 @@ func (g *group) completeJoin(t time.Time) {
 	}
 	g.joinDeadline = time.Time{}
 	g.generation++
+	g.c.stamps++
+	g.stamp = g.c.stamps
 	if len(g.members) == 0 {
 		g.state = stateEmpty
+		g.emptySince = t
 		g.protocol = ""
 		g.c.log.Info().Str("group", g.id).Int32("generation", g.generation).Msg("group is empty")
 		return

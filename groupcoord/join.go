@@ -1,6 +1,7 @@
 package groupcoord
 
 import (
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,6 +38,7 @@ func (c *Coordinator) join(now time.Time, id uint64, clientID, clientHost string
 	if req.Version >= 1 {
 		j.rebalance = max(millis(req.RebalanceTimeoutMillis), 0)
 	}
+	j.rebalance = min(j.rebalance, c.cfg.MaxRebalanceTimeout)
 	switch {
 	case req.Group == "":
 		c.failJoin(j, req.MemberID, kerr.InvalidGroupID.Code)
@@ -53,8 +55,12 @@ func (c *Coordinator) join(now time.Time, id uint64, clientID, clientHost string
 	case !g.supportsProtocols(req.ProtocolType, req.Protocols):
 		c.failJoin(j, req.MemberID, kerr.InconsistentGroupProtocol.Code)
 		return
+	case g == nil && len(c.groups) >= c.cfg.MaxGroups:
+		c.log.Warn().Str("group", req.Group).Int("max_groups", c.cfg.MaxGroups).Msg("refusing a join that would make one group too many")
+		c.failJoin(j, req.MemberID, kerr.CoordinatorNotAvailable.Code)
+		return
 	case g == nil:
-		g = c.newGroup(req.Group)
+		g = c.newGroup(now, req.Group)
 	}
 	if req.MemberID == "" {
 		g.joinNew(j)
@@ -67,18 +73,28 @@ func (c *Coordinator) join(now time.Time, id uint64, clientID, clientHost string
 // joinNew handles a JoinGroup without a member id: a static member whose
 // instance id is known takes over its old member; a dynamic one from v4 is
 // first given an id to come back with (KIP-394); anyone else joins.
+//
+// A new member of a full group is refused GROUP_MAX_SIZE_REACHED before it
+// gets an id, as in Kafka; a static member taking over its instance does not
+// grow the group.
 func (g *group) joinNew(j *joining) {
 	req := j.req
+	if req.InstanceID != nil {
+		if old := g.static[*req.InstanceID]; old != nil {
+			g.replaceStatic(j, old, g.c.newMemberID(j.clientID, req.InstanceID))
+			return
+		}
+	}
+	if g.full() {
+		g.refuseFull(j)
+		return
+	}
 	memberID := g.c.newMemberID(j.clientID, req.InstanceID)
 	switch {
 	case req.InstanceID != nil:
-		if old := g.static[*req.InstanceID]; old != nil {
-			g.replaceStatic(j, old, memberID)
-			return
-		}
 		g.addMemberAndRebalance(j, memberID)
 	case req.Version >= 4:
-		g.pending = append(g.pending, &pendingMember{id: memberID, expires: j.now.Add(j.session)})
+		g.addPending(j, memberID)
 		g.c.failJoin(j, memberID, kerr.MemberIDRequired.Code)
 	default:
 		g.addMemberAndRebalance(j, memberID)
@@ -92,6 +108,10 @@ func (g *group) joinKnown(j *joining) {
 	req := j.req
 	if req.InstanceID == nil && g.pendingIndex(req.MemberID) >= 0 {
 		g.removePending(req.MemberID)
+		if g.full() {
+			g.refuseFull(j)
+			return
+		}
 		g.addMemberAndRebalance(j, req.MemberID)
 		return
 	}
@@ -128,6 +148,24 @@ func (g *group) joinKnown(j *joining) {
 		g.updateMember(m, req, j.session, j.rebalance)
 		g.parkJoin(m, j.parked())
 	}
+}
+
+// refuseFull answers a new member of a full group.
+func (g *group) refuseFull(j *joining) {
+	g.c.log.Warn().Str("group", g.id).Int("max_size", g.c.cfg.MaxGroupSize).Msg("refusing a new member of a full group")
+	g.c.failJoin(j, j.req.MemberID, kerr.GroupMaxSizeReached.Code)
+}
+
+// addPending hands out a member id to come back with; past
+// MaxPendingMembers the oldest outstanding id is forgotten, so ids handed to
+// clients that never rejoin cannot pile up.
+func (g *group) addPending(j *joining, memberID string) {
+	if len(g.pending) >= g.c.cfg.MaxPendingMembers {
+		g.c.log.Info().Str("group", g.id).Str("member", g.pending[0].id).Int("max_pending", g.c.cfg.MaxPendingMembers).
+			Msg("forgetting the oldest pending member id")
+		g.pending = slices.Delete(g.pending, 0, 1)
+	}
+	g.pending = append(g.pending, &pendingMember{id: memberID, expires: j.now.Add(j.session)})
 }
 
 // addMemberAndRebalance adds a new member whose JoinGroup waits for the

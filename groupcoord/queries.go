@@ -19,13 +19,23 @@ import (
 // also counts as a heartbeat (extends its session). Returns 0 or a Kafka
 // error code.
 //
-// It runs no timers and answers no waiting request, so it needs no Ready
-// after it; it only ever moves a deadline later.
+// An accepted commit counts for the group's expiry (OffsetsRetention); a
+// simple commit to a group not in memory makes an Empty one that expires
+// with its offsets, unless MaxGroups are held (COORDINATOR_NOT_AVAILABLE).
+// It answers no waiting request, but may set a deadline: call Ready after
+// it for NextTick.
 func (c *Coordinator) CheckCommit(now time.Time, group, memberID string, instanceID *string, generation int32) int16 {
 	asMember := generation >= 0 || memberID != "" || instanceID != nil
 	g := c.groups[group]
 	switch {
 	case g == nil && !asMember:
+		if len(c.groups) >= c.cfg.MaxGroups {
+			c.log.Warn().Str("group", group).Int("max_groups", c.cfg.MaxGroups).Msg("refusing a commit that would make one group too many")
+			return kerr.CoordinatorNotAvailable.Code
+		}
+		g = c.newGroup(now, group)
+		g.commitOnly = true
+		g.commitAccepted(now)
 		return 0
 	case g == nil && generation >= 0:
 		// A generation of a group this coordinator does not know: stale.
@@ -35,6 +45,7 @@ func (c *Coordinator) CheckCommit(now time.Time, group, memberID string, instanc
 	case !asMember && g.state != stateEmpty:
 		return kerr.UnknownMemberID.Code
 	case !asMember:
+		g.commitAccepted(now)
 		return 0
 	}
 	if code := g.validateMember(memberID, instanceID); code != 0 {
@@ -47,18 +58,26 @@ func (c *Coordinator) CheckCommit(now time.Time, group, memberID string, instanc
 		return kerr.RebalanceInProgress.Code
 	}
 	g.byID[memberID].lastHeard = now
-	c.schedule(g)
+	g.commitAccepted(now)
 	return 0
+}
+
+// commitAccepted notes a commit for the group's expiry.
+func (g *group) commitAccepted(now time.Time) {
+	g.committed = true
+	g.lastCommit = now
+	g.c.schedule(g)
 }
 
 // Describe answers one group of DescribeGroups (state names as Kafka spells
 // them; members with client id, host, and — once the group is Stable, as in
 // Kafka — metadata for the chosen protocol and assignment). ok=false when the
-// coordinator has no such group in memory (the gateway then answers from
-// DIS: a group with committed offsets but no members is "Empty").
+// coordinator has no such group in memory, or holds it only because of a
+// simple commit (the gateway then answers from DIS: a group with committed
+// offsets but no members is "Empty").
 func (c *Coordinator) Describe(group string) (g kmsg.DescribeGroupsResponseGroup, ok bool) {
 	gr := c.groups[group]
-	if gr == nil {
+	if gr == nil || gr.commitOnly {
 		return g, false
 	}
 	g = kmsg.NewDescribeGroupsResponseGroup()
@@ -89,6 +108,9 @@ func (c *Coordinator) Describe(group string) (g kmsg.DescribeGroupsResponseGroup
 func (c *Coordinator) List() []kmsg.ListGroupsResponseGroup {
 	out := make([]kmsg.ListGroupsResponseGroup, 0, len(c.groups))
 	for _, g := range c.groups {
+		if g.commitOnly {
+			continue
+		}
 		lg := kmsg.NewListGroupsResponseGroup()
 		lg.Group = g.id
 		lg.ProtocolType = g.protocolType
@@ -102,7 +124,8 @@ func (c *Coordinator) List() []kmsg.ListGroupsResponseGroup {
 
 // Delete removes an empty group from memory: 0, or GROUP_NOT_EMPTY when it
 // has members (a group it does not know is fine: 0, the gateway deletes the
-// DIS app). Member ids still pending in an empty group are forgotten with it.
+// DIS app). Member ids still pending in an empty group are forgotten with it,
+// and the next Ready lists it in Removed.
 func (c *Coordinator) Delete(group string) int16 {
 	g := c.groups[group]
 	if g == nil {
@@ -111,7 +134,25 @@ func (c *Coordinator) Delete(group string) int16 {
 	if g.state != stateEmpty {
 		return kerr.NonEmptyGroup.Code
 	}
+	c.forget(g, false)
+	return 0
+}
+
+// forget takes g out of memory and tells Ready.
+func (c *Coordinator) forget(g *group, expireOffsets bool) {
 	c.unschedule(g)
-	delete(c.groups, group)
+	delete(c.groups, g.id)
+	c.removed = append(c.removed, Removed{Group: g.id, ExpireOffsets: expireOffsets})
+}
+
+// CommitFence identifies the group's current generation (and incarnation:
+// a group forgotten and made again gets a new one); 0 when the group is not
+// in memory. Taken when a member's commit is accepted and compared when the
+// commit is written, it keeps a commit that waited behind others from
+// landing after the group moved to a newer generation.
+func (c *Coordinator) CommitFence(group string) uint64 {
+	if g := c.groups[group]; g != nil {
+		return g.stamp
+	}
 	return 0
 }

@@ -28,7 +28,8 @@ func TestCheckCommit(t *testing.T) {
 		generation int32
 		want       *kerr.Error
 	}{
-		{"simple commit, unknown group", "none", "", nil, -1, nil},
+		{"simple commit, unknown group", "fresh", "", nil, -1, nil},
+		{"member of a group made by a simple commit", "fresh", "m", nil, 0, kerr.UnknownMemberID},
 		{"simple commit, empty group", "e", "", nil, -1, nil},
 		{"simple commit, group with members", "g", "", nil, -1, kerr.UnknownMemberID},
 		{"generation of an unknown group", "none", "m", nil, 3, kerr.IllegalGeneration},

@@ -14,6 +14,7 @@ const (
 	timerSync              // members that got their JoinGroup answer must have synced
 	timerSession           // a member has been silent for its session timeout
 	timerPending           // a member told MEMBER_ID_REQUIRED did not come back
+	timerExpire            // an Empty group's retention passed
 )
 
 // timer is a group's earliest deadline and what to do when it passes.
@@ -33,7 +34,8 @@ func (t *timer) offer(at time.Time, kind timerKind, m *member, p *pendingMember)
 }
 
 // nextTimer computes the group's earliest deadline: the join phase, the sync
-// deadline, then sessions in join order, then pending members.
+// deadline, then sessions in join order, then pending members, then the
+// expiry of an Empty group that waits for no pending member.
 func (g *group) nextTimer() timer {
 	var t timer
 	if g.state == statePreparingRebalance {
@@ -49,6 +51,9 @@ func (g *group) nextTimer() timer {
 	}
 	for _, p := range g.pending {
 		t.offer(p.expires, timerPending, nil, p)
+	}
+	if g.state == stateEmpty && len(g.pending) == 0 {
+		t.offer(g.expiresAt(), timerExpire, nil, nil)
 	}
 	return t
 }
@@ -66,6 +71,8 @@ func (g *group) fire(t timer) {
 	case timerPending:
 		g.removePending(t.pending.id)
 		g.tryCompleteJoin(t.at)
+	case timerExpire:
+		g.expire()
 	}
 }
 
@@ -78,7 +85,9 @@ func (c *Coordinator) advance(now time.Time) {
 		if t := g.nextTimer(); t.kind != timerNone && !t.at.After(now) {
 			g.fire(t)
 		}
-		c.schedule(g)
+		if c.groups[g.id] == g {
+			c.schedule(g)
+		}
 	}
 }
 
