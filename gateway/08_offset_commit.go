@@ -2,12 +2,9 @@ package gateway
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/disgw/disgw/groupcoord"
 )
 
 // OffsetCommit v0–v9.
@@ -18,25 +15,16 @@ import (
 // KIP-848 version, whose member epoch travels in the generation field. The
 // group coordinator checks membership and generation (a commit with
 // generation -1 and no member id is a simple commit, allowed while the group
-// has no members); each partition then becomes a DIS checkpoint.
+// has no members); each partition then becomes a DIS checkpoint. Commits of
+// one group are written one after the other, in the order they were
+// accepted, and a member's commit the group's next generation overtook is
+// answered ILLEGAL_GENERATION instead of written.
 
 func init() { regKey(8, 0, 9, handleOffsetCommit) }
 
 func handleOffsetCommit(gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) {
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	code := int16(0)
-	if req.Group == "" {
-		code = kerr.InvalidGroupID.Code
-	} else {
-		gen := req.Generation
-		if req.Version == 0 {
-			gen = -1
-		}
-		gw.groups.with(func(c *groupcoord.Coordinator) {
-			code = c.CheckCommit(time.Now(), req.Group, req.MemberID, req.InstanceID, gen)
-		})
-	}
 	type job struct {
 		t, p   int
 		topic  string
@@ -49,19 +37,19 @@ func handleOffsetCommit(gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) 
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = code
 			rt.Partitions = append(rt.Partitions, rp)
-			if code == 0 {
-				jobs = append(jobs, job{ti, pi, t.Topic, p})
-			}
+			jobs = append(jobs, job{ti, pi, t.Topic, p})
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if len(jobs) == 0 {
-		r.respond(resp)
-		return
-	}
-	go func() {
+	// Runs in the group's commit queue, after every commit accepted before.
+	write := func(stale bool) {
+		if stale {
+			gw.log.Info().Str("group", req.Group).Int32("generation", req.Generation).Msg("dropping a commit the group's newer generation overtook")
+			setCommitCodes(resp, kerr.IllegalGeneration.Code)
+			r.respond(resp)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
 		defer cancel()
 		parallel(len(jobs), func(i int) {
@@ -69,5 +57,26 @@ func handleOffsetCommit(gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) 
 			resp.Topics[j.t].Partitions[j.p].ErrorCode = gw.commitOffset(ctx, tn, req.Group, j.topic, j.commit.Partition, j.commit.Offset, j.commit.Metadata)
 		})
 		r.respond(resp)
-	}()
+	}
+	code := kerr.InvalidGroupID.Code
+	if req.Group != "" {
+		gen := req.Generation
+		if req.Version == 0 {
+			gen = -1
+		}
+		code = gw.groups.commit(tn, req.Group, req.MemberID, req.InstanceID, gen, write)
+	}
+	if code != 0 {
+		setCommitCodes(resp, code)
+		r.respond(resp)
+	}
+}
+
+// setCommitCodes answers every partition of an OffsetCommit with code.
+func setCommitCodes(resp *kmsg.OffsetCommitResponse, code int16) {
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			resp.Topics[i].Partitions[j].ErrorCode = code
+		}
+	}
 }

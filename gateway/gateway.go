@@ -87,6 +87,16 @@ type Config struct {
 	// that members starting together join one generation (Kafka's
 	// group.initial.rebalance.delay.ms). Negative means none.
 	InitialRebalanceDelay time.Duration
+	// GroupMaxSize (Kafka's group.max.size), GroupMaxPendingMembers,
+	// MaxGroups, GroupMaxRebalanceTimeout and OffsetsRetention (Kafka's
+	// offsets.retention.minutes) bound what clients can make the group
+	// coordinator hold; zero means groupcoord's defaults (1000, 100,
+	// 10000, 30m, 7 days). See groupcoord.Config.
+	GroupMaxSize             int
+	GroupMaxPendingMembers   int
+	MaxGroups                int
+	GroupMaxRebalanceTimeout time.Duration
+	OffsetsRetention         time.Duration
 
 	Logger   zerolog.Logger
 	Registry prometheus.Registerer

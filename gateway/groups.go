@@ -15,8 +15,9 @@ import (
 // groupDriver is the thin driver around the group coordinator state machine
 // (DESIGN.md §5): it feeds requests and the clock in, under one lock, and
 // carries out what Ready returns: responses to waiting requests, and a timer
-// for the next Tick. All group membership lives in the coordinator; offsets
-// live in DIS.
+// for the next Tick; the DIS apps of groups that expired are deleted. All
+// group membership lives in the coordinator; offsets live in DIS, written
+// through one queue per group (offsets.go).
 type groupDriver struct {
 	gw *Gateway
 
@@ -26,17 +27,31 @@ type groupDriver struct {
 	waiting map[uint64]*request
 	timer   *time.Timer
 	closed  bool
+	// queues holds, per tenant and group, the offset writes not yet
+	// started, in the order the coordinator accepted them; a key is
+	// present while its worker runs.
+	queues map[offsetQueueKey][]func()
+	// committers are the tenants that committed offsets of each group the
+	// coordinator holds: whose DIS apps go when the group expires.
+	committers map[string]map[*tenant]bool
 }
 
 func newGroupDriver(gw *Gateway) *groupDriver {
 	return &groupDriver{
 		gw: gw,
 		coord: groupcoord.New(groupcoord.Config{
+			MaxRebalanceTimeout:   gw.cfg.GroupMaxRebalanceTimeout,
+			MaxGroupSize:          gw.cfg.GroupMaxSize,
+			MaxPendingMembers:     gw.cfg.GroupMaxPendingMembers,
+			MaxGroups:             gw.cfg.MaxGroups,
+			OffsetsRetention:      gw.cfg.OffsetsRetention,
 			InitialRebalanceDelay: gw.cfg.InitialRebalanceDelay,
 			NewMemberID:           newMemberID,
 			Logger:                gw.log.With().Str("component", "groupcoord").Logger(),
 		}),
-		waiting: make(map[uint64]*request),
+		waiting:    make(map[uint64]*request),
+		queues:     make(map[offsetQueueKey][]func()),
+		committers: make(map[string]map[*tenant]bool),
 	}
 }
 
@@ -87,9 +102,20 @@ type delivery struct {
 	resp kmsg.Response
 }
 
-// readyLocked takes the coordinator's Ready and arms the timer.
+// readyLocked takes the coordinator's Ready, queues the deletion of expired
+// groups' offsets behind their pending writes, and arms the timer.
 func (d *groupDriver) readyLocked() []delivery {
 	rd := d.coord.Ready()
+	for _, rm := range rd.Removed {
+		tenants := d.committers[rm.Group]
+		delete(d.committers, rm.Group)
+		if !rm.ExpireOffsets {
+			continue
+		}
+		for tn := range tenants {
+			d.enqueueLocked(offsetQueueKey{tn, rm.Group}, func() { d.gw.expireOffsets(tn, rm.Group) })
+		}
+	}
 	out := make([]delivery, 0, len(rd.Responses))
 	for _, resp := range rd.Responses {
 		if r, ok := d.waiting[resp.ID]; ok {
@@ -115,11 +141,14 @@ func (d *groupDriver) deliver(ds []delivery) {
 	}
 }
 
-// with runs a synchronous query against the coordinator.
+// with runs a synchronous call against the coordinator, then carries out
+// its Ready (a Delete forgets a group; a commit may set a deadline).
 func (d *groupDriver) with(fn func(c *groupcoord.Coordinator)) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	fn(d.coord)
+	ready := d.readyLocked()
+	d.mu.Unlock()
+	d.deliver(ready)
 }
 
 // close stops the timer and answers every request still waiting for a

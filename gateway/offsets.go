@@ -21,6 +21,94 @@ import (
 // and topic administration.
 const disCallsTimeout = 30 * time.Second
 
+// offsetQueueKey names one group's offset write queue: groups belong to a
+// tenant, and each tenant's offsets are its own DIS app.
+type offsetQueueKey struct {
+	tn    *tenant
+	group string
+}
+
+// commit checks an OffsetCommit with the coordinator and, when it is
+// accepted, queues write behind every earlier accepted commit of the group,
+// so commits land in DIS in the order they were accepted. write is told
+// stale when the commit came from a member and the group has since moved to
+// a newer generation (or was forgotten and made again): it must then not
+// land, so an older generation never overwrites a newer one. Returns the
+// coordinator's code; write runs only when it is 0.
+func (d *groupDriver) commit(tn *tenant, group, memberID string, instanceID *string, generation int32, write func(stale bool)) int16 {
+	d.mu.Lock()
+	code := d.coord.CheckCommit(time.Now(), group, memberID, instanceID, generation)
+	if code == 0 {
+		var fence uint64
+		if generation >= 0 || memberID != "" || instanceID != nil {
+			fence = d.coord.CommitFence(group)
+		}
+		if d.committers[group] == nil {
+			d.committers[group] = make(map[*tenant]bool)
+		}
+		d.committers[group][tn] = true
+		d.enqueueLocked(offsetQueueKey{tn, group}, func() {
+			write(fence != 0 && d.fence(group) != fence)
+		})
+	}
+	ready := d.readyLocked()
+	d.mu.Unlock()
+	d.deliver(ready)
+	return code
+}
+
+// fence is the group's current commit fence.
+func (d *groupDriver) fence(group string) uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.coord.CommitFence(group)
+}
+
+// enqueueLocked appends job to the group's queue and starts its worker when
+// none runs.
+func (d *groupDriver) enqueueLocked(k offsetQueueKey, job func()) {
+	q, running := d.queues[k]
+	d.queues[k] = append(q, job)
+	if !running {
+		go d.drain(k)
+	}
+}
+
+// drain runs a group's queued jobs one at a time until the queue is empty.
+func (d *groupDriver) drain(k offsetQueueKey) {
+	for {
+		d.mu.Lock()
+		q := d.queues[k]
+		if len(q) == 0 {
+			delete(d.queues, k)
+			d.mu.Unlock()
+			return
+		}
+		job := q[0]
+		q[0] = nil
+		d.queues[k] = q[1:]
+		d.mu.Unlock()
+		job()
+	}
+}
+
+// expireOffsets deletes an expired group's DIS app, and with it every
+// committed offset (Kafka's offsets.retention.minutes).
+func (gw *Gateway) expireOffsets(tn *tenant, group string) {
+	ctx, cancel := context.WithTimeout(gw.ctx, disCallsTimeout)
+	defer cancel()
+	app := appNameFor(group)
+	err := tn.dis.DeleteApp(ctx, app)
+	tn.knownApps.Delete(app)
+	gw.groupForApp.Delete(app)
+	switch {
+	case err == nil, disclient.IsCode(err, disclient.CodeAppNotFound):
+		gw.log.Info().Str("group", group).Msg("offsets of an empty group expired: deleted its DIS app")
+	default:
+		gw.log.Warn().Err(err).Str("group", group).Msg("deleting the DIS app of an expired group failed; its offsets stay until DeleteGroups")
+	}
+}
+
 // ensureApp creates the group's app on first use.
 func (gw *Gateway) ensureApp(ctx context.Context, tn *tenant, app string) error {
 	if _, ok := tn.knownApps.Load(app); ok {

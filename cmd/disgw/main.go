@@ -48,6 +48,10 @@ type options struct {
 	defaultPartitions               int
 	maxRequestBytes                 int
 	groupInitialDelay               time.Duration
+	groupMaxSize, groupMaxPending   int
+	maxGroups                       int
+	groupMaxRebalanceTimeout        time.Duration
+	offsetsRetention                time.Duration
 	logLevel, logFormat             string
 }
 
@@ -88,6 +92,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.defaultPartitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with num_partitions -1")
 	fs.IntVar(&o.maxRequestBytes, "max-request-bytes", 100<<20, "largest Kafka request accepted (Kafka's socket.request.max.bytes)")
 	fs.DurationVar(&o.groupInitialDelay, "group-initial-rebalance-delay", 3*time.Second, "wait before the first rebalance of a new consumer group (Kafka's group.initial.rebalance.delay.ms); 0 for none")
+	fs.IntVar(&o.groupMaxSize, "group-max-size", 1000, "most members of one consumer group (Kafka's group.max.size); more get GROUP_MAX_SIZE_REACHED")
+	fs.IntVar(&o.groupMaxPending, "group-max-pending-members", 100, "most member ids per group handed out with MEMBER_ID_REQUIRED and not yet rejoined; past it the oldest is forgotten")
+	fs.IntVar(&o.maxGroups, "max-groups", 10000, "most consumer groups held in memory; a join or simple commit making one more gets COORDINATOR_NOT_AVAILABLE")
+	fs.DurationVar(&o.groupMaxRebalanceTimeout, "group-max-rebalance-timeout", 30*time.Minute, "largest rebalance timeout a member gets; larger requests are clamped")
+	fs.DurationVar(&o.offsetsRetention, "offsets-retention", 7*24*time.Hour, "how long an empty group's committed offsets are kept (Kafka's offsets.retention.minutes)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
 	if err := fs.Parse(args); err != nil {
@@ -218,6 +227,11 @@ func run(args []string) error {
 		Logger:                log,
 		Registry:              reg,
 	}
+	if o.groupMaxSize <= 0 || o.groupMaxPending <= 0 || o.maxGroups <= 0 || o.groupMaxRebalanceTimeout <= 0 || o.offsetsRetention <= 0 {
+		return errors.New("--group-max-size, --group-max-pending-members, --max-groups, --group-max-rebalance-timeout and --offsets-retention must be positive")
+	}
+	cfg.GroupMaxSize, cfg.GroupMaxPendingMembers, cfg.MaxGroups = o.groupMaxSize, o.groupMaxPending, o.maxGroups
+	cfg.GroupMaxRebalanceTimeout, cfg.OffsetsRetention = o.groupMaxRebalanceTimeout, o.offsetsRetention
 	if embedded {
 		// The embedded server takes larger calls than a COMMON DIS stream.
 		cfg.PutRecordsMaxRecords = 5000
