@@ -1,5 +1,5 @@
 // Package groupcoord is Kafka's classic group coordinator as a deterministic
-// state machine (DESIGN.md §5), in the style of etcd's raft package: no
+// state machine (docs/design.md §5), in the style of etcd's raft package: no
 // goroutines, clock or network inside. The gateway feeds it membership
 // requests (Step) and time (Tick), and carries out what Ready returns:
 // responses, some of them to requests that waited for a rebalance, and when
@@ -13,5 +13,9 @@
 // carries the assignments that make the group Stable. Session timeouts remove
 // silent members, and a static member (group.instance.id) that restarts gets
 // its assignment back without a rebalance. A group with no members is Empty
-// and stays in memory until Delete, which is Kafka's move to Dead.
+// and stays in memory until Delete, which is Kafka's move to Dead, or until
+// it expires (offsets.retention.minutes after it emptied or its last
+// commit; Ready reports it in Removed so its offsets can go). Config caps
+// what clients can make it hold: members and pending member ids per group,
+// groups, session and rebalance timeouts.
 package groupcoord
