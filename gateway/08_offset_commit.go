@@ -20,9 +20,27 @@ import (
 // generation -1 and no member id is a simple commit, allowed while the group
 // has no members); each partition then becomes a DIS checkpoint.
 
-func init() { regKey(8, 0, 9, handleOffsetCommit) }
+func init() {
+	regKey(8, 0, 9, api[*kmsg.OffsetCommitRequest]{concurrent: handleOffsetCommit, errors: offsetCommitError})
+}
 
-func handleOffsetCommit(gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) {
+// offsetCommitError answers every partition of req with code.
+func offsetCommitError(req *kmsg.OffsetCommitRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func handleOffsetCommit(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	code := int16(0)
@@ -57,17 +75,9 @@ func handleOffsetCommit(gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) 
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if len(jobs) == 0 {
-		r.respond(resp)
-		return
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
-		defer cancel()
-		parallel(len(jobs), func(i int) {
-			j := jobs[i]
-			resp.Topics[j.t].Partitions[j.p].ErrorCode = gw.commitOffset(ctx, tn, req.Group, j.topic, j.commit.Partition, j.commit.Offset, j.commit.Metadata)
-		})
-		r.respond(resp)
-	}()
+	gw.parallel(len(jobs), func(i int) {
+		j := jobs[i]
+		resp.Topics[j.t].Partitions[j.p].ErrorCode = gw.commitOffset(ctx, tn, req.Group, j.topic, j.commit.Partition, j.commit.Offset, j.commit.Metadata)
+	})
+	return resp, nil
 }

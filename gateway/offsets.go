@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -16,10 +15,6 @@ import (
 // checkpoint of the group's app on (stream, partition) holds the next offset
 // to read, as Kafka's committed offset does and as Huawei's DIS Kafka
 // adapter stores it, so both kinds of consumer can share a group.
-
-// disCallsTimeout bounds the DIS calls one request makes for group, offset
-// and topic administration.
-const disCallsTimeout = 30 * time.Second
 
 // ensureApp creates the group's app on first use.
 func (gw *Gateway) ensureApp(ctx context.Context, tn *tenant, app string) error {
@@ -118,16 +113,16 @@ func (gw *Gateway) committedTopics(ctx context.Context, tn *tenant, group string
 }
 
 // parallel runs fn for i in [0, n) with at most 16 at once.
-func parallel(n int, fn func(i int)) {
+func (gw *Gateway) parallel(n int, fn func(i int)) {
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func() {
+		gw.goSafe("parallel DIS calls", func() {
 			defer func() { <-sem; wg.Done() }()
 			fn(i)
-		}()
+		})
 	}
 	wg.Wait()
 }

@@ -48,6 +48,7 @@ type options struct {
 	defaultPartitions               int
 	maxRequestBytes                 int
 	groupInitialDelay               time.Duration
+	requestTimeout                  time.Duration
 	logLevel, logFormat             string
 }
 
@@ -88,6 +89,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.defaultPartitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with num_partitions -1")
 	fs.IntVar(&o.maxRequestBytes, "max-request-bytes", 100<<20, "largest Kafka request accepted (Kafka's socket.request.max.bytes)")
 	fs.DurationVar(&o.groupInitialDelay, "group-initial-rebalance-delay", 3*time.Second, "wait before the first rebalance of a new consumer group (Kafka's group.initial.rebalance.delay.ms); 0 for none")
+	fs.DurationVar(&o.requestTimeout, "request-timeout", 20*time.Second, "deadline of a request that calls DIS and has none of its own; below clients' 30s request.timeout.ms")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
 	if err := fs.Parse(args); err != nil {
@@ -215,6 +217,7 @@ func run(args []string) error {
 		DefaultRecordFormat:   gateway.RecordFormat(o.recordFormat),
 		MaxFrameBytes:         int32(o.maxRequestBytes),
 		InitialRebalanceDelay: initialDelay(o.groupInitialDelay),
+		RequestTimeout:        o.requestTimeout,
 		Logger:                log,
 		Registry:              reg,
 	}
