@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -21,7 +22,35 @@ import (
 // records, queued on the partition writer in request order, and answered
 // once DIS has accepted them; acks=0 is answered with nothing, as Kafka does.
 
-func init() { regKey(0, 3, 11, handleProduce) }
+func init() {
+	regKey(0, 3, 11, api[*kmsg.ProduceRequest]{staged: handleProduce, deadline: produceDeadline, errors: produceError})
+}
+
+// produceDeadline is the request's timeout_ms, within putTimeout.
+func produceDeadline(_ *Gateway, req *kmsg.ProduceRequest) time.Duration {
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	if timeout <= 0 || timeout > putTimeout {
+		timeout = putTimeout
+	}
+	return timeout
+}
+
+// produceError answers every partition of req with code.
+func produceError(req *kmsg.ProduceRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
 
 // throttleHintMillis is the throttle_time_ms a produce answer carries when
 // DIS throttled its records: retriable errors plus a pause, never loss.
@@ -33,14 +62,16 @@ type producePending struct {
 	op          *appendOp
 }
 
-func handleProduce(gw *Gateway, r *request, req *kmsg.ProduceRequest) {
+// handleProduce queues every partition's batches on its writer, in request
+// order, and returns the wait for DIS as its continuation.
+func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.ProduceRequest) (kmsg.Response, continuation, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	var waits []producePending
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
-		t, terr := r.s.tenant.catalog.get(r.ctx, rt.Topic)
+		t, terr := r.s.tenant.catalog.get(ctx, rt.Topic)
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
 			sp := kmsg.NewProduceResponseTopicPartition()
@@ -69,28 +100,17 @@ func handleProduce(gw *Gateway, r *request, req *kmsg.ProduceRequest) {
 		resp.Topics = append(resp.Topics, st)
 	}
 	if req.Acks == 0 {
-		r.respond(nil)
-		return
+		return nil, nil, nil
 	}
 	if len(waits) == 0 {
-		r.respond(resp)
-		return
+		return resp, nil, nil
 	}
-	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
-	if timeout <= 0 || timeout > putTimeout {
-		timeout = putTimeout
-	}
-	go func() {
-		timer := time.NewTimer(timeout)
-		defer timer.Stop()
+	return nil, func(ctx context.Context) (kmsg.Response, error) {
 		for _, w := range waits {
 			sp := &resp.Topics[w.topic].Partitions[w.part]
 			select {
 			case <-w.op.done:
-			case <-timer.C:
-				sp.ErrorCode = kerr.RequestTimedOut.Code
-				continue
-			case <-r.ctx.Done():
+			case <-ctx.Done():
 				sp.ErrorCode = kerr.RequestTimedOut.Code
 				continue
 			}
@@ -105,12 +125,12 @@ func handleProduce(gw *Gateway, r *request, req *kmsg.ProduceRequest) {
 			}
 			sp.BaseOffset = w.op.baseOffset
 			sp.LogStartOffset = 0
-			if t, err := r.s.tenant.catalog.get(r.ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.partitions) {
+			if t, err := r.s.tenant.catalog.get(ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.partitions) {
 				sp.LogStartOffset = t.partitions[sp.Partition].earliest
 			}
 		}
-		r.respond(resp)
-	}()
+		return resp, nil
+	}, nil
 }
 
 // startAppend decodes one partition's batches and queues them. It returns
@@ -144,6 +164,9 @@ func (gw *Gateway) startAppend(t *topicMeta, rp *kmsg.ProduceRequestTopicPartiti
 	for bi := range batches {
 		b := &batches[bi]
 		switch {
+		case len(b.Records) == 0:
+			// As Kafka refuses a batch whose record count is not positive.
+			return fail(kerr.InvalidRecord.Code, "a record batch must hold at least one record")
 		case b.Transactional():
 			return fail(kerr.InvalidRecord.Code, "disgw does not support transactions")
 		case b.Control():

@@ -24,10 +24,42 @@ import (
 // transactions, read_committed and read_uncommitted see the same records and
 // the last stable offset is the high watermark.
 
-func init() { regKey(1, 4, 16, handleFetch) }
+func init() {
+	regKey(1, 4, 16, api[*kmsg.FetchRequest]{concurrent: handleFetch, deadline: fetchDeadline, errors: fetchError})
+}
 
 // maxFetchWait bounds max_wait_ms, so a client cannot park a handler forever.
 const maxFetchWait = 30 * time.Second
+
+// fetchDeadline is the long poll's max_wait_ms (within maxFetchWait) plus
+// putTimeout for the DIS calls that follow it.
+func fetchDeadline(_ *Gateway, req *kmsg.FetchRequest) time.Duration {
+	return fetchWait(req) + putTimeout
+}
+
+// fetchWait is how long a fetch may wait for min_bytes.
+func fetchWait(req *kmsg.FetchRequest) time.Duration {
+	return min(max(time.Duration(req.MaxWaitMillis)*time.Millisecond, 0), maxFetchWait)
+}
+
+// fetchError answers req with code at the top level and in every partition.
+func fetchError(req *kmsg.FetchRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.ErrorCode = code
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			sp.RecordBatches = []byte{}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
 
 // fetchPart is one partition of a fetch in progress.
 type fetchPart struct {
@@ -40,12 +72,11 @@ type fetchPart struct {
 	done    bool
 }
 
-func handleFetch(gw *Gateway, r *request, req *kmsg.FetchRequest) {
+func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	if req.Version >= 7 && req.SessionID != 0 {
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		r.respond(resp)
-		return
+		return resp, nil
 	}
 	var parts []*fetchPart
 	metas := make([]*topicMeta, len(req.Topics)) // resolved once per topic
@@ -57,14 +88,14 @@ func handleFetch(gw *Gateway, r *request, req *kmsg.FetchRequest) {
 		var t *topicMeta
 		var terr error
 		if req.Version >= 13 {
-			if n, ok := r.s.tenant.catalog.nameForID(r.ctx, rt.TopicID); ok {
+			if n, ok := r.s.tenant.catalog.nameForID(ctx, rt.TopicID); ok {
 				name = n
 			} else {
 				terr = errUnknownTopicID
 			}
 		}
 		if terr == nil {
-			t, terr = r.s.tenant.catalog.get(r.ctx, name)
+			t, terr = r.s.tenant.catalog.get(ctx, name)
 		}
 		metas[ti] = t
 		for pi := range rt.Partitions {
@@ -96,26 +127,21 @@ func handleFetch(gw *Gateway, r *request, req *kmsg.FetchRequest) {
 			parts = append(parts, &fetchPart{topic: metas[ti], req: rp, resp: sp, offset: rp.FetchOffset})
 		}
 	}
-	go gw.serveFetch(r, req, resp, parts)
+	gw.serveFetch(ctx, req, resp, parts)
+	return resp, nil
 }
 
 var errUnknownTopicID = errors.New("unknown topic id")
 
 // serveFetch reads every partition, long-polling until min_bytes are there
 // or max_wait_ms has passed, then encodes the batches.
-func (gw *Gateway) serveFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*fetchPart) {
-	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
-	if wait > maxFetchWait {
-		wait = maxFetchWait
-	}
-	deadline := time.Now().Add(wait)
+func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*fetchPart) {
+	deadline := time.Now().Add(fetchWait(req))
 	maxBytes := int(req.MaxBytes)
 	if req.Version < 3 || maxBytes <= 0 {
 		maxBytes = 1 << 30
 	}
 	minBytes := int(req.MinBytes)
-	ctx, cancel := context.WithDeadline(r.ctx, deadline.Add(putTimeout))
-	defer cancel()
 	for {
 		// Read every partition still waiting at once: one DIS round trip
 		// per fetch, not one per partition.
@@ -129,10 +155,10 @@ func (gw *Gateway) serveFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.Fet
 				limit = maxBytes
 			}
 			wg.Add(1)
-			go func() {
+			gw.goSafe("fetch partition", func() {
 				defer wg.Done()
 				gw.fetchPartition(ctx, p, limit)
-			}()
+			})
 		}
 		wg.Wait()
 		total := 0
@@ -146,7 +172,7 @@ func (gw *Gateway) serveFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.Fet
 		if total >= max(minBytes, 1) || len(wake) == 0 || !time.Now().Before(deadline) {
 			break
 		}
-		if !waitAny(ctx, gw.draining, wake, deadline, gw.cfg.PollInterval) {
+		if !gw.waitAny(ctx, gw.draining, wake, deadline, gw.cfg.PollInterval) {
 			break
 		}
 	}
@@ -166,7 +192,6 @@ func (gw *Gateway) serveFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.Fet
 		fetched += len(p.records)
 	}
 	gw.metrics.fetchedRecs.Add(float64(fetched))
-	r.respond(resp)
 }
 
 // trimToMaxBytes keeps the response within max_bytes, in request order; the
@@ -250,7 +275,7 @@ func (gw *Gateway) outOfRange(p *fetchPart, earliest, hwm int64) {
 
 // waitAny blocks until one of chans closes, poll passes, or deadline. It
 // returns false when ctx is done or stop closes.
-func waitAny(ctx context.Context, stop <-chan struct{}, chans []<-chan struct{}, deadline time.Time, poll time.Duration) bool {
+func (gw *Gateway) waitAny(ctx context.Context, stop <-chan struct{}, chans []<-chan struct{}, deadline time.Time, poll time.Duration) bool {
 	d := min(time.Until(deadline), poll)
 	if d <= 0 {
 		return true
@@ -261,7 +286,7 @@ func waitAny(ctx context.Context, stop <-chan struct{}, chans []<-chan struct{},
 	quit := make(chan struct{})
 	defer close(quit)
 	for _, c := range chans {
-		go func(c <-chan struct{}) {
+		gw.goSafe("fetch wake-up", func() {
 			select {
 			case <-c:
 				select {
@@ -270,7 +295,7 @@ func waitAny(ctx context.Context, stop <-chan struct{}, chans []<-chan struct{},
 				}
 			case <-quit:
 			}
-		}(c)
+		})
 	}
 	select {
 	case <-any:

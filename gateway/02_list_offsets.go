@@ -20,7 +20,26 @@ import (
 // the partition's sequence_number_range; a timestamp opens an AT_TIMESTAMP
 // cursor and reads the first record there.
 
-func init() { regKey(2, 1, 8, handleListOffsets) }
+func init() {
+	regKey(2, 1, 8, api[*kmsg.ListOffsetsRequest]{concurrent: handleListOffsets, errors: listOffsetsError})
+}
+
+// listOffsetsError answers every partition of req with code.
+func listOffsetsError(req *kmsg.ListOffsetsRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
 
 // ListOffsets special timestamps.
 const (
@@ -30,34 +49,32 @@ const (
 	listEarliestLoc = -4
 )
 
-func handleListOffsets(gw *Gateway, r *request, req *kmsg.ListOffsetsRequest) {
+func handleListOffsets(ctx context.Context, gw *Gateway, r *request, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-	go func() {
-		for ti := range req.Topics {
-			rt := &req.Topics[ti]
-			st := kmsg.NewListOffsetsResponseTopic()
-			st.Topic = rt.Topic
-			t, terr := r.s.tenant.catalog.refresh(r.ctx, rt.Topic)
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewListOffsetsResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, 0
-				switch {
-				case errors.Is(terr, errUnknownTopic):
-					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				case terr != nil:
-					sp.ErrorCode = kafkaCodeForDIS(terr)
-				case !t.readable(rp.Partition):
-					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				default:
-					gw.listOffset(r.ctx, t, rp.Partition, rp.Timestamp, &sp)
-				}
-				st.Partitions = append(st.Partitions, sp)
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		t, terr := r.s.tenant.catalog.refresh(ctx, rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, 0
+			switch {
+			case errors.Is(terr, errUnknownTopic):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case terr != nil:
+				sp.ErrorCode = kafkaCodeForDIS(terr)
+			case !t.readable(rp.Partition):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				gw.listOffset(ctx, t, rp.Partition, rp.Timestamp, &sp)
 			}
-			resp.Topics = append(resp.Topics, st)
+			st.Partitions = append(st.Partitions, sp)
 		}
-		r.respond(resp)
-	}()
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
 }
 
 func (gw *Gateway) listOffset(ctx context.Context, t *topicMeta, p int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {

@@ -20,9 +20,23 @@ import (
 // partition; the leader epoch is always 0, since DIS partitions never change
 // leader.
 
-func init() { regKey(3, 0, 12, handleMetadata) }
+func init() {
+	regKey(3, 0, 12, api[*kmsg.MetadataRequest]{concurrent: handleMetadata, errors: metadataError})
+}
 
-func handleMetadata(gw *Gateway, r *request, req *kmsg.MetadataRequest) {
+// metadataError answers every topic req names with code.
+func metadataError(req *kmsg.MetadataRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.ControllerID = -1
+	for _, t := range req.Topics {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID, mt.ErrorCode = t.Topic, t.TopicID, code
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp
+}
+
+func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.MetadataRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	b := kmsg.NewMetadataResponseBroker()
@@ -31,7 +45,6 @@ func handleMetadata(gw *Gateway, r *request, req *kmsg.MetadataRequest) {
 	resp.ClusterID = &gw.cfg.ClusterID
 	resp.ControllerID = gw.cfg.NodeID
 
-	ctx := r.ctx
 	var names []string
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
@@ -60,7 +73,7 @@ func handleMetadata(gw *Gateway, r *request, req *kmsg.MetadataRequest) {
 	for _, name := range names {
 		resp.Topics = append(resp.Topics, gw.topicMetadata(ctx, tn, name, autoCreate))
 	}
-	r.respond(resp)
+	return resp, nil
 }
 
 // topicMetadata describes one topic, creating it first when allowed.

@@ -20,11 +20,32 @@ import (
 // accepted, and a member's commit the group's next generation overtook is
 // answered ILLEGAL_GENERATION instead of written.
 
-func init() { regKey(8, 0, 9, handleOffsetCommit) }
+func init() {
+	regKey(8, 0, 9, api[*kmsg.OffsetCommitRequest]{staged: handleOffsetCommit, errors: offsetCommitError})
+}
 
-func handleOffsetCommit(gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) {
-	tn := r.s.tenant
+// offsetCommitError answers every partition of req with code.
+func offsetCommitError(req *kmsg.OffsetCommitRequest, code int16) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// handleOffsetCommit is staged: its ordered part has the coordinator accept
+// the commit and queue its write, so commits of one connection join the
+// group's queue in request order; the continuation waits for the write.
+func handleOffsetCommit(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) (kmsg.Response, continuation, error) {
+	tn := r.s.tenant
+	resp := offsetCommitError(req, 0).(*kmsg.OffsetCommitResponse)
 	type job struct {
 		t, p   int
 		topic  string
@@ -32,31 +53,23 @@ func handleOffsetCommit(gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) 
 	}
 	var jobs []job
 	for ti, t := range req.Topics {
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
 		for pi, p := range t.Partitions {
-			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition = p.Partition
-			rt.Partitions = append(rt.Partitions, rp)
 			jobs = append(jobs, job{ti, pi, t.Topic, p})
 		}
-		resp.Topics = append(resp.Topics, rt)
 	}
+	written := make(chan struct{})
 	// Runs in the group's commit queue, after every commit accepted before.
 	write := func(stale bool) {
+		defer close(written)
 		if stale {
 			gw.log.Info().Str("group", req.Group).Int32("generation", req.Generation).Msg("dropping a commit the group's newer generation overtook")
 			setCommitCodes(resp, kerr.IllegalGeneration.Code)
-			r.respond(resp)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
-		defer cancel()
-		parallel(len(jobs), func(i int) {
+		gw.parallel(len(jobs), func(i int) {
 			j := jobs[i]
 			resp.Topics[j.t].Partitions[j.p].ErrorCode = gw.commitOffset(ctx, tn, req.Group, j.topic, j.commit.Partition, j.commit.Offset, j.commit.Metadata)
 		})
-		r.respond(resp)
 	}
 	code := kerr.InvalidGroupID.Code
 	if req.Group != "" {
@@ -68,8 +81,18 @@ func handleOffsetCommit(gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) 
 	}
 	if code != 0 {
 		setCommitCodes(resp, code)
-		r.respond(resp)
+		return resp, nil, nil
 	}
+	return nil, func(ctx context.Context) (kmsg.Response, error) {
+		select {
+		case <-written:
+			return resp, nil
+		case <-ctx.Done():
+			// The write still runs in its turn, under the same expired
+			// context, so it cannot land after this answer.
+			return nil, ctx.Err()
+		}
+	}, nil
 }
 
 // setCommitCodes answers every partition of an OffsetCommit with code.

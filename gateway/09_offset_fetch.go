@@ -16,7 +16,45 @@ import (
 // groups per request; v9 the KIP-848 member id and epoch, not checked. A
 // partition without a commit answers offset -1 with no error, as Kafka does.
 
-func init() { regKey(9, 0, 9, handleOffsetFetch) }
+func init() {
+	regKey(9, 0, 9, api[*kmsg.OffsetFetchRequest]{concurrent: handleOffsetFetch, errors: offsetFetchError})
+}
+
+// offsetFetchError answers req with code for every group (v8+) or at the
+// top level and in every partition asked for.
+func offsetFetchError(req *kmsg.OffsetFetchRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version >= 8 {
+		for _, g := range req.Groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group, rg.ErrorCode = g.Group, code
+			for _, t := range g.Topics {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rg.Topics = append(rg.Topics, rt)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	}
+	resp.ErrorCode = code
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
 
 // offsetFetchGroup is one group's request in the v8+ shape.
 type offsetFetchGroup struct {
@@ -24,7 +62,7 @@ type offsetFetchGroup struct {
 	topics []kmsg.OffsetFetchRequestGroupTopic // nil: every committed partition
 }
 
-func handleOffsetFetch(gw *Gateway, r *request, req *kmsg.OffsetFetchRequest) {
+func handleOffsetFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	var groups []offsetFetchGroup
@@ -44,32 +82,28 @@ func handleOffsetFetch(gw *Gateway, r *request, req *kmsg.OffsetFetchRequest) {
 		}
 		groups = append(groups, g)
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
-		defer cancel()
-		for _, g := range groups {
-			resp.Groups = append(resp.Groups, gw.fetchGroupOffsets(ctx, tn, g))
-		}
-		if req.Version < 8 {
-			g := resp.Groups[0]
-			resp.ErrorCode = g.ErrorCode
-			for _, t := range g.Topics {
-				rt := kmsg.NewOffsetFetchResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewOffsetFetchResponseTopicPartition()
-					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
-					if req.Version < 2 && p.ErrorCode == 0 && g.ErrorCode != 0 {
-						rp.ErrorCode = g.ErrorCode
-					}
-					rt.Partitions = append(rt.Partitions, rp)
+	for _, g := range groups {
+		resp.Groups = append(resp.Groups, gw.fetchGroupOffsets(ctx, tn, g))
+	}
+	if req.Version < 8 {
+		g := resp.Groups[0]
+		resp.ErrorCode = g.ErrorCode
+		for _, t := range g.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+				if req.Version < 2 && p.ErrorCode == 0 && g.ErrorCode != 0 {
+					rp.ErrorCode = g.ErrorCode
 				}
-				resp.Topics = append(resp.Topics, rt)
+				rt.Partitions = append(rt.Partitions, rp)
 			}
-			resp.Groups = nil
+			resp.Topics = append(resp.Topics, rt)
 		}
-		r.respond(resp)
-	}()
+		resp.Groups = nil
+	}
+	return resp, nil
 }
 
 // fetchGroupOffsets answers one group.
@@ -114,7 +148,7 @@ func (gw *Gateway) fetchGroupOffsets(ctx context.Context, tn *tenant, g offsetFe
 		}
 		out.Topics = append(out.Topics, rt)
 	}
-	parallel(len(jobs), func(i int) {
+	gw.parallel(len(jobs), func(i int) {
 		rp := &out.Topics[jobs[i].t].Partitions[jobs[i].p]
 		rp.Offset, rp.Metadata, rp.ErrorCode = gw.committedOffset(ctx, tn, g.group, out.Topics[jobs[i].t].Topic, rp.Partition)
 		if rp.Metadata == nil {

@@ -14,14 +14,32 @@ import (
 // (KAFKA-COMPAT.md item 5). disgw has no transactions: a transactional key
 // gets a non-retriable error with a message, not an endless retry loop.
 
-func init() { regKey(10, 0, 6, handleFindCoordinator) }
+func init() {
+	regKey(10, 0, 6, api[*kmsg.FindCoordinatorRequest]{ordered: handleFindCoordinator, errors: findCoordinatorError})
+}
+
+// findCoordinatorError answers req with code at the top level (before v4)
+// or for every key.
+func findCoordinatorError(req *kmsg.FindCoordinatorRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	if req.Version < 4 {
+		resp.ErrorCode, resp.NodeID, resp.Port = code, -1, -1
+		return resp
+	}
+	for _, key := range req.CoordinatorKeys {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key, c.NodeID, c.Port, c.ErrorCode = key, -1, -1, code
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	return resp
+}
 
 const (
 	coordinatorKeyGroup       = 0
 	coordinatorKeyTransaction = 1
 )
 
-func handleFindCoordinator(gw *Gateway, r *request, req *kmsg.FindCoordinatorRequest) {
+func handleFindCoordinator(gw *Gateway, r *request, req *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {
@@ -50,5 +68,5 @@ func handleFindCoordinator(gw *Gateway, r *request, req *kmsg.FindCoordinatorReq
 		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
 		resp.Coordinators = nil
 	}
-	r.respond(resp)
+	return resp, nil
 }

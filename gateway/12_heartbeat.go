@@ -8,6 +8,12 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // member to rejoin; ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID and
 // FENCED_INSTANCE_ID that it is no longer part of the group.
 
-func init() { regKey(12, 0, 4, handleHeartbeat) }
+func init() {
+	regKey(12, 0, 4, api[*kmsg.HeartbeatRequest]{staged: stepGroup[*kmsg.HeartbeatRequest], errors: heartbeatError})
+}
 
-func handleHeartbeat(gw *Gateway, r *request, req *kmsg.HeartbeatRequest) { gw.groups.step(r, req) }
+func heartbeatError(req *kmsg.HeartbeatRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	resp.ErrorCode = code
+	return resp
+}

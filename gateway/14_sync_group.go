@@ -7,6 +7,12 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // v3 added the group instance id; v4 flexible; v5 the protocol type and name,
 // checked against the group's. Followers wait for the leader's assignments.
 
-func init() { regKey(14, 0, 5, handleSyncGroup) }
+func init() {
+	regKey(14, 0, 5, api[*kmsg.SyncGroupRequest]{staged: stepGroup[*kmsg.SyncGroupRequest], errors: syncGroupError})
+}
 
-func handleSyncGroup(gw *Gateway, r *request, req *kmsg.SyncGroupRequest) { gw.groups.step(r, req) }
+func syncGroupError(req *kmsg.SyncGroupRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	resp.ErrorCode = code
+	return resp
+}

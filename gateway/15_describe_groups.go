@@ -16,12 +16,25 @@ import (
 // kafka-consumer-groups --describe works on it (KAFKA-COMPAT.md item 10); a
 // group that exists nowhere is Dead, as Kafka answers before v6.
 
-func init() { regKey(15, 0, 5, handleDescribeGroups) }
+func init() {
+	regKey(15, 0, 5, api[*kmsg.DescribeGroupsRequest]{concurrent: handleDescribeGroups, errors: describeGroupsError})
+}
+
+// describeGroupsError answers every group of req with code.
+func describeGroupsError(req *kmsg.DescribeGroupsRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, g := range req.Groups {
+		d := kmsg.NewDescribeGroupsResponseGroup()
+		d.Group, d.ErrorCode = g, code
+		resp.Groups = append(resp.Groups, d)
+	}
+	return resp
+}
 
 // groupStateDead is Kafka's state for a group that does not exist.
 const groupStateDead = "Dead"
 
-func handleDescribeGroups(gw *Gateway, r *request, req *kmsg.DescribeGroupsRequest) {
+func handleDescribeGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	live := make([]*kmsg.DescribeGroupsResponseGroup, len(req.Groups))
@@ -32,25 +45,21 @@ func handleDescribeGroups(gw *Gateway, r *request, req *kmsg.DescribeGroupsReque
 			}
 		}
 	})
-	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
-		defer cancel()
-		for i, g := range req.Groups {
-			if live[i] != nil {
-				resp.Groups = append(resp.Groups, *live[i])
-				continue
-			}
-			d := kmsg.NewDescribeGroupsResponseGroup()
-			d.Group, d.State = g, groupStateDead
-			stored, err := gw.groupStored(ctx, tn, g)
-			switch {
-			case err != nil:
-				d.ErrorCode = kafkaCodeForDIS(err)
-			case stored:
-				d.State, d.ProtocolType = groupStateEmpty, "consumer"
-			}
-			resp.Groups = append(resp.Groups, d)
+	for i, g := range req.Groups {
+		if live[i] != nil {
+			resp.Groups = append(resp.Groups, *live[i])
+			continue
 		}
-		r.respond(resp)
-	}()
+		d := kmsg.NewDescribeGroupsResponseGroup()
+		d.Group, d.State = g, groupStateDead
+		stored, err := gw.groupStored(ctx, tn, g)
+		switch {
+		case err != nil:
+			d.ErrorCode = kafkaCodeForDIS(err)
+		case stored:
+			d.State, d.ProtocolType = groupStateEmpty, "consumer"
+		}
+		resp.Groups = append(resp.Groups, d)
+	}
+	return resp, nil
 }

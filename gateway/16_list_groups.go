@@ -16,43 +16,47 @@ import (
 // every group here is "classic"). Groups are the coordinator's live groups
 // plus every group with committed offsets in DIS, which is Empty.
 
-func init() { regKey(16, 0, 5, handleListGroups) }
+func init() {
+	regKey(16, 0, 5, api[*kmsg.ListGroupsRequest]{concurrent: handleListGroups, errors: listGroupsError})
+}
 
-func handleListGroups(gw *Gateway, r *request, req *kmsg.ListGroupsRequest) {
+func listGroupsError(req *kmsg.ListGroupsRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	resp.ErrorCode = code
+	return resp
+}
+
+func handleListGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	var live []kmsg.ListGroupsResponseGroup
 	gw.groups.with(func(c *groupcoord.Coordinator) { live = c.List() })
-	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
-		defer cancel()
-		seen := map[string]bool{}
-		all := live
-		for _, g := range live {
-			seen[g.Group] = true
+	seen := map[string]bool{}
+	all := live
+	for _, g := range live {
+		seen[g.Group] = true
+	}
+	stored, err := gw.storedGroups(ctx, tn)
+	if err != nil {
+		gw.log.Warn().Err(err).Msg("list groups: ListApps failed")
+		resp.ErrorCode = kafkaCodeForDIS(err)
+	}
+	for _, g := range stored {
+		if !seen[g] {
+			lg := kmsg.NewListGroupsResponseGroup()
+			lg.Group, lg.ProtocolType, lg.GroupState = g, "consumer", groupStateEmpty
+			all = append(all, lg)
 		}
-		stored, err := gw.storedGroups(ctx, tn)
-		if err != nil {
-			gw.log.Warn().Err(err).Msg("list groups: ListApps failed")
-			resp.ErrorCode = kafkaCodeForDIS(err)
+	}
+	for _, g := range all {
+		g.GroupType = "classic"
+		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, g.GroupState) }) {
+			continue
 		}
-		for _, g := range stored {
-			if !seen[g] {
-				lg := kmsg.NewListGroupsResponseGroup()
-				lg.Group, lg.ProtocolType, lg.GroupState = g, "consumer", groupStateEmpty
-				all = append(all, lg)
-			}
+		if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(s, g.GroupType) }) {
+			continue
 		}
-		for _, g := range all {
-			g.GroupType = "classic"
-			if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, g.GroupState) }) {
-				continue
-			}
-			if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(s, g.GroupType) }) {
-				continue
-			}
-			resp.Groups = append(resp.Groups, g)
-		}
-		r.respond(resp)
-	}()
+		resp.Groups = append(resp.Groups, g)
+	}
+	return resp, nil
 }

@@ -16,9 +16,17 @@ import (
 
 const apiKeySaslHandshake = 17
 
-func init() { regKey(apiKeySaslHandshake, 0, 1, handleSaslHandshake) }
+func init() {
+	regKey(apiKeySaslHandshake, 0, 1, api[*kmsg.SASLHandshakeRequest]{ordered: handleSaslHandshake, errors: saslHandshakeError})
+}
 
-func handleSaslHandshake(gw *Gateway, r *request, req *kmsg.SASLHandshakeRequest) {
+func saslHandshakeError(req *kmsg.SASLHandshakeRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
+	resp.ErrorCode = code
+	return resp
+}
+
+func handleSaslHandshake(gw *Gateway, r *request, req *kmsg.SASLHandshakeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	resp.SupportedMechanisms = gw.saslMechanisms()
 	s := r.s
@@ -34,8 +42,8 @@ func handleSaslHandshake(gw *Gateway, r *request, req *kmsg.SASLHandshakeRequest
 			s.rawSASL.Store(true)
 		}
 	}
-	r.respond(resp)
 	if resp.ErrorCode != 0 {
 		s.closeAfterQueued()
 	}
+	return resp, nil
 }

@@ -18,12 +18,20 @@ import (
 
 const apiKeyApiVersions = 18
 
-func init() { regKey(apiKeyApiVersions, 0, 4, handleApiVersions) }
+func init() {
+	regKey(apiKeyApiVersions, 0, 4, api[*kmsg.ApiVersionsRequest]{ordered: handleApiVersions, errors: apiVersionsError})
+}
 
-func handleApiVersions(gw *Gateway, r *request, req *kmsg.ApiVersionsRequest) {
+func apiVersionsError(req *kmsg.ApiVersionsRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	resp.ErrorCode = code
+	return resp
+}
+
+func handleApiVersions(gw *Gateway, _ *request, req *kmsg.ApiVersionsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = supportedKeys(gw)
-	r.respond(resp)
+	return resp, nil
 }
 
 // supportedKeys lists every key gw serves with its range.

@@ -20,7 +20,22 @@ import (
 // data_duration in hours, and the record format is kept in a stream tag.
 // DIS keeps one copy, so a replication factor other than 1 (or -1) is refused.
 
-func init() { regKey(19, 0, 7, handleCreateTopics) }
+func init() {
+	regKey(19, 0, 7, api[*kmsg.CreateTopicsRequest]{concurrent: handleCreateTopics, errors: createTopicsError})
+}
+
+// createTopicsError answers every topic of req with code.
+func createTopicsError(req *kmsg.CreateTopicsRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic, rt.ErrorCode = t.Topic, code
+		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		rt.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
 
 // Topic configs understood at creation.
 const (
@@ -30,13 +45,13 @@ const (
 	configStreamType    = "dis.stream.type"
 )
 
-func handleCreateTopics(gw *Gateway, r *request, req *kmsg.CreateTopicsRequest) {
+func handleCreateTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	for i := range req.Topics {
-		resp.Topics = append(resp.Topics, gw.createOne(r.ctx, tn, &req.Topics[i], req.ValidateOnly))
+		resp.Topics = append(resp.Topics, gw.createOne(ctx, tn, &req.Topics[i], req.ValidateOnly))
 	}
-	r.respond(resp)
+	return resp, nil
 }
 
 func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {

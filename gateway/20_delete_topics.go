@@ -17,9 +17,31 @@ import (
 // DIS stream, with every record in it; the gateway forgets the topic's
 // writers, producer state and cached records at once.
 
-func init() { regKey(20, 0, 6, handleDeleteTopics) }
+func init() {
+	regKey(20, 0, 6, api[*kmsg.DeleteTopicsRequest]{concurrent: handleDeleteTopics, errors: deleteTopicsError})
+}
 
-func handleDeleteTopics(gw *Gateway, r *request, req *kmsg.DeleteTopicsRequest) {
+// deleteTopicsError answers every topic of req, by name or id, with code.
+func deleteTopicsError(req *kmsg.DeleteTopicsRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	add := func(name *string, id [16]byte) {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID, rt.ErrorCode = name, id, code
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.Version >= 6 {
+		for _, t := range req.Topics {
+			add(t.Topic, t.TopicID)
+		}
+	} else {
+		for _, name := range req.TopicNames {
+			add(kmsg.StringPtr(name), [16]byte{})
+		}
+	}
+	return resp
+}
+
+func handleDeleteTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	type target struct {
@@ -36,34 +58,30 @@ func handleDeleteTopics(gw *Gateway, r *request, req *kmsg.DeleteTopicsRequest) 
 			targets = append(targets, target{name: kmsg.StringPtr(name)})
 		}
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
-		defer cancel()
-		for _, tg := range targets {
-			rt := kmsg.NewDeleteTopicsResponseTopic()
-			rt.Topic, rt.TopicID = tg.name, tg.id
-			name := ""
-			switch {
-			case tg.name != nil && *tg.name != "":
-				name = *tg.name
-			case tg.id != [16]byte{}:
-				if n, ok := tn.catalog.nameForID(ctx, tg.id); ok {
-					name = n
-					rt.Topic = kmsg.StringPtr(n)
-				} else {
-					rt.ErrorCode = kerr.UnknownTopicID.Code
-				}
-			default:
-				rt.ErrorCode = kerr.InvalidRequest.Code
-				rt.ErrorMessage = kmsg.StringPtr("a topic must be named by name or by id")
+	for _, tg := range targets {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID = tg.name, tg.id
+		name := ""
+		switch {
+		case tg.name != nil && *tg.name != "":
+			name = *tg.name
+		case tg.id != [16]byte{}:
+			if n, ok := tn.catalog.nameForID(ctx, tg.id); ok {
+				name = n
+				rt.Topic = kmsg.StringPtr(n)
+			} else {
+				rt.ErrorCode = kerr.UnknownTopicID.Code
 			}
-			if name != "" {
-				rt.ErrorCode, rt.ErrorMessage = gw.deleteTopic(ctx, tn, name)
-			}
-			resp.Topics = append(resp.Topics, rt)
+		default:
+			rt.ErrorCode = kerr.InvalidRequest.Code
+			rt.ErrorMessage = kmsg.StringPtr("a topic must be named by name or by id")
 		}
-		r.respond(resp)
-	}()
+		if name != "" {
+			rt.ErrorCode, rt.ErrorMessage = gw.deleteTopic(ctx, tn, name)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
 }
 
 // deleteTopic deletes the stream behind a topic.

@@ -13,9 +13,17 @@ import (
 // restarts. Transactions are not supported, so a transactional id is refused
 // here, where a producer first asks, with a clear message.
 
-func init() { regKey(22, 0, 5, handleInitProducerID) }
+func init() {
+	regKey(22, 0, 5, api[*kmsg.InitProducerIDRequest]{ordered: handleInitProducerID, errors: initProducerIDError})
+}
 
-func handleInitProducerID(gw *Gateway, r *request, req *kmsg.InitProducerIDRequest) {
+func initProducerIDError(req *kmsg.InitProducerIDRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = -1, -1, code
+	return resp
+}
+
+func handleInitProducerID(gw *Gateway, _ *request, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	switch {
@@ -28,5 +36,5 @@ func handleInitProducerID(gw *Gateway, r *request, req *kmsg.InitProducerIDReque
 	default:
 		resp.ProducerID, resp.ProducerEpoch = gw.producers.next(), 0
 	}
-	r.respond(resp)
+	return resp, nil
 }

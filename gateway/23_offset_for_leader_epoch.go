@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,36 +17,52 @@ import (
 // metadata change (franz-go, Java) finds it still valid. A current epoch
 // above 0 is UNKNOWN_LEADER_EPOCH, as Kafka answers a client that is ahead.
 
-func init() { regKey(23, 0, 4, handleOffsetForLeaderEpoch) }
+func init() {
+	regKey(23, 0, 4, api[*kmsg.OffsetForLeaderEpochRequest]{concurrent: handleOffsetForLeaderEpoch, errors: offsetForLeaderEpochError})
+}
 
-func handleOffsetForLeaderEpoch(gw *Gateway, r *request, req *kmsg.OffsetForLeaderEpochRequest) {
+// offsetForLeaderEpochError answers every partition of req with code.
+func offsetForLeaderEpochError(req *kmsg.OffsetForLeaderEpochRequest, code int16) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	go func() {
-		for _, rt := range req.Topics {
-			st := kmsg.NewOffsetForLeaderEpochResponseTopic()
-			st.Topic = rt.Topic
-			t, terr := r.s.tenant.catalog.get(r.ctx, rt.Topic)
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
-				sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
-				switch {
-				case errors.Is(terr, errUnknownTopic):
-					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				case terr != nil:
-					sp.ErrorCode = kafkaCodeForDIS(terr)
-				case !t.readable(rp.Partition):
-					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				case req.Version >= 2 && rp.CurrentLeaderEpoch > 0:
-					sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
-				case rp.LeaderEpoch == 0:
-					pr := gw.readerFor(t.key(rp.Partition))
-					pr.observeHWM(t.partitions[rp.Partition].next)
-					sp.LeaderEpoch, sp.EndOffset = 0, pr.knownHWM()
-				}
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			sp.Partition, sp.LeaderEpoch, sp.EndOffset, sp.ErrorCode = rp.Partition, -1, -1, code
+			st.Partitions = append(st.Partitions, sp)
 		}
-		r.respond(resp)
-	}()
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+func handleOffsetForLeaderEpoch(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetForLeaderEpochRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = rt.Topic
+		t, terr := r.s.tenant.catalog.get(ctx, rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
+			switch {
+			case errors.Is(terr, errUnknownTopic):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case terr != nil:
+				sp.ErrorCode = kafkaCodeForDIS(terr)
+			case !t.readable(rp.Partition):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case req.Version >= 2 && rp.CurrentLeaderEpoch > 0:
+				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			case rp.LeaderEpoch == 0:
+				pr := gw.readerFor(t.key(rp.Partition))
+				pr.observeHWM(t.partitions[rp.Partition].next)
+				sp.LeaderEpoch, sp.EndOffset = 0, pr.knownHWM()
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
 }

@@ -18,17 +18,28 @@ import (
 // cluster-default broker resource (empty name) holds only dynamic defaults in
 // Kafka, and disgw has none, so it is answered with no configs.
 
-func init() { regKey(32, 0, 4, handleDescribeConfigs) }
+func init() {
+	regKey(32, 0, 4, api[*kmsg.DescribeConfigsRequest]{concurrent: handleDescribeConfigs, errors: describeConfigsError})
+}
 
-func handleDescribeConfigs(gw *Gateway, r *request, req *kmsg.DescribeConfigsRequest) {
+// describeConfigsError answers every resource of req with code.
+func describeConfigsError(req *kmsg.DescribeConfigsRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, res := range req.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
+func handleDescribeConfigs(ctx context.Context, gw *Gateway, r *request, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
-	go func() {
-		for i := range req.Resources {
-			resp.Resources = append(resp.Resources, gw.describeResource(r.ctx, tn, req, &req.Resources[i]))
-		}
-		r.respond(resp)
-	}()
+	for i := range req.Resources {
+		resp.Resources = append(resp.Resources, gw.describeResource(ctx, tn, req, &req.Resources[i]))
+	}
+	return resp, nil
 }
 
 func (gw *Gateway) describeResource(ctx context.Context, tn *tenant, req *kmsg.DescribeConfigsRequest, res *kmsg.DescribeConfigsRequestResource) kmsg.DescribeConfigsResponseResource {

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -14,25 +16,36 @@ import (
 // may be listed with the value they have. Broker configs are static and
 // cannot be altered.
 
-func init() { regKey(33, 0, 2, handleAlterConfigs) }
+func init() {
+	regKey(33, 0, 2, api[*kmsg.AlterConfigsRequest]{concurrent: handleAlterConfigs, errors: alterConfigsError})
+}
 
-func handleAlterConfigs(gw *Gateway, r *request, req *kmsg.AlterConfigsRequest) {
+// alterConfigsError answers every resource of req with code.
+func alterConfigsError(req *kmsg.AlterConfigsRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	for _, res := range req.Resources {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
+func handleAlterConfigs(ctx context.Context, gw *Gateway, r *request, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	go func() {
-		for i := range req.Resources {
-			res := &req.Resources[i]
-			rr := kmsg.NewAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-			if cerr := gw.alterResource(r.ctx, tn, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
-				return replaceTopicConfigs(a, res.Configs)
-			}); cerr != nil {
-				rr.ErrorCode, rr.ErrorMessage = cerr.code, kmsg.StringPtr(cerr.msg)
-			}
-			resp.Resources = append(resp.Resources, rr)
+	for i := range req.Resources {
+		res := &req.Resources[i]
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		if cerr := gw.alterResource(ctx, tn, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
+			return replaceTopicConfigs(a, res.Configs)
+		}); cerr != nil {
+			rr.ErrorCode, rr.ErrorMessage = cerr.code, kmsg.StringPtr(cerr.msg)
 		}
-		r.respond(resp)
-	}()
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp, nil
 }
 
 // replaceTopicConfigs states a whole new configuration on a.

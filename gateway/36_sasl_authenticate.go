@@ -17,31 +17,37 @@ import (
 
 const apiKeySaslAuthenticate = 36
 
-func init() { regKey(apiKeySaslAuthenticate, 0, 2, handleSaslAuthenticate) }
+func init() {
+	regKey(apiKeySaslAuthenticate, 0, 2, api[*kmsg.SASLAuthenticateRequest]{ordered: handleSaslAuthenticate, errors: saslAuthenticateError})
+}
 
-func handleSaslAuthenticate(gw *Gateway, r *request, req *kmsg.SASLAuthenticateRequest) {
+func saslAuthenticateError(req *kmsg.SASLAuthenticateRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+	resp.ErrorCode = code
+	return resp
+}
+
+func handleSaslAuthenticate(gw *Gateway, r *request, req *kmsg.SASLAuthenticateRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	s := r.s
 	if s.auth.mech == "" || s.auth.authenticated || s.rawSASL.Load() {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		resp.ErrorMessage = kmsg.StringPtr("SaslHandshake v1 must come first")
-		r.respond(resp)
 		s.closeAfterQueued()
-		return
+		return resp, nil
 	}
 	out, done, err := s.saslStep(req.SASLAuthBytes)
 	if err != nil {
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr(err.Error())
-		r.respond(resp)
 		s.closeAfterQueued()
-		return
+		return resp, nil
 	}
 	resp.SASLAuthBytes = out
 	if done {
 		s.authenticated()
 	}
-	r.respond(resp)
+	return resp, nil
 }
 
 // authenticated records a completed authentication.
@@ -56,6 +62,10 @@ func (s *session) authenticated() {
 // serveRawSASL handles a bare SASL token after a v0 handshake; the answer
 // is a bare token too.
 func (s *session) serveRawSASL(r *request) {
+	defer s.gw.recoverPanic("SASL token", func() {
+		r.finish(nil)
+		s.closeAfterQueued()
+	})
 	out, done, err := s.saslStep(r.raw)
 	if err != nil {
 		// Kafka closes the connection without an answer here: v0 has no

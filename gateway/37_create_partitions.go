@@ -20,22 +20,31 @@ import (
 // stream may be rescaled; its refusal comes back as the mapped DIS error
 // with DIS's message.
 
-func init() { regKey(37, 0, 3, handleCreatePartitions) }
+func init() {
+	regKey(37, 0, 3, api[*kmsg.CreatePartitionsRequest]{concurrent: handleCreatePartitions, errors: createPartitionsError})
+}
 
-func handleCreatePartitions(gw *Gateway, r *request, req *kmsg.CreatePartitionsRequest) {
+// createPartitionsError answers every topic of req with code.
+func createPartitionsError(req *kmsg.CreatePartitionsRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic, rt.ErrorCode = t.Topic, code
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func handleCreatePartitions(ctx context.Context, gw *Gateway, r *request, req *kmsg.CreatePartitionsRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
-	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
-		defer cancel()
-		for _, t := range req.Topics {
-			rt := kmsg.NewCreatePartitionsResponseTopic()
-			rt.Topic = t.Topic
-			rt.ErrorCode, rt.ErrorMessage = gw.createPartitions(ctx, tn, &t, req.ValidateOnly)
-			resp.Topics = append(resp.Topics, rt)
-		}
-		r.respond(resp)
-	}()
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = t.Topic
+		rt.ErrorCode, rt.ErrorMessage = gw.createPartitions(ctx, tn, &t, req.ValidateOnly)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
 }
 
 func (gw *Gateway) createPartitions(ctx context.Context, tn *tenant, t *kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, *string) {

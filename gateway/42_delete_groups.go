@@ -16,9 +16,22 @@ import (
 // GROUP_NOT_EMPTY; otherwise its DIS app goes, and with it every committed
 // offset.
 
-func init() { regKey(42, 0, 2, handleDeleteGroups) }
+func init() {
+	regKey(42, 0, 2, api[*kmsg.DeleteGroupsRequest]{concurrent: handleDeleteGroups, errors: deleteGroupsError})
+}
 
-func handleDeleteGroups(gw *Gateway, r *request, req *kmsg.DeleteGroupsRequest) {
+// deleteGroupsError answers every group of req with code.
+func deleteGroupsError(req *kmsg.DeleteGroupsRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, g := range req.Groups {
+		d := kmsg.NewDeleteGroupsResponseGroup()
+		d.Group, d.ErrorCode = g, code
+		resp.Groups = append(resp.Groups, d)
+	}
+	return resp
+}
+
+func handleDeleteGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	codes := make([]int16, len(req.Groups))
@@ -27,25 +40,21 @@ func handleDeleteGroups(gw *Gateway, r *request, req *kmsg.DeleteGroupsRequest) 
 			codes[i] = c.Delete(g)
 		}
 	})
-	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
-		defer cancel()
-		for i, g := range req.Groups {
-			d := kmsg.NewDeleteGroupsResponseGroup()
-			d.Group, d.ErrorCode = g, codes[i]
-			if d.ErrorCode == 0 {
-				app := appNameFor(g)
-				err := tn.dis.DeleteApp(ctx, app)
-				tn.knownApps.Delete(app)
-				switch {
-				case disclient.IsCode(err, disclient.CodeAppNotFound):
-					d.ErrorCode = kerr.GroupIDNotFound.Code
-				case err != nil:
-					d.ErrorCode = kafkaCodeForDIS(err)
-				}
+	for i, g := range req.Groups {
+		d := kmsg.NewDeleteGroupsResponseGroup()
+		d.Group, d.ErrorCode = g, codes[i]
+		if d.ErrorCode == 0 {
+			app := appNameFor(g)
+			err := tn.dis.DeleteApp(ctx, app)
+			tn.knownApps.Delete(app)
+			switch {
+			case disclient.IsCode(err, disclient.CodeAppNotFound):
+				d.ErrorCode = kerr.GroupIDNotFound.Code
+			case err != nil:
+				d.ErrorCode = kafkaCodeForDIS(err)
 			}
-			resp.Groups = append(resp.Groups, d)
 		}
-		r.respond(resp)
-	}()
+		resp.Groups = append(resp.Groups, d)
+	}
+	return resp, nil
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -16,25 +17,36 @@ import (
 // "delete" to cleanup.policy is accepted and changes nothing. Broker configs
 // are static and cannot be altered.
 
-func init() { regKey(44, 0, 1, handleIncrementalAlterConfigs) }
+func init() {
+	regKey(44, 0, 1, api[*kmsg.IncrementalAlterConfigsRequest]{concurrent: handleIncrementalAlterConfigs, errors: incrementalAlterConfigsError})
+}
 
-func handleIncrementalAlterConfigs(gw *Gateway, r *request, req *kmsg.IncrementalAlterConfigsRequest) {
+// incrementalAlterConfigsError answers every resource of req with code.
+func incrementalAlterConfigsError(req *kmsg.IncrementalAlterConfigsRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	for _, res := range req.Resources {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
+func handleIncrementalAlterConfigs(ctx context.Context, gw *Gateway, r *request, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	go func() {
-		for i := range req.Resources {
-			res := &req.Resources[i]
-			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-			if cerr := gw.alterResource(r.ctx, tn, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
-				return changeTopicConfigs(a, res.Configs)
-			}); cerr != nil {
-				rr.ErrorCode, rr.ErrorMessage = cerr.code, kmsg.StringPtr(cerr.msg)
-			}
-			resp.Resources = append(resp.Resources, rr)
+	for i := range req.Resources {
+		res := &req.Resources[i]
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		if cerr := gw.alterResource(ctx, tn, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
+			return changeTopicConfigs(a, res.Configs)
+		}); cerr != nil {
+			rr.ErrorCode, rr.ErrorMessage = cerr.code, kmsg.StringPtr(cerr.msg)
 		}
-		r.respond(resp)
-	}()
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp, nil
 }
 
 // changeTopicConfigs states each listed change on a.

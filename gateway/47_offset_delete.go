@@ -16,9 +16,29 @@ import (
 // DIS checkpoints. Offsets of topics that live members are subscribed to
 // are refused with GROUP_SUBSCRIBED_TO_TOPIC, as Kafka does.
 
-func init() { regKey(47, 0, 0, handleOffsetDelete) }
+func init() {
+	regKey(47, 0, 0, api[*kmsg.OffsetDeleteRequest]{concurrent: handleOffsetDelete, errors: offsetDeleteError})
+}
 
-func handleOffsetDelete(gw *Gateway, r *request, req *kmsg.OffsetDeleteRequest) {
+// offsetDeleteError answers req with code at the top level and in every
+// partition.
+func offsetDeleteError(req *kmsg.OffsetDeleteRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	resp.ErrorCode = code
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func handleOffsetDelete(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	subscribed := map[string]bool{}
@@ -36,38 +56,34 @@ func handleOffsetDelete(gw *Gateway, r *request, req *kmsg.OffsetDeleteRequest) 
 			}
 		}
 	})
-	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, disCallsTimeout)
-		defer cancel()
-		stored, err := gw.groupStored(ctx, tn, req.Group)
-		switch {
-		case err != nil:
-			resp.ErrorCode = kafkaCodeForDIS(err)
-		case !stored && len(subscribed) == 0:
-			resp.ErrorCode = kerr.GroupIDNotFound.Code
-		}
-		app := appNameFor(req.Group)
-		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetDeleteResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
-				rp.Partition = p.Partition
-				switch {
-				case resp.ErrorCode != 0:
-				case subscribed[t.Topic]:
-					rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
-				default:
-					err := tn.dis.DeleteCheckpoint(ctx, &disclient.DeleteCheckpointRequest{AppName: app, StreamName: t.Topic,
-						PartitionID: disclient.PartitionID(p.Partition), CheckpointType: disclient.CheckpointLastRead})
-					if err != nil && !disclient.IsCode(err, disclient.CodeNoCheckpoint) {
-						rp.ErrorCode = kafkaCodeForDIS(err)
-					}
+	stored, err := gw.groupStored(ctx, tn, req.Group)
+	switch {
+	case err != nil:
+		resp.ErrorCode = kafkaCodeForDIS(err)
+	case !stored && len(subscribed) == 0:
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+	}
+	app := appNameFor(req.Group)
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = p.Partition
+			switch {
+			case resp.ErrorCode != 0:
+			case subscribed[t.Topic]:
+				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
+			default:
+				err := tn.dis.DeleteCheckpoint(ctx, &disclient.DeleteCheckpointRequest{AppName: app, StreamName: t.Topic,
+					PartitionID: disclient.PartitionID(p.Partition), CheckpointType: disclient.CheckpointLastRead})
+				if err != nil && !disclient.IsCode(err, disclient.CodeNoCheckpoint) {
+					rp.ErrorCode = kafkaCodeForDIS(err)
 				}
-				rt.Partitions = append(rt.Partitions, rp)
 			}
-			resp.Topics = append(resp.Topics, rt)
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		r.respond(resp)
-	}()
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
 }

@@ -10,15 +10,22 @@ import (
 // v1 added the endpoint type (KIP-919; 1 = brokers, the only kind served).
 // The cluster is this gateway: one broker, which is also the controller.
 
-func init() { regKey(60, 0, 1, handleDescribeCluster) }
+func init() {
+	regKey(60, 0, 1, api[*kmsg.DescribeClusterRequest]{ordered: handleDescribeCluster, errors: describeClusterError})
+}
 
-func handleDescribeCluster(gw *Gateway, r *request, req *kmsg.DescribeClusterRequest) {
+func describeClusterError(req *kmsg.DescribeClusterRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.ErrorCode = code
+	return resp
+}
+
+func handleDescribeCluster(gw *Gateway, r *request, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	if req.Version >= 1 && req.EndpointType != 1 {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		resp.ErrorMessage = kmsg.StringPtr("disgw serves broker endpoints only")
-		r.respond(resp)
-		return
+		return resp, nil
 	}
 	resp.EndpointType = 1
 	resp.ClusterID = gw.cfg.ClusterID
@@ -26,5 +33,5 @@ func handleDescribeCluster(gw *Gateway, r *request, req *kmsg.DescribeClusterReq
 	b := kmsg.NewDescribeClusterResponseBroker()
 	b.NodeID, b.Host, b.Port = gw.cfg.NodeID, r.s.lis.host, r.s.lis.port
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
-	r.respond(resp)
+	return resp, nil
 }

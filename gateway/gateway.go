@@ -97,6 +97,11 @@ type Config struct {
 	MaxGroups                int
 	GroupMaxRebalanceTimeout time.Duration
 	OffsetsRetention         time.Duration
+	// RequestTimeout bounds a request whose handler calls DIS and has no
+	// deadline of its own (Produce, Fetch and JoinGroup derive theirs from
+	// the request). It stays below a Kafka client's request.timeout.ms
+	// (30 s), so the client hears REQUEST_TIMED_OUT rather than giving up.
+	RequestTimeout time.Duration
 
 	Logger   zerolog.Logger
 	Registry prometheus.Registerer
@@ -144,6 +149,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MetadataTTL <= 0 {
 		c.MetadataTTL = 5 * time.Second
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 20 * time.Second
 	}
 	switch {
 	case c.InitialRebalanceDelay == 0:
@@ -258,7 +266,10 @@ func (gw *Gateway) Start() error {
 func (gw *Gateway) startGnet(l *listener) error {
 	t := newGnetTransport(gw, l)
 	done := make(chan error, 1)
-	go func() { done <- t.run() }()
+	go func() {
+		defer gw.recoverPanic("gnet transport", func() { done <- errTransportPanicked })
+		done <- t.run()
+	}()
 	select {
 	case err := <-t.booted:
 		if err != nil {
@@ -313,10 +324,10 @@ func (gw *Gateway) close(ctx context.Context) error {
 	gw.drainOnce.Do(func() { close(gw.draining) })
 	gw.groups.close()
 	finished := make(chan struct{})
-	go func() {
+	gw.goSafe("close: waiting for handlers", func() {
 		gw.handlersRun.Wait()
 		close(finished)
-	}()
+	})
 	select {
 	case <-finished:
 	case <-ctx.Done():

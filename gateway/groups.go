@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"sync"
@@ -24,7 +25,7 @@ type groupDriver struct {
 	mu      sync.Mutex
 	coord   *groupcoord.Coordinator
 	nextID  uint64
-	waiting map[uint64]*request
+	waiting map[uint64]groupWaiter
 	timer   *time.Timer
 	closed  bool
 	// queues holds, per tenant and group, the offset writes not yet
@@ -49,10 +50,34 @@ func newGroupDriver(gw *Gateway) *groupDriver {
 			NewMemberID:           newMemberID,
 			Logger:                gw.log.With().Str("component", "groupcoord").Logger(),
 		}),
-		waiting:    make(map[uint64]*request),
+		waiting:    make(map[uint64]groupWaiter),
 		queues:     make(map[offsetQueueKey][]func()),
 		committers: make(map[string]map[*tenant]bool),
 	}
+}
+
+// groupWaiter is a request waiting for the coordinator's answer.
+type groupWaiter struct {
+	req kmsg.Request
+	// answer is buffered, so the driver never blocks on a request whose
+	// handler stopped waiting (deadline passed, connection gone).
+	answer chan kmsg.Response
+}
+
+// stepGroup is the handler of the membership APIs. It hands req to the
+// driver on the dispatcher, so the coordinator sees a connection's
+// requests in order, and waits for the answer concurrently: the
+// coordinator decides when (a JoinGroup waits for the rebalance).
+func stepGroup[Req kmsg.Request](_ context.Context, gw *Gateway, r *request, req Req) (kmsg.Response, continuation, error) {
+	answer := gw.groups.step(r, req)
+	return nil, func(ctx context.Context) (kmsg.Response, error) {
+		select {
+		case resp := <-answer:
+			return resp, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}, nil
 }
 
 // newMemberID is clientID-uuid, as Kafka makes member ids.
@@ -63,9 +88,9 @@ func newMemberID(clientID string) string {
 		hex.EncodeToString(b[6:8]) + "-" + hex.EncodeToString(b[8:10]) + "-" + hex.EncodeToString(b[10:])
 }
 
-// step hands one membership request to the coordinator; r is answered when
-// the coordinator says so.
-func (d *groupDriver) step(r *request, req kmsg.Request) {
+// step hands one membership request to the coordinator; the answer
+// arrives on the returned channel when the coordinator says so.
+func (d *groupDriver) step(r *request, req kmsg.Request) <-chan kmsg.Response {
 	clientID := ""
 	if r.hdr.ClientID != nil {
 		clientID = *r.hdr.ClientID
@@ -73,7 +98,8 @@ func (d *groupDriver) step(r *request, req kmsg.Request) {
 	d.mu.Lock()
 	d.nextID++
 	id := d.nextID
-	d.waiting[id] = r
+	w := groupWaiter{req: req, answer: make(chan kmsg.Response, 1)}
+	d.waiting[id] = w
 	err := d.coord.Step(time.Now(), id, clientID, r.s.remoteHost(), req)
 	ready := d.readyLocked()
 	d.mu.Unlock()
@@ -81,6 +107,7 @@ func (d *groupDriver) step(r *request, req kmsg.Request) {
 		d.gw.log.Error().Err(err).Msg("group coordinator refused a request")
 	}
 	d.deliver(ready)
+	return w.answer
 }
 
 // tick advances the coordinator's clock.
@@ -98,7 +125,7 @@ func (d *groupDriver) tick() {
 
 // delivery pairs waiting requests with their responses.
 type delivery struct {
-	r    *request
+	w    groupWaiter
 	resp kmsg.Response
 }
 
@@ -118,9 +145,9 @@ func (d *groupDriver) readyLocked() []delivery {
 	}
 	out := make([]delivery, 0, len(rd.Responses))
 	for _, resp := range rd.Responses {
-		if r, ok := d.waiting[resp.ID]; ok {
+		if w, ok := d.waiting[resp.ID]; ok {
 			delete(d.waiting, resp.ID)
-			out = append(out, delivery{r, resp.Msg})
+			out = append(out, delivery{w, resp.Msg})
 		}
 	}
 	if d.timer != nil {
@@ -128,7 +155,10 @@ func (d *groupDriver) readyLocked() []delivery {
 		d.timer = nil
 	}
 	if !rd.NextTick.IsZero() && !d.closed {
-		d.timer = time.AfterFunc(max(time.Until(rd.NextTick), 0), d.tick)
+		d.timer = time.AfterFunc(max(time.Until(rd.NextTick), 0), func() {
+			defer d.gw.recoverPanic("group coordinator tick", nil)
+			d.tick()
+		})
 	}
 	return out
 }
@@ -137,7 +167,7 @@ func (d *groupDriver) readyLocked() []delivery {
 // the coordinator.
 func (d *groupDriver) deliver(ds []delivery) {
 	for _, dl := range ds {
-		dl.r.respond(dl.resp)
+		dl.w.answer <- dl.resp
 	}
 }
 
@@ -161,10 +191,10 @@ func (d *groupDriver) close() {
 		d.timer.Stop()
 	}
 	waiting := d.waiting
-	d.waiting = map[uint64]*request{}
+	d.waiting = map[uint64]groupWaiter{}
 	d.mu.Unlock()
-	for _, r := range waiting {
-		resp := r.body.ResponseKind()
+	for _, w := range waiting {
+		resp := w.req.ResponseKind()
 		switch m := resp.(type) {
 		case *kmsg.JoinGroupResponse:
 			m.ErrorCode = kerr.NotCoordinator.Code
@@ -175,6 +205,6 @@ func (d *groupDriver) close() {
 		case *kmsg.LeaveGroupResponse:
 			m.ErrorCode = kerr.NotCoordinator.Code
 		}
-		r.respond(resp)
+		w.answer <- resp
 	}
 }

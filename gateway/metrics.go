@@ -14,6 +14,7 @@ type metrics struct {
 	fetchedRecs    prometheus.Counter
 	putRecordsCall prometheus.Histogram
 	disErrors      *prometheus.CounterVec
+	panics         prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -39,10 +40,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 		disErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "disgw_dis_errors_total", Help: "DIS calls that failed, by DIS error code (\"\" for transport errors)."}, []string{"code"}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_panics_recovered_total", Help: "Panics recovered in handlers and gateway goroutines; each is a bug, logged with its stack."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.connections, m.requests, m.badRequests, m.backpressure, m.bytesIn, m.bytesOut,
-			m.producedRecs, m.fetchedRecs, m.putRecordsCall, m.disErrors)
+			m.producedRecs, m.fetchedRecs, m.putRecordsCall, m.disErrors, m.panics)
 	}
 	return m
 }

@@ -17,10 +17,6 @@ import (
 // to read, as Kafka's committed offset does and as Huawei's DIS Kafka
 // adapter stores it, so both kinds of consumer can share a group.
 
-// disCallsTimeout bounds the DIS calls one request makes for group, offset
-// and topic administration.
-const disCallsTimeout = 30 * time.Second
-
 // offsetQueueKey names one group's offset write queue: groups belong to a
 // tenant, and each tenant's offsets are its own DIS app.
 type offsetQueueKey struct {
@@ -70,7 +66,7 @@ func (d *groupDriver) enqueueLocked(k offsetQueueKey, job func()) {
 	q, running := d.queues[k]
 	d.queues[k] = append(q, job)
 	if !running {
-		go d.drain(k)
+		d.gw.goSafe("offset commit queue", func() { d.drain(k) })
 	}
 }
 
@@ -88,14 +84,21 @@ func (d *groupDriver) drain(k offsetQueueKey) {
 		q[0] = nil
 		d.queues[k] = q[1:]
 		d.mu.Unlock()
-		job()
+		d.run(job)
 	}
+}
+
+// run runs one queued job; a panic in it is logged and counted, and the
+// queue goes on with the next.
+func (d *groupDriver) run(job func()) {
+	defer d.gw.recoverPanic("offset commit queue job", nil)
+	job()
 }
 
 // expireOffsets deletes an expired group's DIS app, and with it every
 // committed offset (Kafka's offsets.retention.minutes).
 func (gw *Gateway) expireOffsets(tn *tenant, group string) {
-	ctx, cancel := context.WithTimeout(gw.ctx, disCallsTimeout)
+	ctx, cancel := context.WithTimeout(gw.ctx, gw.cfg.RequestTimeout)
 	defer cancel()
 	app := appNameFor(group)
 	err := tn.dis.DeleteApp(ctx, app)
@@ -206,16 +209,16 @@ func (gw *Gateway) committedTopics(ctx context.Context, tn *tenant, group string
 }
 
 // parallel runs fn for i in [0, n) with at most 16 at once.
-func parallel(n int, fn func(i int)) {
+func (gw *Gateway) parallel(n int, fn func(i int)) {
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func() {
+		gw.goSafe("parallel DIS calls", func() {
 			defer func() { <-sem; wg.Done() }()
 			fn(i)
-		}()
+		})
 	}
 	wg.Wait()
 }

@@ -242,7 +242,7 @@ func (pr *partitionReader) readAheadLocked(format RecordFormat, next int64, maxB
 		return
 	}
 	if pr.loading.CompareAndSwap(false, true) {
-		go pr.load(format, next, maxBytes)
+		pr.gw.goSafe("partition read-ahead", func() { pr.load(format, next, maxBytes) })
 	}
 }
 

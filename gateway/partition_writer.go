@@ -162,13 +162,43 @@ func (w *partitionWriter) forgetProducer(id int64) {
 
 // run drains the queue, one PutRecords call at a time.
 func (w *partitionWriter) run() {
+	var ops []*appendOp
+	defer w.gw.recoverPanic("partition writer", func() { w.abandon(ops) })
 	for {
-		ops := w.take()
+		ops = w.take()
 		if ops == nil {
 			return
 		}
 		w.write(ops)
 	}
+}
+
+// abandon completes, after a panic in run, the ops of the call that
+// panicked (UNKNOWN_SERVER_ERROR) and those still queued (retriable
+// KAFKA_STORAGE_ERROR: they were never sent), and leaves the writer idle,
+// so that no producer waits for ever and the next enqueue starts a new run.
+func (w *partitionWriter) abandon(ops []*appendOp) {
+	w.mu.Lock()
+	queued := w.queue
+	w.queue, w.running = nil, false
+	for _, op := range append(ops, queued...) {
+		if op.producerID >= 0 {
+			delete(w.producers, op.producerID)
+		}
+	}
+	w.mu.Unlock()
+	fail := func(ops []*appendOp, code int16, msg string) {
+		for _, op := range ops {
+			select {
+			case <-op.done:
+			default:
+				op.fail(code, msg)
+				close(op.done)
+			}
+		}
+	}
+	fail(ops, kerr.UnknownServerError.Code, "disgw failed writing this batch")
+	fail(queued, kerr.KafkaStorageError.Code, "disgw's partition writer failed before sending this batch; retry")
 }
 
 // take removes the ops for the next call, or marks the writer idle.

@@ -6,8 +6,10 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/protocol"
@@ -89,16 +91,18 @@ type finished struct {
 
 // request is one decoded request travelling through the pipeline.
 type request struct {
-	s     *session
-	seq   uint64
-	size  int64
-	hdr   protocol.RequestHeader
-	body  kmsg.Request
-	h     *handler
-	ctx   context.Context
-	once  atomic.Bool
-	early []byte // a response frame prepared on the loop (ApiVersions v0 errors)
-	raw   []byte // a bare SASL token (after SaslHandshake v0)
+	s    *session
+	seq  uint64
+	size int64
+	hdr  protocol.RequestHeader
+	body kmsg.Request
+	h    *handler
+	once atomic.Bool // answered
+	// served is set once a handler starts: it is counted in
+	// gw.handlersRun until answered.
+	served bool
+	early  []byte // a response frame prepared on the loop (ApiVersions v0 errors)
+	raw    []byte // a bare SASL token (after SaslHandshake v0)
 }
 
 const sessionQueueLen = 256
@@ -118,7 +122,11 @@ func newSession(gw *Gateway, lis *listener, sink responseSink, remote string) *s
 		done:   make(map[uint64]finished),
 	}
 	gw.metrics.connections.Inc()
-	go s.dispatch()
+	go func() {
+		// Past a panic here nothing would answer this connection again.
+		defer gw.recoverPanic("session dispatcher", sink.close)
+		s.dispatch()
+	}()
 	return s
 }
 
@@ -214,29 +222,169 @@ func (s *session) dispatch() {
 			s.closeAfterQueued()
 			continue
 		}
-		r.ctx = s.ctx
 		s.gw.metrics.requests.WithLabelValues(r.h.name).Inc()
 		s.gw.handlersRun.Add(1)
-		r.h.serve(s.gw, r)
+		r.served = true
+		s.serve(r)
 	}
 }
 
-// respond finishes r with resp; a nil resp sends nothing (acks=0 produce).
-// It may be called from any goroutine, exactly once per request.
-func (r *request) respond(resp kmsg.Response) {
-	if !r.once.CompareAndSwap(false, true) {
+// deadlineGrace is how long past its deadline the dispatcher waits for a
+// handler before answering for it: a handler that honours its context has
+// answered by then, with errors more precise than a blanket timeout.
+const deadlineGrace = 500 * time.Millisecond
+
+// serve runs r's handler as it registered (docs/design.md §3): its ordered
+// part here, its continuation, if any, on a goroutine under the deadline,
+// with a watchdog that answers REQUEST_TIMED_OUT when the handler is late.
+// Whatever happens, r is answered exactly once.
+func (s *session) serve(r *request) {
+	ctx, cancel := s.ctx, context.CancelFunc(func() {})
+	d := r.h.deadline(s.gw, r)
+	if d > 0 {
+		ctx, cancel = context.WithTimeout(s.ctx, d)
+	}
+	resp, then, err, ok := r.call(func() (kmsg.Response, continuation, error) { return r.h.start(ctx, s.gw, r) })
+	if !ok || then == nil {
+		cancel()
+		if ok {
+			r.reply(resp, err)
+		}
 		return
 	}
-	defer r.s.gw.handlersRun.Done()
+	watchdog := time.AfterFunc(d+deadlineGrace, func() {
+		defer s.gw.recoverPanic("request watchdog", nil)
+		if r.replyCode(kerr.RequestTimedOut.Code) {
+			r.logEvent(s.log.Warn()).Dur("deadline", d).Msg("handler missed its deadline; answered REQUEST_TIMED_OUT")
+		}
+		cancel()
+	})
+	s.gw.goSafe("request handler", func() {
+		defer cancel()
+		defer watchdog.Stop()
+		resp, _, err, ok := r.call(func() (kmsg.Response, continuation, error) {
+			resp, err := then(ctx)
+			return resp, nil, err
+		})
+		if ok {
+			r.reply(resp, err)
+		}
+	})
+}
+
+// call runs one part of r's handler. A panic is recovered into r's error
+// response with UNKNOWN_SERVER_ERROR, an error log line with the stack and
+// a count in disgw_panics_recovered_total; ok is false then.
+func (r *request) call(fn func() (kmsg.Response, continuation, error)) (resp kmsg.Response, then continuation, err error, ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.logEvent(r.s.gw.notePanic(r.s.log, v)).Msg("handler panicked; answered UNKNOWN_SERVER_ERROR")
+			r.replyCode(kerr.UnknownServerError.Code)
+			ok = false
+		}
+	}()
+	resp, then, err = fn()
+	return resp, then, err, true
+}
+
+// logEvent adds what identifies r to a log line.
+func (r *request) logEvent(e *zerolog.Event) *zerolog.Event {
+	return e.Str("api", r.h.name).Int16("version", r.hdr.Version).Int32("correlation_id", r.hdr.CorrelationID)
+}
+
+// reply answers r with what its handler returned: resp, or for an error
+// the API's error response with the Kafka code for it.
+func (r *request) reply(resp kmsg.Response, err error) {
+	if err != nil {
+		code := errorCodeFor(err)
+		r.logEvent(r.s.log.Warn()).Err(err).Int16("error_code", code).Msg("handler failed")
+		r.replyCode(code)
+		return
+	}
+	if !r.respond(resp) {
+		r.replyCode(kerr.UnknownServerError.Code)
+	}
+}
+
+// replyCode answers r with its API's error response carrying code. It
+// reports whether this was r's answer (not already answered).
+func (r *request) replyCode(code int16) bool {
+	if r.once.Load() {
+		return false
+	}
+	var resp kmsg.Response
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				r.logEvent(r.s.gw.notePanic(r.s.log, v)).Msg("building an error response panicked")
+			}
+		}()
+		resp = r.h.errorResponse(r, code)
+	}()
+	if resp == nil || !r.respond(resp) {
+		// Nothing can be said on the wire: close rather than leave the
+		// client waiting.
+		if r.finish(nil) {
+			r.s.closeAfterQueued()
+			return true
+		}
+		return false
+	}
+	return true
+}
+
+// errorCodeFor is the Kafka error code for an error a handler returned.
+func errorCodeFor(err error) int16 {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kafkaCodeForDIS(err)
+}
+
+// respond encodes resp and finishes r with it; a nil resp sends nothing
+// (acks=0 produce). It returns false, leaving r unanswered, when encoding
+// panicked; a request already answered counts as success.
+func (r *request) respond(resp kmsg.Response) bool {
+	if r.once.Load() {
+		return true
+	}
+	frame, ok := r.encode(resp)
+	if ok {
+		r.finish(frame)
+	}
+	return ok
+}
+
+// encode is resp's frame; ok is false when encoding panicked (a response
+// whose fields do not fit its version).
+func (r *request) encode(resp kmsg.Response) (frame []byte, ok bool) {
 	if resp == nil {
-		r.s.complete(r, nil)
-		return
+		return nil, true
 	}
-	frame := protocol.AppendResponse(nil, r.hdr, resp)
-	r.s.complete(r, frame)
+	defer func() {
+		if v := recover(); v != nil {
+			r.logEvent(r.s.gw.notePanic(r.s.log, v)).Msg("encoding a response panicked")
+			ok = false
+		}
+	}()
+	return protocol.AppendResponse(nil, r.hdr, resp), true
 }
 
-func (r *request) finishFrame(frame []byte) { r.s.complete(r, frame) }
+// finish writes r's one answer (nil: none) and reports whether this was
+// it; later answers are dropped.
+func (r *request) finish(frame []byte) bool {
+	if !r.once.CompareAndSwap(false, true) {
+		return false
+	}
+	if r.served {
+		defer r.s.gw.handlersRun.Done()
+	}
+	r.s.complete(r, frame)
+	return true
+}
+
+func (r *request) finishFrame(frame []byte) { r.finish(frame) }
 
 // complete records a finished response and writes every response that is
 // now next in order.

@@ -32,7 +32,7 @@ func (gw *Gateway) startTLS(l *listener) error {
 	var mu sync.Mutex
 	open := map[net.Conn]bool{}
 	done := make(chan struct{})
-	go func() {
+	gw.goSafe("TLS accept loop", func() {
 		defer close(done)
 		for {
 			c, err := ln.Accept()
@@ -43,15 +43,15 @@ func (gw *Gateway) startTLS(l *listener) error {
 			open[c] = true
 			mu.Unlock()
 			conns.Add(1)
-			go func() {
+			gw.goSafe("TLS connection", func() {
 				defer conns.Done()
 				gw.serveTLSConn(l, c)
 				mu.Lock()
 				delete(open, c)
 				mu.Unlock()
-			}()
+			})
 		}
-	}()
+	})
 	l.stop = func() error {
 		err := ln.Close()
 		<-done
@@ -120,7 +120,10 @@ func (k *tlsSink) writeLoop() {
 func (gw *Gateway) serveTLSConn(l *listener, c net.Conn) {
 	sink := &tlsSink{conn: c, frames: make(chan []byte, sessionQueueLen), wake: make(chan struct{}, 1), quit: make(chan struct{})}
 	writerDone := make(chan struct{})
-	go func() { sink.writeLoop(); close(writerDone) }()
+	gw.goSafe("TLS writer", func() {
+		defer close(writerDone)
+		sink.writeLoop()
+	})
 	s := newSession(gw, l, sink, c.RemoteAddr().String())
 	defer func() {
 		s.onClosed()

@@ -52,6 +52,7 @@ type options struct {
 	maxGroups                       int
 	groupMaxRebalanceTimeout        time.Duration
 	offsetsRetention                time.Duration
+	requestTimeout                  time.Duration
 	logLevel, logFormat             string
 }
 
@@ -97,6 +98,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.maxGroups, "max-groups", 10000, "most consumer groups held in memory; a join or simple commit making one more gets COORDINATOR_NOT_AVAILABLE")
 	fs.DurationVar(&o.groupMaxRebalanceTimeout, "group-max-rebalance-timeout", 30*time.Minute, "largest rebalance timeout a member gets; larger requests are clamped")
 	fs.DurationVar(&o.offsetsRetention, "offsets-retention", 7*24*time.Hour, "how long an empty group's committed offsets are kept (Kafka's offsets.retention.minutes)")
+	fs.DurationVar(&o.requestTimeout, "request-timeout", 20*time.Second, "deadline of a request that calls DIS and has none of its own; below clients' 30s request.timeout.ms")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
 	if err := fs.Parse(args); err != nil {
@@ -224,6 +226,7 @@ func run(args []string) error {
 		DefaultRecordFormat:   gateway.RecordFormat(o.recordFormat),
 		MaxFrameBytes:         int32(o.maxRequestBytes),
 		InitialRebalanceDelay: initialDelay(o.groupInitialDelay),
+		RequestTimeout:        o.requestTimeout,
 		Logger:                log,
 		Registry:              reg,
 	}
