@@ -116,38 +116,31 @@ func (b *Batch) Control() bool { return b.Attributes&attrControl != 0 }
 // ErrDecompressedTooLarge when budget is spent.
 //
 // Decompressed data is charged to budget, which the batches of every
-// partition of one request share; on error nothing this call charged
-// stays charged. A claimed count never sizes an allocation beyond what the
-// bytes present can hold. Keys, values and header values alias data for
+// partition of one request share, and stays charged when a batch is
+// refused, so a request cannot make the gateway decompress more than one
+// budget however many partitions list the same bomb. A claimed count never
+// sizes an allocation beyond what the bytes present can hold. Keys, values and header values alias data for
 // uncompressed batches.
 func DecodeBatches(data []byte, budget *DecompressBudget) ([]Batch, error) {
 	if len(data) == 0 {
 		return nil, invalidRecord("no record batch")
 	}
-	var (
-		batches []Batch
-		charged int
-	)
-	fail := func(err error) ([]Batch, error) {
-		budget.refund(charged)
-		return nil, err
-	}
+	var batches []Batch
 	for len(data) > 0 {
 		if len(data) < batchLengthEnd {
-			return fail(invalidRecord("%d trailing bytes are not a record batch", len(data)))
+			return nil, invalidRecord("%d trailing bytes are not a record batch", len(data))
 		}
 		length := int32(binary.BigEndian.Uint32(data[8:]))
 		if length < minLegacyLength {
-			return fail(fmt.Errorf("%w: batch length %d is below the minimum %d", ErrCorruptMessage, length, minLegacyLength))
+			return nil, fmt.Errorf("%w: batch length %d is below the minimum %d", ErrCorruptMessage, length, minLegacyLength)
 		}
 		if int64(length) > int64(len(data)-batchLengthEnd) {
-			return fail(invalidRecord("batch length %d exceeds the %d bytes left: truncated", length, len(data)-batchLengthEnd))
+			return nil, invalidRecord("batch length %d exceeds the %d bytes left: truncated", length, len(data)-batchLengthEnd)
 		}
 		end := batchLengthEnd + int(length)
-		b, used, err := decodeBatch(data[:end], budget)
-		charged += used
+		b, err := decodeBatch(data[:end], budget)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		batches = append(batches, b)
 		data = data[end:]
@@ -155,18 +148,16 @@ func DecodeBatches(data []byte, budget *DecompressBudget) ([]Batch, error) {
 	return batches, nil
 }
 
-// decodeBatch decodes one whole batch of at least minLegacyLength bytes,
-// returning how many bytes it charged to budget, which stay charged even
-// when it fails after decompressing.
-func decodeBatch(data []byte, budget *DecompressBudget) (Batch, int, error) {
+// decodeBatch decodes one whole batch of at least minLegacyLength bytes.
+func decodeBatch(data []byte, budget *DecompressBudget) (Batch, error) {
 	if magic := int8(data[batchMagicPos]); magic != batchMagicV2 {
-		return Batch{}, 0, invalidRecord("magic %d: produce v3+ takes only v2 record batches", magic)
+		return Batch{}, invalidRecord("magic %d: produce v3+ takes only v2 record batches", magic)
 	}
 	if len(data) < BatchHeaderSize {
-		return Batch{}, 0, fmt.Errorf("%w: batch length %d is below the v2 minimum %d", ErrCorruptMessage, len(data)-batchLengthEnd, minBatchLength)
+		return Batch{}, fmt.Errorf("%w: batch length %d is below the v2 minimum %d", ErrCorruptMessage, len(data)-batchLengthEnd, minBatchLength)
 	}
 	if want, got := binary.BigEndian.Uint32(data[batchCRCPos:]), crc32.Checksum(data[batchAttrsPos:], castagnoli); want != got {
-		return Batch{}, 0, fmt.Errorf("%w: CRC mismatch: stored %#08x, computed %#08x", ErrCorruptMessage, want, got)
+		return Batch{}, fmt.Errorf("%w: CRC mismatch: stored %#08x, computed %#08x", ErrCorruptMessage, want, got)
 	}
 	be := binary.BigEndian
 	b := Batch{
@@ -183,47 +174,46 @@ func decodeBatch(data []byte, budget *DecompressBudget) (Batch, int, error) {
 	}
 	switch {
 	case b.LastOffsetDelta < 0:
-		return Batch{}, 0, invalidRecord("last offset delta %d: the batch covers no offsets", b.LastOffsetDelta)
+		return Batch{}, invalidRecord("last offset delta %d: the batch covers no offsets", b.LastOffsetDelta)
 	case b.NumRecords <= 0:
-		return Batch{}, 0, invalidRecord("record count %d: a batch needs at least one record", b.NumRecords)
+		return Batch{}, invalidRecord("record count %d: a batch needs at least one record", b.NumRecords)
 	case int64(b.LastOffsetDelta)+1 != int64(b.NumRecords):
-		return Batch{}, 0, invalidRecord("record count %d disagrees with last offset delta %d", b.NumRecords, b.LastOffsetDelta)
+		return Batch{}, invalidRecord("record count %d disagrees with last offset delta %d", b.NumRecords, b.LastOffsetDelta)
 	case b.ProducerID >= 0 && b.BaseSequence < 0:
-		return Batch{}, 0, invalidRecord("producer id %d with base sequence %d", b.ProducerID, b.BaseSequence)
+		return Batch{}, invalidRecord("producer id %d with base sequence %d", b.ProducerID, b.BaseSequence)
 	}
 	records := data[BatchHeaderSize:]
-	used := 0
 	if codec := b.Codec(); codec != CodecNone {
 		if codec > maxKnownCodec {
-			return Batch{}, 0, invalidRecord("unknown compression codec %d", codec)
+			return Batch{}, invalidRecord("unknown compression codec %d", codec)
 		}
 		out, err := decompress(codec, records, budget)
 		if err != nil {
-			return Batch{}, 0, &InvalidRecordError{Msg: "decompressing " + codec.String() + " records", Err: err}
+			return Batch{}, &InvalidRecordError{Msg: "decompressing " + codec.String() + " records", Err: err}
 		}
-		records, used = out, cap(out)
+		records = out
 	}
 	if int64(b.NumRecords) > int64(len(records)/minRecordSize) {
-		return Batch{}, used, invalidRecord("%d records cannot fit in %d bytes", b.NumRecords, len(records))
+		return Batch{}, invalidRecord("%d records cannot fit in %d bytes", b.NumRecords, len(records))
 	}
 	b.Records = make([]Record, 0, b.NumRecords)
 	for len(b.Records) < int(b.NumRecords) {
 		if len(records) == 0 {
-			return Batch{}, used, invalidRecord("batch announces %d records but holds %d", b.NumRecords, len(b.Records))
+			return Batch{}, invalidRecord("batch announces %d records but holds %d", b.NumRecords, len(b.Records))
 		}
 		var (
 			r   Record
 			err error
 		)
 		if r, records, err = b.decodeRecord(records); err != nil {
-			return Batch{}, used, err
+			return Batch{}, err
 		}
 		b.Records = append(b.Records, r)
 	}
 	if len(records) != 0 {
-		return Batch{}, used, invalidRecord("%d bytes left after the %d records the batch announces", len(records), b.NumRecords)
+		return Batch{}, invalidRecord("%d bytes left after the %d records the batch announces", len(records), b.NumRecords)
 	}
-	return b, used, nil
+	return b, nil
 }
 
 // wireReader reads the zigzag varints and length-prefixed fields of records.

@@ -441,9 +441,6 @@ func TestDecodeBatchesInvalid(t *testing.T) {
 			case tc.want == invalid && errors.Is(err, ErrCorruptMessage):
 				t.Fatalf("got %v, want only *InvalidRecordError", err)
 			}
-			if budget.Charged() != 0 {
-				t.Errorf("%d bytes still charged after an error", budget.Charged())
-			}
 			t.Log(err)
 		})
 	}
@@ -501,12 +498,13 @@ func TestDecodeBatchesBudgetCoversAllBatches(t *testing.T) {
 	if _, err := DecodeBatches(two, NewDecompressBudget(1<<20)); !errors.Is(err, ErrDecompressedTooLarge) {
 		t.Fatalf("two batches: got %v, want ErrDecompressedTooLarge", err)
 	}
-	// A second partition of the same request shares what is left.
+	// A second partition of the same request shares what is left, and
+	// what it decompressed before being refused stays spent.
 	if _, err := DecodeBatches(one, budget); !errors.Is(err, ErrDecompressedTooLarge) {
 		t.Fatalf("second partition: got %v, want ErrDecompressedTooLarge", err)
 	}
-	if budget.Charged() != kept {
-		t.Errorf("after a refused partition %d bytes are charged, want the first partition's %d", budget.Charged(), kept)
+	if c := budget.Charged(); c <= kept || c > 1<<20 {
+		t.Errorf("after a refused partition %d bytes are charged, want more than the first partition's %d and at most the budget", c, kept)
 	}
 }
 
@@ -522,9 +520,9 @@ func zstdBomb(t testing.TB, n int) []byte {
 }
 
 // TestDecodeBatchesBombStopsAtBudget checks that decompression stops where
-// the budget ends rather than expanding the whole bomb first: listing a
-// 64 MiB bomb 50 times against a 4 MiB budget allocates about the budget
-// per attempt, not the bomb.
+// the budget ends rather than expanding the whole bomb first, and that a
+// request listing a 64 MiB bomb for 50 partitions against a 4 MiB budget
+// decompresses about one budget in all, not one per partition.
 func TestDecodeBatchesBombStopsAtBudget(t *testing.T) {
 	bomb := zstdBomb(t, 64<<20)
 	if len(bomb) > 64<<10 {
@@ -539,13 +537,13 @@ func TestDecodeBatchesBombStopsAtBudget(t *testing.T) {
 		}
 	}
 	runtime.ReadMemStats(&after)
-	// Each attempt may allocate its buffer doublings up to the budget
-	// (under 2 × 4 MiB) plus the decoder's window.
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 50*24<<20 {
+	// The buffer doublings up to the budget (under 2 × 4 MiB) plus a zstd
+	// decoder's window (8 MiB), with room for the test's own garbage.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 32<<20 {
 		t.Errorf("50 refused bombs allocated %d MiB", alloc>>20)
 	}
-	if budget.Charged() != 0 {
-		t.Errorf("%d bytes charged after refusals", budget.Charged())
+	if budget.Charged() != 4<<20 {
+		t.Errorf("%d bytes charged, want the whole 4 MiB budget", budget.Charged())
 	}
 }
 

@@ -38,9 +38,10 @@ func NewDecompressBudget(limit int64) *DecompressBudget {
 	return &DecompressBudget{limit: max(limit, 0)}
 }
 
-// Charged is how many bytes of decompressed data the budget currently
-// accounts for: what the batches decoded with it hold, for the caller to
-// count against its memory limits while it keeps them.
+// Charged is how many bytes have been decompressed with the budget,
+// refused batches included: the work is done and the memory was taken
+// either way. The caller counts it against its memory limits while it
+// keeps the request's batches.
 func (b *DecompressBudget) Charged() int64 { return b.charged.Load() }
 
 // take charges up to n bytes and returns how many it charged.
@@ -69,9 +70,6 @@ func (b *DecompressBudget) reserve(n int) bool {
 		}
 	}
 }
-
-// refund returns n charged bytes, for output that was dropped.
-func (b *DecompressBudget) refund(n int) { b.charged.Add(-int64(n)) }
 
 // String names the codec as Kafka's compression.type does.
 func (c Codec) String() string {
@@ -147,7 +145,7 @@ func Decompress(codec Codec, src []byte, max int) ([]byte, error) {
 }
 
 // decompress decompresses src with a codec other than CodecNone, charging
-// its output to budget. On error nothing stays charged.
+// its output to budget.
 func decompress(codec Codec, src []byte, budget *DecompressBudget) ([]byte, error) {
 	var (
 		out []byte
@@ -195,13 +193,9 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // to budget before it is allocated, starting from a size guessed from the
 // compressed length and doubling. Once the budget is spent it reads one
 // byte more only to tell a stream that ends there from one that is too
-// large. On error the buffer's charge is refunded.
+// large.
 func readCapped(r io.Reader, compressedLen int, budget *DecompressBudget) ([]byte, error) {
 	var buf []byte
-	fail := func(err error) ([]byte, error) {
-		budget.refund(cap(buf))
-		return nil, err
-	}
 	for {
 		if len(buf) == cap(buf) {
 			grow := max(len(buf), 512, min(4*compressedLen, maxFirstGuess))
@@ -210,11 +204,11 @@ func readCapped(r io.Reader, compressedLen int, budget *DecompressBudget) ([]byt
 				var probe [1]byte
 				switch k, err := io.ReadAtLeast(r, probe[:], 1); {
 				case k > 0:
-					return fail(fmt.Errorf("%w: more than %d bytes", ErrDecompressedTooLarge, len(buf)))
+					return nil, fmt.Errorf("%w: more than %d bytes", ErrDecompressedTooLarge, len(buf))
 				case err == io.EOF:
 					return buf, nil
 				default:
-					return fail(err)
+					return nil, err
 				}
 			}
 			grown := make([]byte, len(buf), cap(buf)+n)
@@ -227,7 +221,7 @@ func readCapped(r io.Reader, compressedLen int, budget *DecompressBudget) ([]byt
 			return buf, nil
 		}
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 	}
 }
@@ -353,7 +347,6 @@ func decompressSnappy(src []byte, budget *DecompressBudget) ([]byte, error) {
 		start := len(out)
 		out = out[:start+n]
 		if _, err := s2.Decode(out[start:], block); err != nil {
-			budget.refund(total)
 			return nil, err
 		}
 	}
