@@ -67,6 +67,7 @@ type producePending struct {
 func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.ProduceRequest) (kmsg.Response, continuation, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	var waits []producePending
+	budget := protocol.NewDecompressBudget(gw.cfg.MaxDecompressedBytes)
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := kmsg.NewProduceResponseTopic()
@@ -91,7 +92,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 			case !t.writable(rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				if op := gw.startAppend(t, rp, &sp); op != nil {
+				if op := gw.startAppend(t, rp, &sp, budget); op != nil {
 					waits = append(waits, producePending{topic: ti, part: len(st.Partitions), op: op})
 				}
 			}
@@ -99,6 +100,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	gw.holdDecompressed(waits, budget.Charged())
 	if req.Acks == 0 {
 		return nil, nil, nil
 	}
@@ -133,9 +135,26 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 	}, nil
 }
 
-// startAppend decodes one partition's batches and queues them. It returns
-// the op to wait for, or nil with sp's error set.
-func (gw *Gateway) startAppend(t *topicMeta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) *appendOp {
+// holdDecompressed counts a produce request's decompressed bytes against
+// the gateway's in-flight memory until every append made from them is done
+// (acks=0 included), so that backpressure sees them.
+func (gw *Gateway) holdDecompressed(waits []producePending, n int64) {
+	if n == 0 {
+		return
+	}
+	gw.inflight.Add(n)
+	go func() {
+		for _, w := range waits {
+			<-w.op.done
+		}
+		gw.inflight.Add(-n)
+	}()
+}
+
+// startAppend decodes one partition's batches, decompressing within the
+// request's budget, and queues them. It returns the op to wait for, or nil
+// with sp's error set.
+func (gw *Gateway) startAppend(t *topicMeta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *protocol.DecompressBudget) *appendOp {
 	fail := func(code int16, msg string) *appendOp {
 		sp.ErrorCode = code
 		if msg != "" {
@@ -143,7 +162,7 @@ func (gw *Gateway) startAppend(t *topicMeta, rp *kmsg.ProduceRequestTopicPartiti
 		}
 		return nil
 	}
-	batches, err := protocol.DecodeBatches(rp.Records, int(gw.cfg.MaxFrameBytes))
+	batches, err := protocol.DecodeBatches(rp.Records, budget)
 	if err != nil {
 		var ie *protocol.InvalidRecordError
 		switch {

@@ -67,6 +67,11 @@ type Config struct {
 	// reading requests (backpressure).
 	MaxInflightBytesPerConn int64
 	MaxInflightBytes        int64
+	// MaxDecompressedBytes bounds what decompressing one Produce request
+	// may produce, over all its partitions (default twice MaxFrameBytes);
+	// partitions past it are refused with MESSAGE_TOO_LARGE. What is
+	// decompressed counts against MaxInflightBytes until it is written.
+	MaxDecompressedBytes int64
 	// MaxRecordBytes is the largest DIS record data (Kafka's message.max.bytes
 	// as far as one record goes); DIS allows 1 MiB.
 	MaxRecordBytes int
@@ -125,6 +130,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxFrameBytes <= 0 {
 		c.MaxFrameBytes = protocol.DefaultMaxFrameSize
+	}
+	if c.MaxDecompressedBytes <= 0 {
+		c.MaxDecompressedBytes = 2 * int64(c.MaxFrameBytes)
 	}
 	if c.MaxInflightBytesPerConn <= 0 {
 		c.MaxInflightBytesPerConn = 64 << 20

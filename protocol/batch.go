@@ -10,12 +10,15 @@ import (
 )
 
 // ErrCorruptMessage reports a record batch whose CRC does not match its
-// bytes; Kafka answers it with CORRUPT_MESSAGE so the producer retries.
-var ErrCorruptMessage = errors.New("protocol: record batch CRC mismatch")
+// bytes, or whose length is below what any batch needs; Kafka answers both
+// with CORRUPT_MESSAGE, so the producer retries.
+var ErrCorruptMessage = errors.New("protocol: corrupt record batch")
 
 // InvalidRecordError reports a record batch that is well framed but breaks
-// the v2 format: a wrong magic, impossible lengths or counts, or compressed
-// data that does not decompress. Kafka answers it with INVALID_RECORD.
+// the v2 format or a rule Kafka applies to what producers send: a wrong
+// magic, a truncated batch, no records, counts that disagree, records that
+// do not parse, or compressed data that does not decompress. Kafka answers
+// it with INVALID_RECORD.
 type InvalidRecordError struct {
 	Msg string
 	Err error // the underlying error, such as ErrDecompressedTooLarge
@@ -53,10 +56,12 @@ const (
 	batchCRCPos     = 17
 	batchAttrsPos   = 21 // the CRC covers everything from here on
 	minBatchLength  = BatchHeaderSize - batchLengthEnd
-	minRecordSize   = 7 // length, attributes, two deltas, key, value, header count
-	minHeaderSize   = 2 // key length and value length
+	minLegacyLength = 14 // Kafka's smallest batch of any magic (v0 record overhead)
+	minRecordSize   = 7  // length, attributes, two deltas, key, value, header count
+	minHeaderSize   = 2  // key length and value length
 	batchMagicV2    = 2
 	maxBatchRecords = math.MaxInt32
+	maxVarintLen32  = 5 // Kafka refuses longer encodings of 32-bit varints
 	maxKnownCodec   = CodecZstd
 )
 
@@ -95,49 +100,64 @@ func (b *Batch) Transactional() bool { return b.Attributes&attrTransactional != 
 func (b *Batch) Control() bool { return b.Attributes&attrControl != 0 }
 
 // DecodeBatches decodes the records field of a produce partition: one or
-// more v2 record batches, back to back. It checks the magic (produce v3+
-// allows only v2), the CRC-32C (ErrCorruptMessage), lengths and record counts
-// (*InvalidRecordError), and decompresses with at most maxDecompressed bytes
-// of output over all batches, so that a zip bomb fails instead of exhausting
-// memory. Keys, values and header values alias data for uncompressed
-// batches.
-func DecodeBatches(data []byte, maxDecompressed int) ([]Batch, error) {
+// more v2 record batches, back to back, checked as a Kafka broker checks
+// what a producer sends before it appends it.
+//
+// ErrCorruptMessage (Kafka's CORRUPT_MESSAGE) for a batch length below 14
+// bytes (Kafka's minimum for any magic) or below the v2 header, and for a
+// CRC-32C mismatch. *InvalidRecordError (INVALID_RECORD) for everything
+// else: no batch, a batch longer than the bytes left (Kafka sees no batch
+// there), trailing bytes, a magic other than 2 (produce v3+ allows only
+// v2), a record count that is not positive or disagrees with the last
+// offset delta, a producer id without a base sequence, records that do not
+// parse, more or fewer records than announced, offset deltas other than
+// 0, 1, 2, ... (the gateway stores the batch as sent, where Kafka would
+// rewrite them), and data that does not decompress; it wraps
+// ErrDecompressedTooLarge when budget is spent.
+//
+// Decompressed data is charged to budget, which the batches of every
+// partition of one request share, and stays charged when a batch is
+// refused, so a request cannot make the gateway decompress more than one
+// budget however many partitions list the same bomb. A claimed count never
+// sizes an allocation beyond what the bytes present can hold. Keys, values and header values alias data for
+// uncompressed batches.
+func DecodeBatches(data []byte, budget *DecompressBudget) ([]Batch, error) {
 	if len(data) == 0 {
 		return nil, invalidRecord("no record batch")
 	}
 	var batches []Batch
-	budget := maxDecompressed
 	for len(data) > 0 {
 		if len(data) < batchLengthEnd {
 			return nil, invalidRecord("%d trailing bytes are not a record batch", len(data))
 		}
 		length := int32(binary.BigEndian.Uint32(data[8:]))
-		if length < minBatchLength {
-			return nil, invalidRecord("batch length %d is below the minimum %d", length, minBatchLength)
+		if length < minLegacyLength {
+			return nil, fmt.Errorf("%w: batch length %d is below the minimum %d", ErrCorruptMessage, length, minLegacyLength)
 		}
 		if int64(length) > int64(len(data)-batchLengthEnd) {
-			return nil, invalidRecord("batch length %d exceeds the %d bytes left", length, len(data)-batchLengthEnd)
+			return nil, invalidRecord("batch length %d exceeds the %d bytes left: truncated", length, len(data)-batchLengthEnd)
 		}
 		end := batchLengthEnd + int(length)
-		b, used, err := decodeBatch(data[:end], budget)
+		b, err := decodeBatch(data[:end], budget)
 		if err != nil {
 			return nil, err
 		}
-		budget -= used
 		batches = append(batches, b)
 		data = data[end:]
 	}
 	return batches, nil
 }
 
-// decodeBatch decodes one whole batch, returning how many bytes of the
-// decompression budget it used.
-func decodeBatch(data []byte, budget int) (Batch, int, error) {
+// decodeBatch decodes one whole batch of at least minLegacyLength bytes.
+func decodeBatch(data []byte, budget *DecompressBudget) (Batch, error) {
 	if magic := int8(data[batchMagicPos]); magic != batchMagicV2 {
-		return Batch{}, 0, invalidRecord("magic %d, want %d", magic, batchMagicV2)
+		return Batch{}, invalidRecord("magic %d: produce v3+ takes only v2 record batches", magic)
+	}
+	if len(data) < BatchHeaderSize {
+		return Batch{}, fmt.Errorf("%w: batch length %d is below the v2 minimum %d", ErrCorruptMessage, len(data)-batchLengthEnd, minBatchLength)
 	}
 	if want, got := binary.BigEndian.Uint32(data[batchCRCPos:]), crc32.Checksum(data[batchAttrsPos:], castagnoli); want != got {
-		return Batch{}, 0, fmt.Errorf("%w: stored %#08x, computed %#08x", ErrCorruptMessage, want, got)
+		return Batch{}, fmt.Errorf("%w: CRC mismatch: stored %#08x, computed %#08x", ErrCorruptMessage, want, got)
 	}
 	be := binary.BigEndian
 	b := Batch{
@@ -152,39 +172,48 @@ func decodeBatch(data []byte, budget int) (Batch, int, error) {
 		BaseSequence:         int32(be.Uint32(data[53:])),
 		NumRecords:           int32(be.Uint32(data[57:])),
 	}
-	if b.NumRecords < 0 {
-		return Batch{}, 0, invalidRecord("negative record count %d", b.NumRecords)
+	switch {
+	case b.LastOffsetDelta < 0:
+		return Batch{}, invalidRecord("last offset delta %d: the batch covers no offsets", b.LastOffsetDelta)
+	case b.NumRecords <= 0:
+		return Batch{}, invalidRecord("record count %d: a batch needs at least one record", b.NumRecords)
+	case int64(b.LastOffsetDelta)+1 != int64(b.NumRecords):
+		return Batch{}, invalidRecord("record count %d disagrees with last offset delta %d", b.NumRecords, b.LastOffsetDelta)
+	case b.ProducerID >= 0 && b.BaseSequence < 0:
+		return Batch{}, invalidRecord("producer id %d with base sequence %d", b.ProducerID, b.BaseSequence)
 	}
 	records := data[BatchHeaderSize:]
-	used := 0
 	if codec := b.Codec(); codec != CodecNone {
 		if codec > maxKnownCodec {
-			return Batch{}, 0, invalidRecord("unknown compression codec %d", codec)
+			return Batch{}, invalidRecord("unknown compression codec %d", codec)
 		}
-		out, err := Decompress(codec, records, max(budget, 0))
+		out, err := decompress(codec, records, budget)
 		if err != nil {
-			return Batch{}, 0, &InvalidRecordError{Msg: "decompressing " + codec.String() + " records", Err: err}
+			return Batch{}, &InvalidRecordError{Msg: "decompressing " + codec.String() + " records", Err: err}
 		}
-		records, used = out, len(out)
+		records = out
 	}
 	if int64(b.NumRecords) > int64(len(records)/minRecordSize) {
-		return Batch{}, 0, invalidRecord("%d records cannot fit in %d bytes", b.NumRecords, len(records))
+		return Batch{}, invalidRecord("%d records cannot fit in %d bytes", b.NumRecords, len(records))
 	}
 	b.Records = make([]Record, 0, b.NumRecords)
-	for len(records) > 0 {
+	for len(b.Records) < int(b.NumRecords) {
+		if len(records) == 0 {
+			return Batch{}, invalidRecord("batch announces %d records but holds %d", b.NumRecords, len(b.Records))
+		}
 		var (
 			r   Record
 			err error
 		)
 		if r, records, err = b.decodeRecord(records); err != nil {
-			return Batch{}, 0, err
+			return Batch{}, err
 		}
 		b.Records = append(b.Records, r)
 	}
-	if len(b.Records) != int(b.NumRecords) {
-		return Batch{}, 0, invalidRecord("batch announces %d records but holds %d", b.NumRecords, len(b.Records))
+	if len(records) != 0 {
+		return Batch{}, invalidRecord("%d bytes left after the %d records the batch announces", len(records), b.NumRecords)
 	}
-	return b, used, nil
+	return b, nil
 }
 
 // wireReader reads the zigzag varints and length-prefixed fields of records.
@@ -207,12 +236,18 @@ func (r *wireReader) varlong() int64 {
 	return v
 }
 
+// varint reads a 32-bit zigzag varint: at most five bytes, as Kafka reads
+// lengths, counts and offset deltas.
 func (r *wireReader) varint() int32 {
-	v := r.varlong()
-	if v < math.MinInt32 || v > math.MaxInt32 {
+	if !r.ok {
+		return 0
+	}
+	v, n := binary.Varint(r.src)
+	if n <= 0 || n > maxVarintLen32 || v < math.MinInt32 || v > math.MaxInt32 {
 		r.ok = false
 		return 0
 	}
+	r.src = r.src[n:]
 	return int32(v)
 }
 
@@ -257,6 +292,9 @@ func (b *Batch) decodeRecord(src []byte) (Record, []byte, error) {
 	r.byte() // attributes: unused by Kafka
 	timestampDelta := r.varlong()
 	offsetDelta := r.varint()
+	if r.ok && offsetDelta != int32(len(b.Records)) {
+		return Record{}, nil, invalidRecord("record %d has offset delta %d", len(b.Records), offsetDelta)
+	}
 	rec := Record{
 		Offset: b.BaseOffset + int64(offsetDelta),
 		Key:    r.nullableBytes(),

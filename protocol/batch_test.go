@@ -9,7 +9,10 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/klauspost/compress/s2"
@@ -38,19 +41,29 @@ func sampleRecords() []Record {
 	}
 }
 
+// producedRecords is sampleRecords numbered as a producer numbers them:
+// offset deltas 0, 1, 2, ..., which DecodeBatches requires.
+func producedRecords() []Record {
+	recs := sampleRecords()
+	for i := range recs {
+		recs[i].Offset = 100 + int64(i)
+	}
+	return recs
+}
+
 func fixCRC(batch []byte) {
 	binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[21:], crc32.MakeTable(crc32.Castagnoli)))
 }
 
 func TestBatchRoundTrip(t *testing.T) {
-	recs := sampleRecords()
+	recs := producedRecords()
 	for _, codec := range allCodecs {
 		t.Run(codec.String(), func(t *testing.T) {
 			data, err := AppendBatch(nil, recs, codec, 7)
 			if err != nil {
 				t.Fatal(err)
 			}
-			batches, err := DecodeBatches(data, 1<<20)
+			batches, err := DecodeBatches(data, NewDecompressBudget(1<<20))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +72,7 @@ func TestBatchRoundTrip(t *testing.T) {
 			}
 			b := batches[0]
 			want := Batch{
-				BaseOffset: 100, PartitionLeaderEpoch: 7, Attributes: int16(codec), LastOffsetDelta: 6,
+				BaseOffset: 100, PartitionLeaderEpoch: 7, Attributes: int16(codec), LastOffsetDelta: 4,
 				FirstTimestamp: 1_700_000_000_000, MaxTimestamp: 1_700_000_009_000,
 				ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, NumRecords: 5,
 				Records: recs,
@@ -247,10 +260,10 @@ func kmsgBatch(t *testing.T, codec Codec, attrs int16, recs []Record) []byte {
 }
 
 func TestDecodeBatchesFromKmsg(t *testing.T) {
-	recs := sampleRecords()
+	recs := producedRecords()
 	for _, codec := range allCodecs {
 		t.Run(codec.String(), func(t *testing.T) {
-			batches, err := DecodeBatches(kmsgBatch(t, codec, 0, recs), 1<<20)
+			batches, err := DecodeBatches(kmsgBatch(t, codec, 0, recs), NewDecompressBudget(1<<20))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -267,7 +280,7 @@ func TestDecodeBatchesFromKmsg(t *testing.T) {
 
 func TestDecodeBatchesAttributes(t *testing.T) {
 	recs := sampleRecords()[:2]
-	batches, err := DecodeBatches(kmsgBatch(t, CodecNone, attrLogAppendTime|attrTransactional|attrControl, recs), 1<<20)
+	batches, err := DecodeBatches(kmsgBatch(t, CodecNone, attrLogAppendTime|attrTransactional|attrControl, recs), NewDecompressBudget(1<<20))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +304,7 @@ func TestDecodeBatchesSeveral(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	batches, err := DecodeBatches(data, 1<<20)
+	batches, err := DecodeBatches(data, NewDecompressBudget(1<<20))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,43 +326,87 @@ func TestDecodeBatchesCorrupt(t *testing.T) {
 	for _, pos := range []int{17, 21, 30, 60, 61, len(good) - 1} {
 		data := bytes.Clone(good)
 		data[pos] ^= 0x10
-		if _, err := DecodeBatches(data, 1<<20); !errors.Is(err, ErrCorruptMessage) {
+		if _, err := DecodeBatches(data, NewDecompressBudget(1<<20)); !errors.Is(err, ErrCorruptMessage) {
 			t.Errorf("byte %d flipped: got %v, want ErrCorruptMessage", pos, err)
 		}
 	}
 }
 
+// minimalRecord is the smallest record: length 6, attributes, timestamp
+// delta 0, the given offset delta (below 64), null key and value, no
+// headers.
+func minimalRecord(offsetDelta byte) []byte { return []byte{12, 0, 0, 2 * offsetDelta, 1, 1, 0} }
+
+// TestDecodeBatchesInvalid feeds every kind of bad batch a producer could
+// send, each with a correct CRC unless the CRC is the point, and checks
+// the error maps to the code Kafka answers: ErrCorruptMessage for
+// CORRUPT_MESSAGE, *InvalidRecordError for INVALID_RECORD.
 func TestDecodeBatchesInvalid(t *testing.T) {
 	good, err := AppendBatch(nil, sampleRecords()[:2], CodecNone, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The two records, each 11 bytes: length 10, attrs, timestamp and
-	// offset deltas, key and value, 0 headers.
-	withRecords := func(count int32, records ...byte) []byte {
+	// batch replaces good's records and sets its last offset delta and
+	// count. good's two records are 11 bytes each: length 10, attributes,
+	// timestamp and offset deltas, key and value, 0 headers.
+	batch := func(lastOffsetDelta, count int32, records ...byte) []byte {
 		data := append(bytes.Clone(good[:BatchHeaderSize]), records...)
 		binary.BigEndian.PutUint32(data[8:], uint32(len(data)-12))
+		binary.BigEndian.PutUint32(data[23:], uint32(lastOffsetDelta))
 		binary.BigEndian.PutUint32(data[57:], uint32(count))
 		fixCRC(data)
 		return data
 	}
+	withRecords := func(count int32, records ...byte) []byte { return batch(count-1, count, records...) }
+	edit := func(f func(d []byte)) []byte {
+		d := bytes.Clone(good)
+		f(d)
+		return d
+	}
+	const (
+		corrupt = iota
+		invalid
+	)
 	for _, tc := range []struct {
 		name string
+		want int
 		data []byte
 	}{
-		{"empty", nil},
-		{"magic 1", func() []byte { d := bytes.Clone(good); d[16] = 1; return d }()},
-		{"length below the header", func() []byte { d := bytes.Clone(good); binary.BigEndian.PutUint32(d[8:], 48); return d }()},
-		{"length past the end", func() []byte { d := bytes.Clone(good); binary.BigEndian.PutUint32(d[8:], uint32(len(d))); return d }()},
-		{"negative length", func() []byte { d := bytes.Clone(good); binary.BigEndian.PutUint32(d[8:], math.MaxUint32); return d }()},
-		{"trailing partial batch", append(bytes.Clone(good), good[:20]...)},
-		{"more records announced", withRecords(3, good[BatchHeaderSize:]...)},
-		{"more records announced than held", withRecords(2, 32, 0, 0, 0, 20, '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 1, 0)},
-		{"fewer records announced", withRecords(1, good[BatchHeaderSize:]...)},
-		{"negative record count", withRecords(-1, good[BatchHeaderSize:]...)},
-		{"huge record count", withRecords(math.MaxInt32, good[BatchHeaderSize:]...)},
-		{"unknown codec", func() []byte { d := bytes.Clone(good); d[22] |= 6; fixCRC(d); return d }()},
-		{"garbage compressed records", func() []byte {
+		{"empty", invalid, nil},
+		{"shorter than a length", invalid, good[:11]},
+		{"magic 0", invalid, edit(func(d []byte) { d[16] = 0; fixCRC(d) })},
+		{"magic 1", invalid, edit(func(d []byte) { d[16] = 1 })},
+		{"magic 3", invalid, edit(func(d []byte) { d[16] = 3; fixCRC(d) })},
+		{"CRC mismatch", corrupt, edit(func(d []byte) { d[17]++ })},
+		{"length below any batch", corrupt, edit(func(d []byte) { binary.BigEndian.PutUint32(d[8:], 13) })},
+		{"length below the v2 header", corrupt, edit(func(d []byte) { binary.BigEndian.PutUint32(d[8:], 48) })},
+		{"negative length", corrupt, edit(func(d []byte) { binary.BigEndian.PutUint32(d[8:], math.MaxUint32) })},
+		{"length past the end (truncated)", invalid, edit(func(d []byte) { binary.BigEndian.PutUint32(d[8:], uint32(len(d))) })},
+		{"truncated header", invalid, good[:40]},
+		{"trailing partial batch", invalid, append(bytes.Clone(good), good[:20]...)},
+		{"trailing bytes", invalid, append(bytes.Clone(good), 0, 0, 0)},
+		{"zero records", invalid, batch(-1, 0)},
+		{"zero records, last offset delta 0", invalid, batch(0, 0)},
+		{"zero records announced, one held", invalid, batch(0, 0, minimalRecord(0)...)},
+		{"negative record count", invalid, batch(0, -1, good[BatchHeaderSize:]...)},
+		{"negative last offset delta", invalid, batch(-2, 2, good[BatchHeaderSize:]...)},
+		{"count above last offset delta + 1", invalid, batch(0, 2, good[BatchHeaderSize:]...)},
+		{"count below last offset delta + 1", invalid, batch(2, 2, good[BatchHeaderSize:]...)},
+		{"more records announced than held", invalid, withRecords(3, good[BatchHeaderSize:]...)},
+		{"more records announced than bytes hold", invalid, withRecords(2, 32, 0, 0, 0, 20, '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 1, 0)},
+		{"fewer records announced than held", invalid, withRecords(1, good[BatchHeaderSize:]...)},
+		{"bytes after the records", invalid, withRecords(2, append(bytes.Clone(good[BatchHeaderSize:]), 0)...)},
+		{"huge record count", invalid, withRecords(math.MaxInt32, good[BatchHeaderSize:]...)},
+		{"offset deltas with a gap", invalid, withRecords(2, append(minimalRecord(0), minimalRecord(2)...)...)},
+		{"offset deltas repeated", invalid, withRecords(2, append(minimalRecord(0), minimalRecord(0)...)...)},
+		{"offset delta not starting at 0", invalid, withRecords(1, minimalRecord(1)...)},
+		{"producer id without a sequence", invalid, edit(func(d []byte) {
+			binary.BigEndian.PutUint64(d[43:], 7)
+			binary.BigEndian.PutUint32(d[53:], math.MaxUint32)
+			fixCRC(d)
+		})},
+		{"unknown codec", invalid, edit(func(d []byte) { d[22] |= 6; fixCRC(d) })},
+		{"garbage compressed records", invalid, func() []byte {
 			d := withRecords(2, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
 			d[22] |= byte(CodecZstd)
 			fixCRC(d)
@@ -357,20 +414,32 @@ func TestDecodeBatchesInvalid(t *testing.T) {
 		}()},
 		// length 8, attrs, ts delta 0, offset delta 0, key null, value null,
 		// 0 headers, then 2 bytes the record length claims but no field uses.
-		{"bytes left in a record", withRecords(1, 16, 0, 0, 0, 1, 1, 0, 0, 0)},
-		{"record length past the end", withRecords(1, 40, 0, 0, 0, 1, 1, 0)},
-		{"negative record length", withRecords(1, 1, 0, 0, 0, 1, 1, 0)},
-		{"key length past the record", withRecords(1, 12, 0, 0, 0, 8, 1, 0)},
-		{"key length -2", withRecords(1, 12, 0, 0, 0, 3, 1, 0)},
-		{"negative header count", withRecords(1, 12, 0, 0, 0, 1, 1, 1)},
-		{"header null key", withRecords(1, 16, 0, 0, 0, 1, 1, 2, 1, 0)},
-		{"offset delta beyond int32", withRecords(1, 20, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 1, 0)},
+		{"bytes left in a record", invalid, withRecords(1, 16, 0, 0, 0, 1, 1, 0, 0, 0)},
+		{"record length past the end", invalid, withRecords(1, 40, 0, 0, 0, 1, 1, 0)},
+		{"negative record length", invalid, withRecords(1, 1, 0, 0, 0, 1, 1, 0)},
+		{"record length varint overflow", invalid, withRecords(1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)},
+		{"record length in six bytes", invalid, withRecords(1, 0x8c, 0x80, 0x80, 0x80, 0x80, 0x00, 0, 0, 0, 1, 1, 0)},
+		{"timestamp delta varint overflow", invalid, withRecords(1, 30, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 1, 1, 0)},
+		{"key length past the record", invalid, withRecords(1, 12, 0, 0, 0, 8, 1, 0)},
+		{"key length -2", invalid, withRecords(1, 12, 0, 0, 0, 3, 1, 0)},
+		{"value length past the record", invalid, withRecords(1, 12, 0, 0, 0, 1, 8, 0)},
+		{"negative header count", invalid, withRecords(1, 12, 0, 0, 0, 1, 1, 1)},
+		{"header count over what remains", invalid, withRecords(1, 16, 0, 0, 0, 1, 1, 200, 1, 0, 0)},
+		{"header null key", invalid, withRecords(1, 16, 0, 0, 0, 1, 1, 2, 1, 0)},
+		{"header value past the record", invalid, withRecords(1, 16, 0, 0, 0, 1, 1, 2, 0, 40)},
+		{"offset delta beyond int32", invalid, withRecords(1, 20, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 1, 0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeBatches(tc.data, 1<<20)
+			budget := NewDecompressBudget(1 << 20)
+			_, err := DecodeBatches(tc.data, budget)
 			var ire *InvalidRecordError
-			if !errors.As(err, &ire) {
+			switch {
+			case tc.want == corrupt && !errors.Is(err, ErrCorruptMessage):
+				t.Fatalf("got %v, want ErrCorruptMessage", err)
+			case tc.want == invalid && !errors.As(err, &ire):
 				t.Fatalf("got %v, want *InvalidRecordError", err)
+			case tc.want == invalid && errors.Is(err, ErrCorruptMessage):
+				t.Fatalf("got %v, want only *InvalidRecordError", err)
 			}
 			t.Log(err)
 		})
@@ -384,7 +453,7 @@ func TestDecodeBatchesTruncated(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range len(data) {
-			if _, err := DecodeBatches(data[:i], 1<<20); err == nil {
+			if _, err := DecodeBatches(data[:i], NewDecompressBudget(1<<20)); err == nil {
 				t.Fatalf("%v: %d of %d bytes decoded without error", codec, i, len(data))
 			}
 		}
@@ -399,30 +468,107 @@ func TestDecodeBatchesZipBomb(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = DecodeBatches(data, 1<<20)
+			_, err = DecodeBatches(data, NewDecompressBudget(1<<20))
 			var ire *InvalidRecordError
 			if !errors.Is(err, ErrDecompressedTooLarge) || !errors.As(err, &ire) {
 				t.Fatalf("got %v, want an *InvalidRecordError wrapping ErrDecompressedTooLarge", err)
 			}
-			if _, err := DecodeBatches(data, 9<<20); err != nil {
+			if _, err := DecodeBatches(data, NewDecompressBudget(9<<20)); err != nil {
 				t.Fatalf("within the limit: %v", err)
 			}
 		})
 	}
 }
 
-func TestDecodeBatchesLimitCoversAllBatches(t *testing.T) {
+func TestDecodeBatchesBudgetCoversAllBatches(t *testing.T) {
 	half := []Record{{Offset: 0, Value: make([]byte, 600<<10)}}
 	one, err := AppendBatch(nil, half, CodecLZ4, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	two := append(bytes.Clone(one), one...)
-	if _, err := DecodeBatches(one, 1<<20); err != nil {
+	budget := NewDecompressBudget(1 << 20)
+	if _, err := DecodeBatches(one, budget); err != nil {
 		t.Fatalf("one batch: %v", err)
 	}
-	if _, err := DecodeBatches(two, 1<<20); !errors.Is(err, ErrDecompressedTooLarge) {
+	kept := budget.Charged()
+	if kept < 600<<10 || kept > 1<<20 {
+		t.Fatalf("one batch of 600 KiB charged %d bytes", kept)
+	}
+	if _, err := DecodeBatches(two, NewDecompressBudget(1<<20)); !errors.Is(err, ErrDecompressedTooLarge) {
 		t.Fatalf("two batches: got %v, want ErrDecompressedTooLarge", err)
+	}
+	// A second partition of the same request shares what is left, and
+	// what it decompressed before being refused stays spent.
+	if _, err := DecodeBatches(one, budget); !errors.Is(err, ErrDecompressedTooLarge) {
+		t.Fatalf("second partition: got %v, want ErrDecompressedTooLarge", err)
+	}
+	if c := budget.Charged(); c <= kept || c > 1<<20 {
+		t.Errorf("after a refused partition %d bytes are charged, want more than the first partition's %d and at most the budget", c, kept)
+	}
+}
+
+// zstdBomb is one batch of a single record whose value is n zero bytes:
+// a few KiB of zstd.
+func zstdBomb(t testing.TB, n int) []byte {
+	t.Helper()
+	data, err := AppendBatch(nil, []Record{{Offset: 0, Value: make([]byte, n)}}, CodecZstd, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestDecodeBatchesBombStopsAtBudget checks that decompression stops where
+// the budget ends rather than expanding the whole bomb first, and that a
+// request listing a 64 MiB bomb for 50 partitions against a 4 MiB budget
+// decompresses about one budget in all, not one per partition.
+func TestDecodeBatchesBombStopsAtBudget(t *testing.T) {
+	bomb := zstdBomb(t, 64<<20)
+	if len(bomb) > 64<<10 {
+		t.Fatalf("bomb is %d bytes compressed", len(bomb))
+	}
+	budget := NewDecompressBudget(4 << 20)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 50 {
+		if _, err := DecodeBatches(bomb, budget); !errors.Is(err, ErrDecompressedTooLarge) {
+			t.Fatalf("got %v, want ErrDecompressedTooLarge", err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	// The buffer doublings up to the budget (under 2 × 4 MiB) plus a zstd
+	// decoder's window (8 MiB), with room for the test's own garbage.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 32<<20 {
+		t.Errorf("50 refused bombs allocated %d MiB", alloc>>20)
+	}
+	if budget.Charged() != 4<<20 {
+		t.Errorf("%d bytes charged, want the whole 4 MiB budget", budget.Charged())
+	}
+}
+
+func TestDecompressBudgetConcurrent(t *testing.T) {
+	data, err := AppendBatch(nil, []Record{{Offset: 0, Value: make([]byte, 100<<10)}}, CodecGzip, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := NewDecompressBudget(1 << 20)
+	var (
+		wg sync.WaitGroup
+		ok atomic.Int64
+	)
+	for range 32 {
+		wg.Go(func() {
+			if _, err := DecodeBatches(data, budget); err == nil {
+				ok.Add(1)
+			} else if !errors.Is(err, ErrDecompressedTooLarge) {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if c := budget.Charged(); c > 1<<20 || ok.Load() == 0 || ok.Load() == 32 {
+		t.Errorf("%d of 32 decoded, %d bytes charged of a 1 MiB budget", ok.Load(), c)
 	}
 }
 

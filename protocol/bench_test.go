@@ -57,7 +57,7 @@ func BenchmarkDecodeBatches(b *testing.B) {
 			b.SetBytes(int64(len(recs) * 1024))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := DecodeBatches(data, 1<<20); err != nil {
+				if _, err := DecodeBatches(data, NewDecompressBudget(1<<20)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
@@ -19,6 +20,56 @@ import (
 // caller's limit. It stops a small batch (a "zip bomb") from exhausting
 // memory; it maps naturally to Kafka's MESSAGE_TOO_LARGE.
 var ErrDecompressedTooLarge = errors.New("protocol: decompressed data exceeds the limit")
+
+// DecompressBudget bounds the bytes decompression may produce for one
+// request, over every batch of every partition in it, so that one small
+// request listing a zip bomb for many partitions cannot claim more than
+// one budget. Decompressors take their output buffers from it as they
+// grow and stop at its end: data is never decompressed in full and checked
+// afterwards. It is safe for concurrent use.
+type DecompressBudget struct {
+	limit   int64
+	charged atomic.Int64
+}
+
+// NewDecompressBudget returns a budget of limit bytes; limit <= 0 allows
+// no decompression at all.
+func NewDecompressBudget(limit int64) *DecompressBudget {
+	return &DecompressBudget{limit: max(limit, 0)}
+}
+
+// Charged is how many bytes have been decompressed with the budget,
+// refused batches included: the work is done and the memory was taken
+// either way. The caller counts it against its memory limits while it
+// keeps the request's batches.
+func (b *DecompressBudget) Charged() int64 { return b.charged.Load() }
+
+// take charges up to n bytes and returns how many it charged.
+func (b *DecompressBudget) take(n int) int {
+	for {
+		used := b.charged.Load()
+		k := min(int64(n), b.limit-used)
+		if k <= 0 {
+			return 0
+		}
+		if b.charged.CompareAndSwap(used, used+k) {
+			return int(k)
+		}
+	}
+}
+
+// reserve charges exactly n bytes, or nothing when fewer are left.
+func (b *DecompressBudget) reserve(n int) bool {
+	for {
+		used := b.charged.Load()
+		if int64(n) > b.limit-used {
+			return false
+		}
+		if b.charged.CompareAndSwap(used, used+int64(n)) {
+			return true
+		}
+	}
+}
 
 // String names the codec as Kafka's compression.type does.
 func (c Codec) String() string {
@@ -84,25 +135,31 @@ func Decompress(codec Codec, src []byte, max int) ([]byte, error) {
 	if max < 0 {
 		return nil, fmt.Errorf("protocol: negative decompression limit %d", max)
 	}
-	max = min(max, math.MaxInt-1) // readCapped needs max+1
+	if codec == CodecNone {
+		if len(src) > max {
+			return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrDecompressedTooLarge, len(src), max)
+		}
+		return src, nil
+	}
+	return decompress(codec, src, NewDecompressBudget(int64(max)))
+}
+
+// decompress decompresses src with a codec other than CodecNone, charging
+// its output to budget.
+func decompress(codec Codec, src []byte, budget *DecompressBudget) ([]byte, error) {
 	var (
 		out []byte
 		err error
 	)
 	switch codec {
-	case CodecNone:
-		if len(src) > max {
-			return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrDecompressedTooLarge, len(src), max)
-		}
-		return src, nil
 	case CodecGzip:
-		out, err = decompressGzip(src, max)
+		out, err = decompressGzip(src, budget)
 	case CodecSnappy:
-		out, err = decompressSnappy(src, max)
+		out, err = decompressSnappy(src, budget)
 	case CodecLZ4:
-		out, err = decompressLZ4(src, max)
+		out, err = decompressLZ4(src, budget)
 	case CodecZstd:
-		out, err = decompressZstd(src, max)
+		out, err = decompressZstd(src, budget)
 	default:
 		return nil, fmt.Errorf("protocol: unknown compression codec %d", int8(codec))
 	}
@@ -132,30 +189,35 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// readCapped reads r to its end into a buffer that never grows past max+1
-// bytes, starting from a size guessed from the compressed length.
-func readCapped(r io.Reader, compressedLen, max int) ([]byte, error) {
-	guess := 4 * compressedLen
-	if guess < 512 || guess > max {
-		guess = min(512, max+1)
-	}
-	buf := make([]byte, 0, guess)
+// readCapped reads r to its end into a buffer whose every byte is charged
+// to budget before it is allocated, starting from a size guessed from the
+// compressed length and doubling. Once the budget is spent it reads one
+// byte more only to tell a stream that ends there from one that is too
+// large.
+func readCapped(r io.Reader, compressedLen int, budget *DecompressBudget) ([]byte, error) {
+	var buf []byte
 	for {
 		if len(buf) == cap(buf) {
-			if len(buf) > max {
-				return nil, fmt.Errorf("%w: more than %d bytes", ErrDecompressedTooLarge, max)
+			grow := max(len(buf), 512, min(4*compressedLen, maxFirstGuess))
+			n := budget.take(grow)
+			if n == 0 {
+				var probe [1]byte
+				switch k, err := io.ReadAtLeast(r, probe[:], 1); {
+				case k > 0:
+					return nil, fmt.Errorf("%w: more than %d bytes", ErrDecompressedTooLarge, len(buf))
+				case err == io.EOF:
+					return buf, nil
+				default:
+					return nil, err
+				}
 			}
-			next := min(2*cap(buf), max+1)
-			grown := make([]byte, len(buf), next)
+			grown := make([]byte, len(buf), cap(buf)+n)
 			copy(grown, buf)
 			buf = grown
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
-			if len(buf) > max {
-				return nil, fmt.Errorf("%w: more than %d bytes", ErrDecompressedTooLarge, max)
-			}
 			return buf, nil
 		}
 		if err != nil {
@@ -163,6 +225,11 @@ func readCapped(r io.Reader, compressedLen, max int) ([]byte, error) {
 		}
 	}
 }
+
+// maxFirstGuess caps the first buffer readCapped charges, whatever the
+// compressed length, so a large batch grows into its budget rather than
+// claiming it up front.
+const maxFirstGuess = 1 << 20
 
 // streamWriter is what gzip.Writer and lz4.Writer have in common.
 type streamWriter interface {
@@ -219,7 +286,7 @@ type gzipDecoder struct {
 
 var gzipDecoders = sync.Pool{New: func() any { return new(gzipDecoder) }}
 
-func decompressGzip(src []byte, max int) ([]byte, error) {
+func decompressGzip(src []byte, budget *DecompressBudget) ([]byte, error) {
 	d := gzipDecoders.Get().(*gzipDecoder)
 	defer func() {
 		d.src.Reset(nil)
@@ -229,7 +296,7 @@ func decompressGzip(src []byte, max int) ([]byte, error) {
 	if err := d.r.Reset(&d.src); err != nil {
 		return nil, err
 	}
-	return readCapped(&d.r, len(src), max)
+	return readCapped(&d.r, len(src), budget)
 }
 
 // xerialMagic starts the framing of the Java client's snappy stream. A
@@ -239,46 +306,51 @@ var xerialMagic = []byte("\x82SNAPPY\x00")
 
 const xerialHeaderLen = 16
 
-func decompressSnappy(src []byte, max int) ([]byte, error) {
+// decompressSnappy decodes a raw block or a xerial stream. The lengths the
+// blocks announce are summed and charged to budget before the output is
+// allocated, once and exactly, so the charge is the output's capacity.
+func decompressSnappy(src []byte, budget *DecompressBudget) ([]byte, error) {
+	var blocks [][]byte
 	if len(src) < xerialHeaderLen || !bytes.HasPrefix(src, xerialMagic) {
-		return appendSnappyBlock(nil, src, max)
+		blocks = [][]byte{src}
+	} else {
+		for rest := src[xerialHeaderLen:]; len(rest) > 0; {
+			if len(rest) < 4 {
+				return nil, errors.New("truncated xerial block length")
+			}
+			n := binary.BigEndian.Uint32(rest)
+			rest = rest[4:]
+			if uint64(n) > uint64(len(rest)) {
+				return nil, fmt.Errorf("xerial block of %d bytes exceeds the %d bytes left", n, len(rest))
+			}
+			blocks = append(blocks, rest[:n])
+			rest = rest[n:]
+		}
 	}
-	var out []byte
-	rest := src[xerialHeaderLen:]
-	for len(rest) > 0 {
-		if len(rest) < 4 {
-			return nil, errors.New("truncated xerial block length")
-		}
-		n := binary.BigEndian.Uint32(rest)
-		rest = rest[4:]
-		if uint64(n) > uint64(len(rest)) {
-			return nil, fmt.Errorf("xerial block of %d bytes exceeds the %d bytes left", n, len(rest))
-		}
-		var err error
-		if out, err = appendSnappyBlock(out, rest[:n], max); err != nil {
+	total := 0
+	for _, block := range blocks {
+		n, err := s2.DecodedLen(block)
+		if err != nil {
 			return nil, err
 		}
-		rest = rest[n:]
+		if n > math.MaxInt-total {
+			return nil, fmt.Errorf("%w: blocks announce more than %d bytes", ErrDecompressedTooLarge, math.MaxInt)
+		}
+		total += n
+	}
+	if !budget.reserve(total) {
+		return nil, fmt.Errorf("%w: the blocks announce %d bytes", ErrDecompressedTooLarge, total)
+	}
+	out := make([]byte, 0, total)
+	for _, block := range blocks {
+		n, _ := s2.DecodedLen(block)
+		start := len(out)
+		out = out[:start+n]
+		if _, err := s2.Decode(out[start:], block); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
-}
-
-// appendSnappyBlock decodes one raw snappy block onto dst, checking the
-// length the block announces against max before allocating.
-func appendSnappyBlock(dst, block []byte, max int) ([]byte, error) {
-	n, err := s2.DecodedLen(block)
-	if err != nil {
-		return nil, err
-	}
-	if n > max-len(dst) {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrDecompressedTooLarge, max)
-	}
-	start := len(dst)
-	dst = growLen(dst, n)
-	if _, err := s2.Decode(dst[start:], block); err != nil {
-		return nil, err
-	}
-	return dst, nil
 }
 
 var lz4Encoders sync.Pool
@@ -301,7 +373,7 @@ type lz4Decoder struct {
 
 var lz4Decoders = sync.Pool{New: func() any { return &lz4Decoder{r: lz4.NewReader(nil)} }}
 
-func decompressLZ4(src []byte, max int) ([]byte, error) {
+func decompressLZ4(src []byte, budget *DecompressBudget) ([]byte, error) {
 	d := lz4Decoders.Get().(*lz4Decoder)
 	defer func() {
 		d.r.Reset(nil)
@@ -310,7 +382,7 @@ func decompressLZ4(src []byte, max int) ([]byte, error) {
 	}()
 	d.src.Reset(src)
 	d.r.Reset(&d.src)
-	return readCapped(d.r, len(src), max)
+	return readCapped(d.r, len(src), budget)
 }
 
 // zstdEncoder is shared: EncodeAll is safe for concurrent use, and an
@@ -330,7 +402,7 @@ type zstdDecoder struct {
 // stream decoder lets readCapped stop at the caller's limit.
 var zstdDecoders sync.Pool
 
-func decompressZstd(src []byte, max int) ([]byte, error) {
+func decompressZstd(src []byte, budget *DecompressBudget) ([]byte, error) {
 	d, _ := zstdDecoders.Get().(*zstdDecoder)
 	if d == nil {
 		dec, err := zstd.NewReader(nil,
@@ -351,5 +423,5 @@ func decompressZstd(src []byte, max int) ([]byte, error) {
 	if err := d.d.Reset(&d.src); err != nil {
 		return nil, err
 	}
-	return readCapped(d.d, len(src), max)
+	return readCapped(d.d, len(src), budget)
 }

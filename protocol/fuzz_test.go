@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"reflect"
 	"testing"
 
@@ -38,13 +39,37 @@ func FuzzParseRequest(f *testing.F) {
 
 func FuzzDecodeBatches(f *testing.F) {
 	for _, codec := range allCodecs {
-		data, err := AppendBatch(nil, sampleRecords(), codec, 1)
+		data, err := AppendBatch(nil, producedRecords(), codec, 1)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(data)
 	}
 	f.Add([]byte{})
+	// The batches a broker must refuse: no records, a count that
+	// disagrees with the last offset delta, offset deltas with a gap, a
+	// record count the bytes cannot hold, and a zstd bomb.
+	one, err := AppendBatch(nil, producedRecords()[:1], CodecNone, 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	zero := bytes.Clone(one[:BatchHeaderSize])
+	binary.BigEndian.PutUint32(zero[8:], BatchHeaderSize-12)
+	binary.BigEndian.PutUint32(zero[23:], math.MaxUint32)
+	binary.BigEndian.PutUint32(zero[57:], 0)
+	f.Add(withFixedCRCs(zero))
+	miscounted := bytes.Clone(one)
+	binary.BigEndian.PutUint32(miscounted[23:], 1)
+	f.Add(withFixedCRCs(miscounted))
+	gapped, err := AppendBatch(nil, sampleRecords(), CodecNone, 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(gapped)
+	overclaimed := bytes.Clone(one)
+	binary.BigEndian.PutUint32(overclaimed[57:], math.MaxInt32)
+	f.Add(withFixedCRCs(overclaimed))
+	f.Add(zstdBomb(f, 4<<20))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkDecodedBatches(t, data)
 		// Most mutations break a CRC; fixing them lets the fuzzer reach
@@ -54,13 +79,22 @@ func FuzzDecodeBatches(f *testing.F) {
 }
 
 func checkDecodedBatches(t *testing.T, data []byte) {
-	batches, err := DecodeBatches(data, 1<<20)
+	budget := NewDecompressBudget(1 << 20)
+	batches, err := DecodeBatches(data, budget)
+	if c := budget.Charged(); c < 0 || c > 1<<20 {
+		t.Fatalf("%d bytes charged to a 1 MiB budget, error %v", c, err)
+	}
 	if err != nil {
 		return
 	}
 	for _, b := range batches {
-		if len(b.Records) != int(b.NumRecords) {
-			t.Fatalf("%d records, %d announced", len(b.Records), b.NumRecords)
+		if len(b.Records) != int(b.NumRecords) || b.NumRecords < 1 || int64(b.LastOffsetDelta)+1 != int64(b.NumRecords) {
+			t.Fatalf("%d records, %d announced, last offset delta %d", len(b.Records), b.NumRecords, b.LastOffsetDelta)
+		}
+		for i, r := range b.Records {
+			if r.Offset != b.BaseOffset+int64(i) {
+				t.Fatalf("record %d at offset %d of a batch based at %d", i, r.Offset, b.BaseOffset)
+			}
 		}
 	}
 }

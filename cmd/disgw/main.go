@@ -418,7 +418,7 @@ func startEmbedded(o *options, log zerolog.Logger) (*dislocal.Server, *http.Serv
 		_ = srv.Close()
 		return nil, nil, "", fmt.Errorf("embedded DIS listener: %w", err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := srv.HTTPServer()
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error().Err(err).Msg("embedded DIS server stopped")

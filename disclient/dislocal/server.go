@@ -161,6 +161,31 @@ func (s *Server) Close() error {
 	return s.db.Close()
 }
 
+// HTTP timeouts of the embedded server. A client that stalls while
+// sending headers or a body, or while reading an answer, is dropped rather
+// than holding a connection and its buffers: 10 s for the headers, 1 min
+// for a whole request (a 16 MiB PutRecords body over a slow link), 2 min
+// to write an answer (GetRecords bodies are the largest), and 2 min of
+// idle keep-alive, beyond the client's 90 s idle pool.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = time.Minute
+	writeTimeout      = 2 * time.Minute
+	idleTimeout       = 2 * time.Minute
+)
+
+// HTTPServer returns an http.Server serving s with the embedded server's
+// timeouts, so that no caller serves it without them.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+	}
+}
+
 // ServeHTTP serves the DIS REST API. Trailing slashes are ignored.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.life.RLock()
