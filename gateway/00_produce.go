@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -31,9 +32,16 @@ const throttleHintMillis = 1000
 type producePending struct {
 	topic, part int
 	op          *appendOp
+	// owned is false when op is the original of a retried idempotent
+	// batch: only the request that queued an op may cancel it.
+	owned bool
 }
 
 func handleProduce(gw *Gateway, r *request, req *kmsg.ProduceRequest) {
+	dropDuplicatePartitions(r, req)
+	deadline := produceDeadline(req)
+	qctx, cancel := queueWaitContext(r.ctx, req, deadline)
+	defer cancel()
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	var waits []producePending
 	for ti := range req.Topics {
@@ -60,8 +68,12 @@ func handleProduce(gw *Gateway, r *request, req *kmsg.ProduceRequest) {
 			case !t.writable(rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				if op := gw.startAppend(t, rp, &sp); op != nil {
-					waits = append(waits, producePending{topic: ti, part: len(st.Partitions), op: op})
+				if op, owned := gw.startAppend(qctx, t, rp, &sp); op != nil {
+					waits = append(waits, producePending{topic: ti, part: len(st.Partitions), op: op, owned: owned})
+				} else if req.Acks == 0 && sp.ErrorCode == kerr.RequestTimedOut.Code {
+					gw.metrics.produceDropped.Inc()
+					r.s.log.Warn().Str("topic", rt.Topic).Int32("partition", rp.Partition).
+						Msg("acks=0 produce not written: the connection closed while it waited for write-queue room")
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -76,21 +88,12 @@ func handleProduce(gw *Gateway, r *request, req *kmsg.ProduceRequest) {
 		r.respond(resp)
 		return
 	}
-	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
-	if timeout <= 0 || timeout > putTimeout {
-		timeout = putTimeout
-	}
 	go func() {
-		timer := time.NewTimer(timeout)
-		defer timer.Stop()
+		ctx, cancel := context.WithDeadline(r.ctx, deadline)
+		defer cancel()
 		for _, w := range waits {
 			sp := &resp.Topics[w.topic].Partitions[w.part]
-			select {
-			case <-w.op.done:
-			case <-timer.C:
-				sp.ErrorCode = kerr.RequestTimedOut.Code
-				continue
-			case <-r.ctx.Done():
+			if !awaitAppend(ctx, w) {
 				sp.ErrorCode = kerr.RequestTimedOut.Code
 				continue
 			}
@@ -113,15 +116,59 @@ func handleProduce(gw *Gateway, r *request, req *kmsg.ProduceRequest) {
 	}()
 }
 
-// startAppend decodes one partition's batches and queues them. It returns
-// the op to wait for, or nil with sp's error set.
-func (gw *Gateway) startAppend(t *topicMeta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) *appendOp {
-	fail := func(code int16, msg string) *appendOp {
+// produceDeadline is when a produce must be answered: its timeout_ms from
+// now, within putTimeout. Waiting for queue room counts against it.
+func produceDeadline(req *kmsg.ProduceRequest) time.Time {
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	if timeout <= 0 || timeout > putTimeout {
+		timeout = putTimeout
+	}
+	return time.Now().Add(timeout)
+}
+
+// queueWaitContext bounds how long a produce waits for write-queue room:
+// until its deadline, or for acks=0, which is never answered and so cannot
+// time out, until its connection closes. Either way the connection is not
+// read while it waits.
+func queueWaitContext(ctx context.Context, req *kmsg.ProduceRequest, deadline time.Time) (context.Context, context.CancelFunc) {
+	if req.Acks == 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, deadline)
+}
+
+// awaitAppend waits for w's op until ctx is done and reports whether it
+// finished. An op not finished by then is cancelled if this request queued
+// it, so the REQUEST_TIMED_OUT its producer gets is not followed by a write;
+// one already in a PutRecords call may still be written (appendOp.cancel).
+func awaitAppend(ctx context.Context, w producePending) bool {
+	select {
+	case <-w.op.done:
+		return true
+	case <-ctx.Done():
+	}
+	select {
+	case <-w.op.done:
+		return true
+	default:
+	}
+	if w.owned {
+		w.op.cancel()
+	}
+	return false
+}
+
+// startAppend decodes one partition's batches and queues them, waiting
+// for queue room until ctx is done. It returns the op to wait for and
+// whether this request queued it (false for the original of a retried
+// idempotent batch), or nil with sp's error set.
+func (gw *Gateway) startAppend(ctx context.Context, t *topicMeta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) (*appendOp, bool) {
+	fail := func(code int16, msg string) (*appendOp, bool) {
 		sp.ErrorCode = code
 		if msg != "" {
 			sp.ErrorMessage = kmsg.StringPtr(msg)
 		}
-		return nil
+		return nil, false
 	}
 	batches, err := protocol.DecodeBatches(rp.Records, int(gw.cfg.MaxFrameBytes))
 	if err != nil {
@@ -179,13 +226,18 @@ func (gw *Gateway) startAppend(t *topicMeta, rp *kmsg.ProduceRequestTopicPartiti
 		}
 		op.records = append(op.records, b.Records...)
 	}
+	if len(op.entries) == 0 {
+		return fail(kerr.InvalidRecord.Code, "the record batches hold no records")
+	}
 	w := gw.writerFor(t.key(rp.Partition))
-	dup, code := w.enqueue(op)
-	if code != 0 {
+	dup, code := w.enqueue(ctx, op)
+	switch {
+	case code == kerr.RequestTimedOut.Code:
+		return fail(code, "the partition's write queue stayed full until the request timed out")
+	case code != 0:
 		return fail(code, "")
+	case dup != nil:
+		return dup, false
 	}
-	if dup != nil {
-		return dup
-	}
-	return op
+	return op, true
 }

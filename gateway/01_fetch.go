@@ -47,6 +47,7 @@ func handleFetch(gw *Gateway, r *request, req *kmsg.FetchRequest) {
 		r.respond(resp)
 		return
 	}
+	dropDuplicateFetchPartitions(r, req)
 	var parts []*fetchPart
 	metas := make([]*topicMeta, len(req.Topics)) // resolved once per topic
 	for ti := range req.Topics {
@@ -109,10 +110,7 @@ func (gw *Gateway) serveFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.Fet
 		wait = maxFetchWait
 	}
 	deadline := time.Now().Add(wait)
-	maxBytes := int(req.MaxBytes)
-	if req.Version < 3 || maxBytes <= 0 {
-		maxBytes = 1 << 30
-	}
+	maxBytes := gw.fetchLimit(req)
 	minBytes := int(req.MinBytes)
 	ctx, cancel := context.WithDeadline(r.ctx, deadline.Add(putTimeout))
 	defer cancel()
@@ -169,16 +167,31 @@ func (gw *Gateway) serveFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.Fet
 	r.respond(resp)
 }
 
-// trimToMaxBytes keeps the response within max_bytes, in request order; the
-// first records always stay so that a consumer makes progress past a record
-// larger than its limit, as Kafka does. Dropped records stay in the read
-// cache for the next fetch.
+// fetchLimit is the most a fetch response may hold: the client's max_bytes
+// within FetchMaxBytes, as Kafka bounds it by its fetch.max.bytes.
+func (gw *Gateway) fetchLimit(req *kmsg.FetchRequest) int {
+	limit := int(gw.cfg.FetchMaxBytes)
+	if req.MaxBytes > 0 && int(req.MaxBytes) < limit {
+		limit = int(req.MaxBytes)
+	}
+	return limit
+}
+
+// trimToMaxBytes keeps the encoded response within max_bytes, in request
+// order; the first record always stays so that a consumer makes progress
+// past a record larger than its limit, as Kafka returns the first batch
+// whatever its size (a record is at most MaxRecordBytes). Dropped records
+// stay in the read cache for the next fetch.
 func trimToMaxBytes(parts []*fetchPart, maxBytes int) {
 	total := 0
 	for _, p := range parts {
 		keep := 0
 		for keep < len(p.records) {
-			n := recordSize(&p.records[keep])
+			r := &p.records[keep]
+			n := protocol.RecordSizeInBatch(r, int32(r.Offset-p.records[0].Offset), r.Timestamp-p.records[0].Timestamp)
+			if keep == 0 {
+				n += protocol.BatchHeaderSize
+			}
 			if total > 0 && total+n > maxBytes {
 				break
 			}

@@ -14,6 +14,11 @@ type metrics struct {
 	fetchedRecs    prometheus.Counter
 	putRecordsCall prometheus.Histogram
 	disErrors      *prometheus.CounterVec
+
+	produceQueued     prometheus.Gauge
+	produceQueueWaits prometheus.Counter
+	produceCancelled  prometheus.Counter
+	produceDropped    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -39,10 +44,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 		disErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "disgw_dis_errors_total", Help: "DIS calls that failed, by DIS error code (\"\" for transport errors)."}, []string{"code"}),
+		produceQueued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "disgw_produce_queue_bytes", Help: "Bytes of produced records queued in partition writers or being written to DIS."}),
+		produceQueueWaits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_produce_queue_waits_total", Help: "Produce partitions that waited for room in the write queues (the connection stopped being read meanwhile)."}),
+		produceCancelled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_produce_cancelled_total", Help: "Queued produce batches not written because their producer had been answered REQUEST_TIMED_OUT."}),
+		produceDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_produce_dropped_total", Help: "acks=0 produce batches not written because their connection closed while they waited for queue room."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.connections, m.requests, m.badRequests, m.backpressure, m.bytesIn, m.bytesOut,
-			m.producedRecs, m.fetchedRecs, m.putRecordsCall, m.disErrors)
+			m.producedRecs, m.fetchedRecs, m.putRecordsCall, m.disErrors,
+			m.produceQueued, m.produceQueueWaits, m.produceCancelled, m.produceDropped)
 	}
 	return m
 }
