@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -47,6 +48,10 @@ type options struct {
 	disEncoding                     string
 	defaultPartitions               int
 	maxRequestBytes                 int
+	fetchMaxBytes                   int
+	partitionQueueBytes, queueBytes int64
+	producerIDExpiration            time.Duration
+	maxProducersPerPartition        int
 	groupInitialDelay               time.Duration
 	logLevel, logFormat             string
 }
@@ -87,6 +92,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.disEncoding, "dis-encoding", "auto", "PutRecords/GetRecords bodies: json, protobuf, or auto (protobuf with the embedded DIS, json with real DIS)")
 	fs.IntVar(&o.defaultPartitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with num_partitions -1")
 	fs.IntVar(&o.maxRequestBytes, "max-request-bytes", 100<<20, "largest Kafka request accepted (Kafka's socket.request.max.bytes)")
+	fs.IntVar(&o.fetchMaxBytes, "fetch-max-bytes", 55<<20, "largest fetch response whatever the client asks (Kafka's fetch.max.bytes); the first record is returned even if larger")
+	fs.Int64Var(&o.partitionQueueBytes, "max-partition-queue-bytes", 8<<20, "produced bytes queued for DIS per partition before producers wait (backpressure)")
+	fs.Int64Var(&o.queueBytes, "max-queue-bytes", 128<<20, "produced bytes queued for DIS over all partitions before producers wait (backpressure)")
+	fs.DurationVar(&o.producerIDExpiration, "producer-id-expiration", 24*time.Hour, "forget an idempotent producer's state on a partition it has not written for this long (Kafka's producer.id.expiration.ms)")
+	fs.IntVar(&o.maxProducersPerPartition, "max-producers-per-partition", 1000, "idempotent producers remembered per partition; the one idle longest is forgotten first")
 	fs.DurationVar(&o.groupInitialDelay, "group-initial-rebalance-delay", 3*time.Second, "wait before the first rebalance of a new consumer group (Kafka's group.initial.rebalance.delay.ms); 0 for none")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
@@ -208,15 +218,20 @@ func run(args []string) error {
 		return fmt.Errorf("--auto-create-topics must be true, false or auto")
 	}
 	cfg := gateway.Config{
-		Listen:                o.listen,
-		AdvertisedAddr:        o.advertised,
-		AutoCreateTopics:      autoCreate,
-		DefaultPartitions:     int32(o.defaultPartitions),
-		DefaultRecordFormat:   gateway.RecordFormat(o.recordFormat),
-		MaxFrameBytes:         int32(o.maxRequestBytes),
-		InitialRebalanceDelay: initialDelay(o.groupInitialDelay),
-		Logger:                log,
-		Registry:              reg,
+		Listen:                   o.listen,
+		AdvertisedAddr:           o.advertised,
+		AutoCreateTopics:         autoCreate,
+		DefaultPartitions:        int32(o.defaultPartitions),
+		DefaultRecordFormat:      gateway.RecordFormat(o.recordFormat),
+		MaxFrameBytes:            int32(o.maxRequestBytes),
+		FetchMaxBytes:            int32(min(o.fetchMaxBytes, math.MaxInt32)),
+		MaxPartitionQueueBytes:   o.partitionQueueBytes,
+		MaxQueueBytes:            o.queueBytes,
+		ProducerIDExpiration:     o.producerIDExpiration,
+		MaxProducersPerPartition: o.maxProducersPerPartition,
+		InitialRebalanceDelay:    initialDelay(o.groupInitialDelay),
+		Logger:                   log,
+		Registry:                 reg,
 	}
 	if embedded {
 		// The embedded server takes larger calls than a COMMON DIS stream.
