@@ -26,7 +26,8 @@ func init() {
 	regKey(0, 3, 11, api[*kmsg.ProduceRequest]{staged: handleProduce, deadline: produceDeadline, errors: produceError})
 }
 
-// produceDeadline is the request's timeout_ms, within putTimeout.
+// produceDeadline is the request's timeout_ms, within putTimeout. Waiting
+// for write-queue room counts against it.
 func produceDeadline(_ *Gateway, req *kmsg.ProduceRequest) time.Duration {
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 	if timeout <= 0 || timeout > putTimeout {
@@ -60,11 +61,18 @@ const throttleHintMillis = 1000
 type producePending struct {
 	topic, part int
 	op          *appendOp
+	// owned is false when op is the original of a retried idempotent
+	// batch: only the request that queued an op may cancel it.
+	owned bool
 }
 
 // handleProduce queues every partition's batches on its writer, in request
-// order, and returns the wait for DIS as its continuation.
+// order, waiting for write-queue room there (so the connection is not read
+// meanwhile: backpressure), and returns the wait for DIS as its
+// continuation.
 func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.ProduceRequest) (kmsg.Response, continuation, error) {
+	dups := duplicateProducePartitions(r, req)
+	qctx := queueWaitContext(ctx, r, req)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	var waits []producePending
 	budget := protocol.NewDecompressBudget(gw.cfg.MaxDecompressedBytes)
@@ -81,6 +89,9 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 			sp.LogAppendTime = -1
 			sp.LogStartOffset = -1
 			switch {
+			case dups[partitionRef{topic: rt.Topic, part: rp.Partition}]:
+				sp.ErrorCode = kerr.InvalidRequest.Code
+				sp.ErrorMessage = kmsg.StringPtr(duplicateMessage)
 			case errors.Is(terr, errUnknownTopic):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case terr != nil:
@@ -92,8 +103,12 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 			case !t.writable(rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				if op := gw.startAppend(t, rp, &sp, budget); op != nil {
-					waits = append(waits, producePending{topic: ti, part: len(st.Partitions), op: op})
+				if op, owned := gw.startAppend(qctx, t, rp, &sp, budget); op != nil {
+					waits = append(waits, producePending{topic: ti, part: len(st.Partitions), op: op, owned: owned})
+				} else if req.Acks == 0 && sp.ErrorCode == kerr.RequestTimedOut.Code {
+					gw.metrics.produceDropped.Inc()
+					r.s.log.Warn().Str("topic", rt.Topic).Int32("partition", rp.Partition).
+						Msg("acks=0 produce not written: the connection closed while it waited for write-queue room")
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -110,9 +125,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 	return nil, func(ctx context.Context) (kmsg.Response, error) {
 		for _, w := range waits {
 			sp := &resp.Topics[w.topic].Partitions[w.part]
-			select {
-			case <-w.op.done:
-			case <-ctx.Done():
+			if !awaitAppend(ctx, w) {
 				sp.ErrorCode = kerr.RequestTimedOut.Code
 				continue
 			}
@@ -143,24 +156,58 @@ func (gw *Gateway) holdDecompressed(waits []producePending, n int64) {
 		return
 	}
 	gw.inflight.Add(n)
-	go func() {
+	gw.goSafe("decompressed bytes release", func() {
+		defer gw.inflight.Add(-n)
 		for _, w := range waits {
 			<-w.op.done
 		}
-		gw.inflight.Add(-n)
-	}()
+	})
+}
+
+// queueWaitContext bounds how long a produce waits for write-queue room:
+// until its deadline, or for acks=0, which is never answered and so cannot
+// time out, until its connection closes. Either way the connection is not
+// read while it waits.
+func queueWaitContext(ctx context.Context, r *request, req *kmsg.ProduceRequest) context.Context {
+	if req.Acks == 0 {
+		return r.s.ctx
+	}
+	return ctx
+}
+
+// awaitAppend waits for w's op until ctx is done and reports whether it
+// finished. An op not finished by then is cancelled if this request queued
+// it, so the REQUEST_TIMED_OUT its producer gets is not followed by a write;
+// one already in a PutRecords call may still be written (appendOp.cancel).
+func awaitAppend(ctx context.Context, w producePending) bool {
+	select {
+	case <-w.op.done:
+		return true
+	case <-ctx.Done():
+	}
+	select {
+	case <-w.op.done:
+		return true
+	default:
+	}
+	if w.owned {
+		w.op.cancel()
+	}
+	return false
 }
 
 // startAppend decodes one partition's batches, decompressing within the
-// request's budget, and queues them. It returns the op to wait for, or nil
-// with sp's error set.
-func (gw *Gateway) startAppend(t *topicMeta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *protocol.DecompressBudget) *appendOp {
-	fail := func(code int16, msg string) *appendOp {
+// request's budget, and queues them, waiting for queue room until ctx is
+// done. It returns the op to wait for and
+// whether this request queued it (false for the original of a retried
+// idempotent batch), or nil with sp's error set.
+func (gw *Gateway) startAppend(ctx context.Context, t *topicMeta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *protocol.DecompressBudget) (*appendOp, bool) {
+	fail := func(code int16, msg string) (*appendOp, bool) {
 		sp.ErrorCode = code
 		if msg != "" {
 			sp.ErrorMessage = kmsg.StringPtr(msg)
 		}
-		return nil
+		return nil, false
 	}
 	batches, err := protocol.DecodeBatches(rp.Records, budget)
 	if err != nil {
@@ -183,9 +230,6 @@ func (gw *Gateway) startAppend(t *topicMeta, rp *kmsg.ProduceRequestTopicPartiti
 	for bi := range batches {
 		b := &batches[bi]
 		switch {
-		case len(b.Records) == 0:
-			// As Kafka refuses a batch whose record count is not positive.
-			return fail(kerr.InvalidRecord.Code, "a record batch must hold at least one record")
 		case b.Transactional():
 			return fail(kerr.InvalidRecord.Code, "disgw does not support transactions")
 		case b.Control():
@@ -221,13 +265,18 @@ func (gw *Gateway) startAppend(t *topicMeta, rp *kmsg.ProduceRequestTopicPartiti
 		}
 		op.records = append(op.records, b.Records...)
 	}
+	if len(op.entries) == 0 {
+		return fail(kerr.InvalidRecord.Code, "the record batches hold no records")
+	}
 	w := gw.writerFor(t.key(rp.Partition))
-	dup, code := w.enqueue(op)
-	if code != 0 {
+	dup, code := w.enqueue(ctx, op)
+	switch {
+	case code == kerr.RequestTimedOut.Code:
+		return fail(code, "the partition's write queue stayed full until the request timed out")
+	case code != 0:
 		return fail(code, "")
+	case dup != nil:
+		return dup, false
 	}
-	if dup != nil {
-		return dup
-	}
-	return op
+	return op, true
 }

@@ -78,6 +78,7 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
 	}
+	dups := duplicateFetchPartitions(r, req)
 	var parts []*fetchPart
 	metas := make([]*topicMeta, len(req.Topics)) // resolved once per topic
 	for ti := range req.Topics {
@@ -104,6 +105,9 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.RecordBatches = []byte{} // librdkafka refuses a null record set
 			switch {
+			case dups[partitionRef{topic: rt.Topic, id: rt.TopicID, part: sp.Partition}] && req.Version < 13,
+				dups[partitionRef{id: rt.TopicID, part: sp.Partition}] && req.Version >= 13:
+				sp.ErrorCode = kerr.InvalidRequest.Code
 			case errors.Is(terr, errUnknownTopicID):
 				sp.ErrorCode = kerr.UnknownTopicID.Code
 			case errors.Is(terr, errUnknownTopic):
@@ -137,10 +141,7 @@ var errUnknownTopicID = errors.New("unknown topic id")
 // or max_wait_ms has passed, then encodes the batches.
 func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*fetchPart) {
 	deadline := time.Now().Add(fetchWait(req))
-	maxBytes := int(req.MaxBytes)
-	if req.Version < 3 || maxBytes <= 0 {
-		maxBytes = 1 << 30
-	}
+	maxBytes := gw.fetchLimit(req)
 	minBytes := int(req.MinBytes)
 	for {
 		// Read every partition still waiting at once: one DIS round trip
@@ -194,16 +195,31 @@ func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp 
 	gw.metrics.fetchedRecs.Add(float64(fetched))
 }
 
-// trimToMaxBytes keeps the response within max_bytes, in request order; the
-// first records always stay so that a consumer makes progress past a record
-// larger than its limit, as Kafka does. Dropped records stay in the read
-// cache for the next fetch.
+// fetchLimit is the most a fetch response may hold: the client's max_bytes
+// within FetchMaxBytes, as Kafka bounds it by its fetch.max.bytes.
+func (gw *Gateway) fetchLimit(req *kmsg.FetchRequest) int {
+	limit := int(gw.cfg.FetchMaxBytes)
+	if req.MaxBytes > 0 && int(req.MaxBytes) < limit {
+		limit = int(req.MaxBytes)
+	}
+	return limit
+}
+
+// trimToMaxBytes keeps the encoded response within max_bytes, in request
+// order; the first record always stays so that a consumer makes progress
+// past a record larger than its limit, as Kafka returns the first batch
+// whatever its size (a record is at most MaxRecordBytes). Dropped records
+// stay in the read cache for the next fetch.
 func trimToMaxBytes(parts []*fetchPart, maxBytes int) {
 	total := 0
 	for _, p := range parts {
 		keep := 0
 		for keep < len(p.records) {
-			n := recordSize(&p.records[keep])
+			r := &p.records[keep]
+			n := protocol.RecordSizeInBatch(r, int32(r.Offset-p.records[0].Offset), r.Timestamp-p.records[0].Timestamp)
+			if keep == 0 {
+				n += protocol.BatchHeaderSize
+			}
 			if total > 0 && total+n > maxBytes {
 				break
 			}

@@ -81,6 +81,24 @@ type Config struct {
 	// limits for COMMON streams; the embedded server takes much more.
 	PutRecordsMaxRecords int
 	PutRecordsMaxBytes   int
+	// MaxPartitionQueueBytes and MaxQueueBytes bound produced records
+	// waiting for DIS per partition and overall; a produce that finds no
+	// room stops its connection being read until there is room or its
+	// timeout passes (then REQUEST_TIMED_OUT).
+	MaxPartitionQueueBytes int64
+	MaxQueueBytes          int64
+	// ProducerIDExpiration forgets an idempotent producer's state on a
+	// partition it has not written for this long (Kafka's
+	// producer.id.expiration.ms).
+	ProducerIDExpiration time.Duration
+	// MaxProducersPerPartition bounds the idempotent producers remembered
+	// per partition; the one idle longest is forgotten first.
+	MaxProducersPerPartition int
+	// FetchMaxBytes bounds every fetch response whatever max_bytes the
+	// client asks (Kafka's broker fetch.max.bytes); as in Kafka, the first
+	// record is returned even when it alone is larger, so a consumer
+	// always makes progress.
+	FetchMaxBytes int32
 	// ReadCacheBytes is the per-partition read-ahead cache.
 	ReadCacheBytes int
 	// PollInterval is how often an idle long-poll fetch looks for records
@@ -149,6 +167,21 @@ func (c *Config) setDefaults() {
 	if c.PutRecordsMaxBytes <= 0 {
 		c.PutRecordsMaxBytes = 1 << 20
 	}
+	if c.MaxPartitionQueueBytes <= 0 {
+		c.MaxPartitionQueueBytes = 8 << 20
+	}
+	if c.MaxQueueBytes <= 0 {
+		c.MaxQueueBytes = 128 << 20
+	}
+	if c.ProducerIDExpiration <= 0 {
+		c.ProducerIDExpiration = 24 * time.Hour
+	}
+	if c.MaxProducersPerPartition <= 0 {
+		c.MaxProducersPerPartition = 1000
+	}
+	if c.FetchMaxBytes <= 0 {
+		c.FetchMaxBytes = 55 << 20
+	}
 	if c.ReadCacheBytes <= 0 {
 		c.ReadCacheBytes = 8 << 20
 	}
@@ -204,6 +237,7 @@ type Gateway struct {
 	partMu  sync.Mutex
 	writers map[partitionKey]*partitionWriter
 	readers map[partitionKey]*partitionReader
+	queues  *writeQueues
 
 	tenantsMu sync.Mutex
 	tenants   map[string]*tenant // passthrough tenants by id
@@ -231,6 +265,7 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		tenants:   make(map[string]*tenant),
 	}
 	gw.metrics = newMetrics(cfg.Registry)
+	gw.queues = newWriteQueues(&gw.cfg, gw.metrics)
 	gw.tenant = newTenant("", dis, &gw.cfg)
 	gw.groups = newGroupDriver(gw)
 	return gw, nil

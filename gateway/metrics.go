@@ -15,6 +15,11 @@ type metrics struct {
 	putRecordsCall prometheus.Histogram
 	disErrors      *prometheus.CounterVec
 	panics         prometheus.Counter
+
+	produceQueued     prometheus.Gauge
+	produceQueueWaits prometheus.Counter
+	produceCancelled  prometheus.Counter
+	produceDropped    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -42,10 +47,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "disgw_dis_errors_total", Help: "DIS calls that failed, by DIS error code (\"\" for transport errors)."}, []string{"code"}),
 		panics: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "disgw_panics_recovered_total", Help: "Panics recovered in handlers and gateway goroutines; each is a bug, logged with its stack."}),
+		produceQueued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "disgw_produce_queue_bytes", Help: "Bytes of produced records queued in partition writers or being written to DIS."}),
+		produceQueueWaits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_produce_queue_waits_total", Help: "Produce partitions that waited for room in the write queues (the connection stopped being read meanwhile)."}),
+		produceCancelled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_produce_cancelled_total", Help: "Queued produce batches not written because their producer had been answered REQUEST_TIMED_OUT."}),
+		produceDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_produce_dropped_total", Help: "acks=0 produce batches not written because their connection closed while they waited for queue room."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.connections, m.requests, m.badRequests, m.backpressure, m.bytesIn, m.bytesOut,
-			m.producedRecs, m.fetchedRecs, m.putRecordsCall, m.disErrors, m.panics)
+			m.producedRecs, m.fetchedRecs, m.putRecordsCall, m.disErrors, m.panics,
+			m.produceQueued, m.produceQueueWaits, m.produceCancelled, m.produceDropped)
 	}
 	return m
 }

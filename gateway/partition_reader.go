@@ -62,7 +62,9 @@ func recordSize(r *protocol.Record) int {
 	return n
 }
 
-// appended adds records this gateway just wrote and wakes long-polling fetches.
+// appended adds records this gateway just wrote and wakes long-polling
+// fetches. The records alias their produce request's frame, so the cache
+// gets a compact copy: a large frame must not stay alive for a small record.
 func (pr *partitionReader) appended(recs []protocol.Record) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
@@ -72,7 +74,43 @@ func (pr *partitionReader) appended(recs []protocol.Record) {
 		pr.raiseHWMLocked(recs[len(recs)-1].Offset + 1)
 		return
 	}
-	pr.addLocked(recs)
+	pr.addLocked(compactRecords(recs))
+}
+
+// compactRecords copies recs with their keys, values and header values in
+// one buffer and their headers in one slice, keeping nil apart from empty.
+func compactRecords(recs []protocol.Record) []protocol.Record {
+	size, headers := 0, 0
+	for i := range recs {
+		size += len(recs[i].Key) + len(recs[i].Value)
+		for _, h := range recs[i].Headers {
+			size += len(h.Value)
+		}
+		headers += len(recs[i].Headers)
+	}
+	buf := make([]byte, 0, size)
+	hs := make([]protocol.Header, 0, headers)
+	clone := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		at := len(buf)
+		buf = append(buf, b...)
+		return buf[at:len(buf):len(buf)]
+	}
+	out := make([]protocol.Record, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		out[i] = protocol.Record{Offset: r.Offset, Timestamp: r.Timestamp, Key: clone(r.Key), Value: clone(r.Value)}
+		if r.Headers != nil {
+			at := len(hs)
+			for _, h := range r.Headers {
+				hs = append(hs, protocol.Header{Key: h.Key, Value: clone(h.Value)})
+			}
+			out[i].Headers = hs[at:len(hs):len(hs)]
+		}
+	}
+	return out
 }
 
 // addLocked puts records into the cache. Records that continue the cache

@@ -69,3 +69,27 @@ func TestReadCacheEvictsOldestPastItsSize(t *testing.T) {
 		t.Fatalf("a read smaller than one record got %d records", len(recs))
 	}
 }
+
+// Records cached from a produce are copies: the request frame they were
+// decoded from can be reused or freed, and nil stays apart from empty.
+func TestAppendedRecordsDoNotAliasTheFrame(t *testing.T) {
+	pr := testReader(t, 1<<20)
+	frame := []byte("keyvaluehdr")
+	recs := []protocol.Record{
+		{Offset: 0, Key: frame[0:3], Value: frame[3:8], Headers: []protocol.Header{{Key: "h", Value: frame[8:11]}}},
+		{Offset: 1, Key: nil, Value: frame[0:0]},
+	}
+	pr.appended(recs)
+	for i := range frame {
+		frame[i] = 'x'
+	}
+	pr.mu.Lock()
+	got, _ := pr.fromCacheLocked(0, 1<<20)
+	pr.mu.Unlock()
+	if len(got) != 2 || string(got[0].Key) != "key" || string(got[0].Value) != "value" || string(got[0].Headers[0].Value) != "hdr" {
+		t.Fatalf("cached records changed with the frame: %+v", got)
+	}
+	if got[1].Key != nil || got[1].Value == nil || got[1].Headers != nil {
+		t.Fatalf("nil and empty not kept apart: %+v", got[1])
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/disgw/disgw/disclient"
@@ -34,6 +36,11 @@ type appendOp struct {
 	epoch             int16
 	firstSeq, lastSeq int32
 
+	// state moves from opQueued to opTaken when the writer puts the op
+	// into a PutRecords call, or to opCancelled when its producer was
+	// answered first; whichever comes first wins.
+	state atomic.Int32
+
 	done       chan struct{}
 	baseOffset int64
 	scattered  bool // DIS did not store the records at consecutive offsets
@@ -42,21 +49,58 @@ type appendOp struct {
 	errMsg     string
 }
 
+const (
+	opQueued int32 = iota
+	opTaken
+	opCancelled
+)
+
+// cancel withdraws a queued op whose producer has been answered
+// REQUEST_TIMED_OUT, so that it is never written after that answer. It
+// returns false when the op is already in a PutRecords call: a call cannot be
+// taken back, so such an op may still be written, the same ambiguity a Kafka
+// producer has for a request that timed out during replication.
+func (op *appendOp) cancel() bool {
+	return op.state.CompareAndSwap(opQueued, opCancelled)
+}
+
+// entryOverhead is what a queued entry costs besides its data; it keeps
+// empty records from queueing for free.
+const entryOverhead = 64
+
+// queueCost is what op counts against the write-queue bounds.
+func (op *appendOp) queueCost() int64 {
+	return int64(op.bytes) + int64(len(op.entries))*entryOverhead
+}
+
 func (op *appendOp) fail(code int16, msg string) {
 	op.errCode, op.errMsg = code, msg
+}
+
+// finish releases op's records, which its producer's retries never need,
+// and wakes everyone waiting for it; producer state keeps only the outcome.
+func (op *appendOp) finish() {
+	op.entries, op.records = nil, nil
+	close(op.done)
 }
 
 // producerState is what an idempotent producer last wrote to one partition:
 // enough to answer a retried batch with its original offsets.
 type producerState struct {
-	epoch   int16
-	lastSeq int32
-	recent  []*appendOp // the last idempotentWindow batches, oldest first
+	epoch    int16
+	lastSeq  int32
+	recent   []*appendOp // the last idempotentWindow batches, oldest first
+	lastSeen time.Time   // of its last accepted batch, for expiry
 }
 
 // idempotentWindow is how many batches per producer and partition are
 // remembered for de-duplication; Kafka allows at most 5 in flight.
 const idempotentWindow = 5
+
+// producerPruneInterval is how often a writer looks for expired producers
+// when new ones arrive (Kafka's producer.id.expiration.check.interval.ms
+// is 10 minutes; a cheaper scan can run more often).
+const producerPruneInterval = time.Minute
 
 // partitionWriter serialises writes to one DIS partition: at most one
 // PutRecords in flight, and everything that arrives meanwhile goes into the
@@ -66,10 +110,15 @@ type partitionWriter struct {
 	gw  *Gateway
 	key partitionKey
 
-	mu        sync.Mutex
-	queue     []*appendOp
-	running   bool
-	producers map[int64]*producerState
+	mu         sync.Mutex
+	queue      []*appendOp
+	running    bool
+	producers  map[int64]*producerState
+	lastPruned time.Time
+
+	// queued is the cost of the ops queued and in flight, guarded by
+	// gw.queues.mu.
+	queued int64
 }
 
 func (gw *Gateway) writerFor(k partitionKey) *partitionWriter {
@@ -87,15 +136,25 @@ func (gw *Gateway) writerFor(k partitionKey) *partitionWriter {
 	return w
 }
 
-// enqueue checks an idempotent batch's sequence numbers and queues op. It
-// returns the original op when op retries a batch already accepted (the
-// caller answers with that op's outcome), or an error code for a batch that
-// must be refused.
-func (w *partitionWriter) enqueue(op *appendOp) (dup *appendOp, code int16) {
+// enqueue checks an idempotent batch's sequence numbers and queues op,
+// first waiting until the write queues have room for it (see writeQueues);
+// ctx bounds that wait. It returns the original op when op retries a batch
+// already accepted (the caller answers with that op's outcome), or an error
+// code for a batch that must be refused. An op without entries is refused:
+// there is nothing to write and no offset to answer with.
+func (w *partitionWriter) enqueue(ctx context.Context, op *appendOp) (dup *appendOp, code int16) {
+	if len(op.entries) == 0 {
+		return nil, kerr.InvalidRecord.Code
+	}
+	cost := op.queueCost()
+	if !w.gw.queues.reserve(ctx, w, cost) {
+		return nil, kerr.RequestTimedOut.Code
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if op.producerID >= 0 {
 		if dup, code := w.checkSequence(op); dup != nil || code != 0 {
+			w.gw.queues.release(w, cost)
 			return dup, code
 		}
 	}
@@ -108,12 +167,18 @@ func (w *partitionWriter) enqueue(op *appendOp) (dup *appendOp, code int16) {
 }
 
 // checkSequence applies Kafka's idempotent-producer rules. A producer the
-// writer has no state for (new, or state lost in a gateway restart) may start
-// at any sequence.
+// writer has no state for (new, expired, evicted, or state lost in a gateway
+// restart) may start at any sequence.
 func (w *partitionWriter) checkSequence(op *appendOp) (*appendOp, int16) {
+	now := time.Now()
 	st := w.producers[op.producerID]
+	if st != nil && now.Sub(st.lastSeen) > w.gw.cfg.ProducerIDExpiration {
+		delete(w.producers, op.producerID)
+		st = nil
+	}
 	switch {
 	case st == nil:
+		w.makeRoomForProducer(now)
 		st = &producerState{epoch: op.epoch}
 		w.producers[op.producerID] = st
 	case op.epoch < st.epoch:
@@ -137,11 +202,41 @@ func (w *partitionWriter) checkSequence(op *appendOp) (*appendOp, int16) {
 		}
 	}
 	st.lastSeq = op.lastSeq
+	st.lastSeen = now
 	st.recent = append(st.recent, op)
 	if len(st.recent) > idempotentWindow {
+		st.recent[0] = nil
 		st.recent = st.recent[1:]
 	}
 	return nil, 0
+}
+
+// makeRoomForProducer runs before a new producer's state is added. It drops
+// producers idle longer than ProducerIDExpiration, as Kafka's
+// producer.id.expiration.ms does, and when the partition still holds
+// MaxProducersPerPartition of them evicts the one idle longest, so a client
+// minting producer ids cannot grow the map without limit. An evicted
+// producer's next batch is accepted at any sequence, as after a restart.
+func (w *partitionWriter) makeRoomForProducer(now time.Time) {
+	limit := w.gw.cfg.MaxProducersPerPartition
+	if len(w.producers) < limit && now.Sub(w.lastPruned) < producerPruneInterval {
+		return
+	}
+	w.lastPruned = now
+	for id, st := range w.producers {
+		if now.Sub(st.lastSeen) > w.gw.cfg.ProducerIDExpiration {
+			delete(w.producers, id)
+		}
+	}
+	for len(w.producers) >= limit {
+		oldest, first := int64(0), true
+		for id, st := range w.producers {
+			if first || st.lastSeen.Before(w.producers[oldest].lastSeen) {
+				oldest, first = id, false
+			}
+		}
+		delete(w.producers, oldest)
+	}
 }
 
 // nextSequence follows s, wrapping at int32 max as Kafka does.
@@ -165,71 +260,110 @@ func (w *partitionWriter) run() {
 	var ops []*appendOp
 	defer w.gw.recoverPanic("partition writer", func() { w.abandon(ops) })
 	for {
-		ops = w.take()
-		if ops == nil {
+		var cancelled []*appendOp
+		ops, cancelled = w.take()
+		if ops == nil && cancelled == nil {
 			return
 		}
-		w.write(ops)
+		w.skip(cancelled)
+		if len(ops) > 0 {
+			w.write(ops)
+		}
 	}
 }
 
 // abandon completes, after a panic in run, the ops of the call that
 // panicked (UNKNOWN_SERVER_ERROR) and those still queued (retriable
-// KAFKA_STORAGE_ERROR: they were never sent), and leaves the writer idle,
-// so that no producer waits for ever and the next enqueue starts a new run.
+// KAFKA_STORAGE_ERROR: they were never sent), releases their queue room and
+// leaves the writer idle, so that no producer waits for ever and the next
+// enqueue starts a new run.
 func (w *partitionWriter) abandon(ops []*appendOp) {
 	w.mu.Lock()
 	queued := w.queue
 	w.queue, w.running = nil, false
-	for _, op := range append(ops, queued...) {
+	for _, op := range ops {
+		if op.producerID >= 0 {
+			delete(w.producers, op.producerID)
+		}
+	}
+	for _, op := range queued {
 		if op.producerID >= 0 {
 			delete(w.producers, op.producerID)
 		}
 	}
 	w.mu.Unlock()
+	var cost int64
 	fail := func(ops []*appendOp, code int16, msg string) {
 		for _, op := range ops {
 			select {
 			case <-op.done:
 			default:
+				cost += op.queueCost()
 				op.fail(code, msg)
-				close(op.done)
+				op.finish()
 			}
 		}
 	}
 	fail(ops, kerr.UnknownServerError.Code, "disgw failed writing this batch")
 	fail(queued, kerr.KafkaStorageError.Code, "disgw's partition writer failed before sending this batch; retry")
+	w.gw.queues.release(w, cost)
 }
 
-// take removes the ops for the next call, or marks the writer idle.
-func (w *partitionWriter) take() []*appendOp {
+// take removes the ops for the next call and the cancelled ops before and
+// among them, or marks the writer idle.
+func (w *partitionWriter) take() (ops, cancelled []*appendOp) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.queue) == 0 {
 		w.running = false
-		return nil
+		return nil, nil
 	}
 	maxRecs, maxBytes := w.gw.cfg.PutRecordsMaxRecords, w.gw.cfg.PutRecordsMaxBytes
-	n, recs, bytes := 0, 0, 0
-	for n < len(w.queue) {
-		op := w.queue[n]
-		if n > 0 && (recs+len(op.entries) > maxRecs || bytes+op.bytes > maxBytes) {
+	i, recs, bytes := 0, 0, 0
+	for ; i < len(w.queue); i++ {
+		op := w.queue[i]
+		if len(ops) > 0 && (recs+len(op.entries) > maxRecs || bytes+op.bytes > maxBytes) {
 			break
+		}
+		if !op.state.CompareAndSwap(opQueued, opTaken) {
+			cancelled = append(cancelled, op)
+			continue
 		}
 		recs += len(op.entries)
 		bytes += op.bytes
-		n++
+		ops = append(ops, op)
 	}
-	ops := make([]*appendOp, n)
-	copy(ops, w.queue[:n])
-	w.queue = append(w.queue[:0], w.queue[n:]...)
-	return ops
+	// Clear what moved so the backing array does not keep finished ops.
+	n := copy(w.queue, w.queue[i:])
+	clear(w.queue[n:])
+	w.queue = w.queue[:n]
+	return ops, cancelled
+}
+
+// skip completes ops whose producers were answered before they were
+// written: they are not written, and their producers' state is dropped so
+// that a retry of the same sequence is accepted.
+func (w *partitionWriter) skip(ops []*appendOp) {
+	var cost int64
+	for _, op := range ops {
+		cost += op.queueCost()
+		op.fail(kerr.RequestTimedOut.Code, "the produce request timed out before its records were written")
+		if op.producerID >= 0 {
+			w.forgetProducer(op.producerID)
+		}
+		op.finish()
+	}
+	if cost > 0 {
+		w.gw.metrics.produceCancelled.Add(float64(len(ops)))
+		w.gw.queues.release(w, cost)
+	}
 }
 
 // write sends ops in one PutRecords call, or several when one op alone is
 // over the per-call limits, and completes every op.
 func (w *partitionWriter) write(ops []*appendOp) {
 	var entries []disclient.PutRecordsEntry
+	var cost int64
 	if len(ops) == 1 {
 		entries = ops[0].entries
 	} else {
@@ -238,9 +372,13 @@ func (w *partitionWriter) write(ops []*appendOp) {
 		}
 	}
 	results, code, msg, throttled := w.put(entries)
+	if code == 0 && len(results) != len(entries) {
+		code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
+	}
 	i := 0
 	var written []protocol.Record
 	for _, op := range ops {
+		cost += op.queueCost()
 		n := len(op.entries)
 		switch {
 		case code != 0:
@@ -271,14 +409,19 @@ func (w *partitionWriter) write(ops []*appendOp) {
 	if len(written) > 0 {
 		w.gw.readerFor(w.key).appended(written)
 	}
+	w.gw.queues.release(w, cost)
 	for _, op := range ops {
-		close(op.done)
+		op.finish()
 	}
 }
 
 // complete takes op's per-record results: the base offset when every record
 // was written, or the first record's error.
 func (op *appendOp) complete(results []disclient.PutRecordsResult) {
+	if len(results) == 0 {
+		op.fail(kerr.UnknownServerError.Code, "DIS answered PutRecords with no record results")
+		return
+	}
 	for _, r := range results {
 		if r.ErrorCode != "" {
 			op.fail(kafkaCodeForDIS(&disclient.Error{Code: r.ErrorCode, Message: r.ErrorMessage}), r.ErrorCode+": "+r.ErrorMessage)
@@ -338,4 +481,72 @@ func (w *partitionWriter) put(entries []disclient.PutRecordsEntry) ([]disclient.
 // isThrottle reports whether a DIS code is traffic control.
 func isThrottle(code string) bool {
 	return code == disclient.CodeTrafficControl || code == disclient.CodeTooManyRequests
+}
+
+// writeQueues bounds the records waiting in partition writers, per
+// partition (Config.MaxPartitionQueueBytes) and over all partitions
+// (Config.MaxQueueBytes), counting an op from when it is queued until its
+// PutRecords call has finished. A produce that finds no room waits in its
+// connection's ordered stage, so the connection is not read meanwhile: the
+// backpressure a Kafka broker applies by not reading a socket, and the only
+// thing that holds back an acks=0 producer, which is never answered. An op
+// is admitted alone into an empty queue whatever its size, so one large
+// batch cannot wait forever.
+type writeQueues struct {
+	perPartition, total int64
+
+	mu     sync.Mutex
+	queued int64
+	space  chan struct{} // closed and replaced whenever room is released
+	gauge  prometheus.Gauge
+	waits  prometheus.Counter
+}
+
+func newWriteQueues(cfg *Config, m *metrics) *writeQueues {
+	return &writeQueues{
+		perPartition: cfg.MaxPartitionQueueBytes,
+		total:        cfg.MaxQueueBytes,
+		space:        make(chan struct{}),
+		gauge:        m.produceQueued,
+		waits:        m.produceQueueWaits,
+	}
+}
+
+// reserve takes cost bytes of room in w's queue and the overall one,
+// waiting for it until ctx is done; it reports whether it got the room.
+func (q *writeQueues) reserve(ctx context.Context, w *partitionWriter, cost int64) bool {
+	waited := false
+	for {
+		q.mu.Lock()
+		fits := (w.queued == 0 || w.queued+cost <= q.perPartition) && (q.queued == 0 || q.queued+cost <= q.total)
+		if fits {
+			w.queued += cost
+			q.queued += cost
+			q.gauge.Set(float64(q.queued))
+			q.mu.Unlock()
+			return true
+		}
+		space := q.space
+		q.mu.Unlock()
+		if !waited {
+			waited = true
+			q.waits.Inc()
+		}
+		select {
+		case <-space:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// release gives back room reserve took and wakes the produces waiting.
+func (q *writeQueues) release(w *partitionWriter, cost int64) {
+	q.mu.Lock()
+	w.queued -= cost
+	q.queued -= cost
+	q.gauge.Set(float64(q.queued))
+	close(q.space)
+	q.space = make(chan struct{})
+	q.mu.Unlock()
 }

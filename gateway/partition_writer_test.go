@@ -1,10 +1,92 @@
 package gateway
 
 import (
+	"context"
+	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/protocol"
 )
+
+// putDIS is a DIS whose PutRecords a test holds and inspects.
+type putDIS struct {
+	disclient.API
+	// hold, when set, blocks every PutRecords call until it is closed.
+	hold chan struct{}
+	// results, when set, replaces the per-record results.
+	results func(n int) []disclient.PutRecordsResult
+
+	mu      sync.Mutex
+	started chan struct{} // receives one value per call as it starts
+	written []string      // record data in the order written
+	next    int
+}
+
+func (d *putDIS) PutRecords(ctx context.Context, req *disclient.PutRecordsRequest) (*disclient.PutRecordsResponse, error) {
+	if d.started != nil {
+		d.started <- struct{}{}
+	}
+	if d.hold != nil {
+		select {
+		case <-d.hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.results != nil {
+		return &disclient.PutRecordsResponse{Records: d.results(len(req.Records))}, nil
+	}
+	resp := &disclient.PutRecordsResponse{}
+	for _, e := range req.Records {
+		d.written = append(d.written, string(e.Data))
+		resp.Records = append(resp.Records, disclient.PutRecordsResult{SequenceNumber: strconv.Itoa(d.next)})
+		d.next++
+	}
+	return resp, nil
+}
+
+func (d *putDIS) writtenData() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.written...)
+}
+
+func testWriter(t *testing.T, cfg Config, dis disclient.API) *partitionWriter {
+	t.Helper()
+	gw, err := New(cfg, dis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.cancel() })
+	return gw.writerFor(partitionKey{tenant: gw.tenant, topic: "t", partition: 0})
+}
+
+// dataOp is a plain op of one record per value.
+func dataOp(values ...string) *appendOp {
+	op := &appendOp{producerID: -1, done: make(chan struct{})}
+	for _, v := range values {
+		op.entries = append(op.entries, disclient.PutRecordsEntry{Data: []byte(v)})
+		op.records = append(op.records, protocol.Record{Value: []byte(v)})
+		op.bytes += len(v)
+	}
+	return op
+}
+
+func waitDone(t *testing.T, op *appendOp) {
+	t.Helper()
+	select {
+	case <-op.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("op never completed")
+	}
+}
 
 func idemOp(pid int64, epoch int16, first, last int32) *appendOp {
 	return &appendOp{producerID: pid, epoch: epoch, firstSeq: first, lastSeq: last, done: make(chan struct{})}
@@ -12,7 +94,7 @@ func idemOp(pid int64, epoch int16, first, last int32) *appendOp {
 
 // The idempotent producer rules, fed step by step.
 func TestCheckSequence(t *testing.T) {
-	w := &partitionWriter{producers: make(map[int64]*producerState)}
+	w := testWriter(t, Config{}, nil)
 	step := func(op *appendOp, wantDup *appendOp, wantCode int16) {
 		t.Helper()
 		dup, code := w.checkSequence(op)
@@ -51,11 +133,165 @@ func TestCheckSequence(t *testing.T) {
 }
 
 func TestSequenceWraps(t *testing.T) {
-	w := &partitionWriter{producers: make(map[int64]*producerState)}
+	w := testWriter(t, Config{}, nil)
 	if _, code := w.checkSequence(idemOp(1, 0, 1<<31-2, 1<<31-1)); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
 	if _, code := w.checkSequence(idemOp(1, 0, 0, 3)); code != 0 {
 		t.Fatalf("sequence after int32 max: %v, want it to wrap to 0", kerr.ErrorForCode(code))
+	}
+}
+
+// An op with no records is refused before it is queued, and a DIS answer
+// with fewer results than records fails the ops instead of panicking.
+func TestWriterEmptyOpAndShortResults(t *testing.T) {
+	dis := &putDIS{}
+	w := testWriter(t, Config{}, dis)
+	if _, code := w.enqueue(context.Background(), dataOp()); code != kerr.InvalidRecord.Code {
+		t.Fatalf("empty op: %v, want INVALID_RECORD", kerr.ErrorForCode(code))
+	}
+	if got := dis.writtenData(); len(got) != 0 {
+		t.Fatalf("DIS got %v for an empty op", got)
+	}
+	var empty appendOp
+	empty.complete(nil)
+	if empty.errCode != kerr.UnknownServerError.Code {
+		t.Fatalf("no results: %v, want UNKNOWN_SERVER_ERROR", kerr.ErrorForCode(empty.errCode))
+	}
+
+	dis.results = func(int) []disclient.PutRecordsResult { return nil }
+	op := dataOp("a", "b")
+	if _, code := w.enqueue(context.Background(), op); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	waitDone(t, op)
+	if op.errCode != kerr.UnknownServerError.Code {
+		t.Fatalf("DIS answered no results: %v, want UNKNOWN_SERVER_ERROR", kerr.ErrorForCode(op.errCode))
+	}
+}
+
+// An op its producer gave up on while it was queued is never written; one
+// already in a PutRecords call cannot be taken back.
+func TestCancelledOpNotWritten(t *testing.T) {
+	dis := &putDIS{hold: make(chan struct{}), started: make(chan struct{}, 4)}
+	w := testWriter(t, Config{}, dis)
+	first, second, third := dataOp("first"), dataOp("second"), dataOp("third")
+	for _, op := range []*appendOp{first} {
+		if _, code := w.enqueue(context.Background(), op); code != 0 {
+			t.Fatal(kerr.ErrorForCode(code))
+		}
+	}
+	<-dis.started // first is in its PutRecords call
+	for _, op := range []*appendOp{second, third} {
+		if _, code := w.enqueue(context.Background(), op); code != 0 {
+			t.Fatal(kerr.ErrorForCode(code))
+		}
+	}
+	if first.cancel() {
+		t.Fatal("cancelled an op already being written")
+	}
+	if !second.cancel() {
+		t.Fatal("could not cancel a queued op")
+	}
+	close(dis.hold)
+	for _, op := range []*appendOp{first, second, third} {
+		waitDone(t, op)
+	}
+	if second.errCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("cancelled op: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(second.errCode))
+	}
+	if got := dis.writtenData(); len(got) != 2 || got[0] != "first" || got[1] != "third" {
+		t.Fatalf("DIS got %v, want [first third]", got)
+	}
+	if q := w.gw.queues.queued; q != 0 {
+		t.Fatalf("%d bytes still counted as queued", q)
+	}
+}
+
+// A full partition queue, or full queues overall, make a produce wait
+// until its deadline; room released lets the next one in.
+func TestWriteQueueBounds(t *testing.T) {
+	big := string(make([]byte, 1000))
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		next func(w *partitionWriter) *partitionWriter
+	}{
+		{"per partition", Config{MaxPartitionQueueBytes: 1500}, func(w *partitionWriter) *partitionWriter { return w }},
+		{"overall", Config{MaxQueueBytes: 1500}, func(w *partitionWriter) *partitionWriter {
+			return w.gw.writerFor(partitionKey{tenant: w.gw.tenant, topic: "t", partition: 1})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dis := &putDIS{hold: make(chan struct{})}
+			w := testWriter(t, tc.cfg, dis)
+			first := dataOp(big)
+			if _, code := w.enqueue(context.Background(), first); code != 0 {
+				t.Fatal(kerr.ErrorForCode(code))
+			}
+			other := tc.next(w)
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			if _, code := other.enqueue(ctx, dataOp(big)); code != kerr.RequestTimedOut.Code {
+				t.Fatalf("over the bound: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(code))
+			}
+			// A waiting produce gets in once the first write finishes.
+			waiting := make(chan int16, 1)
+			late := dataOp(big)
+			go func() {
+				_, code := other.enqueue(context.Background(), late)
+				waiting <- code
+			}()
+			select {
+			case code := <-waiting:
+				t.Fatalf("admitted (%v) while the queue was full", kerr.ErrorForCode(code))
+			case <-time.After(50 * time.Millisecond):
+			}
+			close(dis.hold)
+			if code := <-waiting; code != 0 {
+				t.Fatal(kerr.ErrorForCode(code))
+			}
+			waitDone(t, late)
+			if got := dis.writtenData(); len(got) != 2 {
+				t.Fatalf("DIS got %d records, want 2: the timed-out produce must not be written", len(got))
+			}
+		})
+	}
+}
+
+// Idempotent producer state expires after ProducerIDExpiration, and a
+// partition keeps at most MaxProducersPerPartition producers.
+func TestProducerStatePruned(t *testing.T) {
+	w := testWriter(t, Config{MaxProducersPerPartition: 3, ProducerIDExpiration: time.Hour}, nil)
+	for id := int64(1); id <= 4; id++ {
+		if _, code := w.checkSequence(idemOp(id, 0, 0, 0)); code != 0 {
+			t.Fatal(kerr.ErrorForCode(code))
+		}
+	}
+	if len(w.producers) != 3 || w.producers[1] != nil {
+		t.Fatalf("producers %v, want the 3 newest", len(w.producers))
+	}
+
+	w = testWriter(t, Config{MaxProducersPerPartition: 2, ProducerIDExpiration: 20 * time.Millisecond}, nil)
+	if _, code := w.checkSequence(idemOp(1, 0, 0, 0)); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	time.Sleep(40 * time.Millisecond)
+	if _, code := w.checkSequence(idemOp(2, 0, 0, 0)); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	// A new producer finds the partition full: the expired one goes, the
+	// live one stays.
+	if _, code := w.checkSequence(idemOp(3, 0, 0, 0)); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	if w.producers[1] != nil || w.producers[2] == nil || w.producers[3] == nil {
+		t.Fatal("the expired producer was kept or a live one evicted")
+	}
+	// An expired producer's next batch is accepted at any sequence, as a
+	// producer the gateway never saw.
+	time.Sleep(40 * time.Millisecond)
+	if _, code := w.checkSequence(idemOp(2, 0, 57, 57)); code != 0 {
+		t.Fatalf("expired producer resuming at a gap: %v", kerr.ErrorForCode(code))
 	}
 }

@@ -46,6 +46,9 @@ type Options struct {
 	// AK/SK), so tests can change the project or watch the calls; nil
 	// uses disclient.New.
 	TenantDIS func(accessKey string, cfg disclient.Config) (disclient.API, error)
+	// WrapDIS, when set, wraps the gateway's own DIS client, so tests can
+	// slow DIS down or watch its calls.
+	WrapDIS func(disclient.API) disclient.API
 }
 
 // Cluster is one gateway in front of one embedded DIS server.
@@ -106,7 +109,11 @@ func Start(o Options) (*Cluster, error) {
 			return disclient.New(dc)
 		}
 	}
-	c.Gateway, err = gateway.New(cfg, c.Client)
+	var api disclient.API = c.Client
+	if o.WrapDIS != nil {
+		api = o.WrapDIS(api)
+	}
+	c.Gateway, err = gateway.New(cfg, api)
 	if err == nil {
 		err = c.Gateway.Start()
 	}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -47,6 +48,10 @@ type options struct {
 	disEncoding                     string
 	defaultPartitions               int
 	maxRequestBytes                 int
+	fetchMaxBytes                   int
+	partitionQueueBytes, queueBytes int64
+	producerIDExpiration            time.Duration
+	maxProducersPerPartition        int
 	groupInitialDelay               time.Duration
 	groupMaxSize, groupMaxPending   int
 	maxGroups                       int
@@ -92,6 +97,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.disEncoding, "dis-encoding", "auto", "PutRecords/GetRecords bodies: json, protobuf, or auto (protobuf with the embedded DIS, json with real DIS)")
 	fs.IntVar(&o.defaultPartitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with num_partitions -1")
 	fs.IntVar(&o.maxRequestBytes, "max-request-bytes", 100<<20, "largest Kafka request accepted (Kafka's socket.request.max.bytes)")
+	fs.IntVar(&o.fetchMaxBytes, "fetch-max-bytes", 55<<20, "largest fetch response whatever the client asks (Kafka's fetch.max.bytes); the first record is returned even if larger")
+	fs.Int64Var(&o.partitionQueueBytes, "max-partition-queue-bytes", 8<<20, "produced bytes queued for DIS per partition before producers wait (backpressure)")
+	fs.Int64Var(&o.queueBytes, "max-queue-bytes", 128<<20, "produced bytes queued for DIS over all partitions before producers wait (backpressure)")
+	fs.DurationVar(&o.producerIDExpiration, "producer-id-expiration", 24*time.Hour, "forget an idempotent producer's state on a partition it has not written for this long (Kafka's producer.id.expiration.ms)")
+	fs.IntVar(&o.maxProducersPerPartition, "max-producers-per-partition", 1000, "idempotent producers remembered per partition; the one idle longest is forgotten first")
 	fs.DurationVar(&o.groupInitialDelay, "group-initial-rebalance-delay", 3*time.Second, "wait before the first rebalance of a new consumer group (Kafka's group.initial.rebalance.delay.ms); 0 for none")
 	fs.IntVar(&o.groupMaxSize, "group-max-size", 1000, "most members of one consumer group (Kafka's group.max.size); more get GROUP_MAX_SIZE_REACHED")
 	fs.IntVar(&o.groupMaxPending, "group-max-pending-members", 100, "most member ids per group handed out with MEMBER_ID_REQUIRED and not yet rejoined; past it the oldest is forgotten")
@@ -219,16 +229,21 @@ func run(args []string) error {
 		return fmt.Errorf("--auto-create-topics must be true, false or auto")
 	}
 	cfg := gateway.Config{
-		Listen:                o.listen,
-		AdvertisedAddr:        o.advertised,
-		AutoCreateTopics:      autoCreate,
-		DefaultPartitions:     int32(o.defaultPartitions),
-		DefaultRecordFormat:   gateway.RecordFormat(o.recordFormat),
-		MaxFrameBytes:         int32(o.maxRequestBytes),
-		InitialRebalanceDelay: initialDelay(o.groupInitialDelay),
-		RequestTimeout:        o.requestTimeout,
-		Logger:                log,
-		Registry:              reg,
+		Listen:                   o.listen,
+		AdvertisedAddr:           o.advertised,
+		AutoCreateTopics:         autoCreate,
+		DefaultPartitions:        int32(o.defaultPartitions),
+		DefaultRecordFormat:      gateway.RecordFormat(o.recordFormat),
+		MaxFrameBytes:            int32(o.maxRequestBytes),
+		RequestTimeout:           o.requestTimeout,
+		FetchMaxBytes:            int32(min(o.fetchMaxBytes, math.MaxInt32)),
+		MaxPartitionQueueBytes:   o.partitionQueueBytes,
+		MaxQueueBytes:            o.queueBytes,
+		ProducerIDExpiration:     o.producerIDExpiration,
+		MaxProducersPerPartition: o.maxProducersPerPartition,
+		InitialRebalanceDelay:    initialDelay(o.groupInitialDelay),
+		Logger:                   log,
+		Registry:                 reg,
 	}
 	if o.groupMaxSize <= 0 || o.groupMaxPending <= 0 || o.maxGroups <= 0 || o.groupMaxRebalanceTimeout <= 0 || o.offsetsRetention <= 0 {
 		return errors.New("--group-max-size, --group-max-pending-members, --max-groups, --group-max-rebalance-timeout and --offsets-retention must be positive")
