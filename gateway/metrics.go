@@ -14,9 +14,14 @@ type metrics struct {
 	fetchedRecs    prometheus.Counter
 	putRecordsCall prometheus.Histogram
 	disErrors      *prometheus.CounterVec
+	connsRefused   *prometheus.CounterVec
+	connsClosed    *prometheus.CounterVec
+	inflightBytes  prometheus.GaugeFunc
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics makes the series; inflight reads the bytes held against the
+// gateway-wide in-flight budget.
+func newMetrics(reg prometheus.Registerer, inflight func() float64) *metrics {
 	m := &metrics{
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "disgw_connections", Help: "Open Kafka client connections."}),
@@ -39,10 +44,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 		disErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "disgw_dis_errors_total", Help: "DIS calls that failed, by DIS error code (\"\" for transport errors)."}, []string{"code"}),
+		connsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_connections_refused_total", Help: "Connections closed at once because a connection limit was reached, by limit."}, []string{"reason"}),
+		connsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_connections_closed_total", Help: "Connections the gateway closed on a timeout or budget, by reason."}, []string{"reason"}),
+		inflightBytes: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "disgw_inflight_bytes", Help: "Bytes held against the gateway-wide in-flight budget: requests being handled, responses not yet written, frames partly received."}, inflight),
 	}
 	if reg != nil {
 		reg.MustRegister(m.connections, m.requests, m.badRequests, m.backpressure, m.bytesIn, m.bytesOut,
-			m.producedRecs, m.fetchedRecs, m.putRecordsCall, m.disErrors)
+			m.producedRecs, m.fetchedRecs, m.putRecordsCall, m.disErrors, m.connsRefused, m.connsClosed, m.inflightBytes)
 	}
 	return m
 }
