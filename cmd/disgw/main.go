@@ -48,6 +48,9 @@ type options struct {
 	defaultPartitions               int
 	maxRequestBytes                 int
 	groupInitialDelay               time.Duration
+	maxConns, maxConnsPerIP         int
+	idleTimeout, writeTimeout       time.Duration
+	tlsHandshakeTimeout             time.Duration
 	logLevel, logFormat             string
 }
 
@@ -88,6 +91,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.defaultPartitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with num_partitions -1")
 	fs.IntVar(&o.maxRequestBytes, "max-request-bytes", 100<<20, "largest Kafka request accepted (Kafka's socket.request.max.bytes)")
 	fs.DurationVar(&o.groupInitialDelay, "group-initial-rebalance-delay", 3*time.Second, "wait before the first rebalance of a new consumer group (Kafka's group.initial.rebalance.delay.ms); 0 for none")
+	fs.IntVar(&o.maxConns, "max-connections", 10000, "most open Kafka client connections (Kafka's max.connections); more are closed at once")
+	fs.IntVar(&o.maxConnsPerIP, "max-connections-per-ip", 1000, "most open Kafka client connections from one IP address (Kafka's max.connections.per.ip)")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 10*time.Minute, "close a connection with no request in flight that sent nothing for this long, a partly sent request included (Kafka's connections.max.idle.ms)")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "close a connection whose client stopped reading its responses for this long")
+	fs.DurationVar(&o.tlsHandshakeTimeout, "tls-handshake-timeout", 10*time.Second, "close a TLS connection whose handshake takes longer")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
 	if err := fs.Parse(args); err != nil {
@@ -215,6 +223,11 @@ func run(args []string) error {
 		DefaultRecordFormat:   gateway.RecordFormat(o.recordFormat),
 		MaxFrameBytes:         int32(o.maxRequestBytes),
 		InitialRebalanceDelay: initialDelay(o.groupInitialDelay),
+		MaxConnections:        o.maxConns,
+		MaxConnectionsPerIP:   o.maxConnsPerIP,
+		IdleTimeout:           o.idleTimeout,
+		WriteTimeout:          o.writeTimeout,
+		TLSHandshakeTimeout:   o.tlsHandshakeTimeout,
 		Logger:                log,
 		Registry:              reg,
 	}
