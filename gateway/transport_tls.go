@@ -116,7 +116,8 @@ func newTLSSink(c net.Conn, timeout time.Duration) *tlsSink {
 		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-func signal(ch chan struct{}) {
+// wakeChan sends on a one-slot channel unless a wake-up is already pending.
+func wakeChan(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
 	default:
@@ -129,14 +130,14 @@ func (k *tlsSink) write(frame []byte) {
 		k.queue = append(k.queue, frame)
 	}
 	k.mu.Unlock()
-	signal(k.ready)
+	wakeChan(k.ready)
 }
 
 func (k *tlsSink) close() {
 	k.mu.Lock()
 	k.closing = true
 	k.mu.Unlock()
-	signal(k.ready)
+	wakeChan(k.ready)
 }
 
 func (k *tlsSink) abort() {
@@ -147,10 +148,10 @@ func (k *tlsSink) abort() {
 	// tls.Conn.Close during a blocked Write closes the socket without
 	// waiting for the write, which then fails: the writer exits.
 	_ = k.conn.Close()
-	signal(k.ready)
+	wakeChan(k.ready)
 }
 
-func (k *tlsSink) resume() { signal(k.wake) }
+func (k *tlsSink) resume() { wakeChan(k.wake) }
 
 // writeLoop writes queued frames in order until the session closes the
 // connection, a write fails or times out, or the reader is gone.
