@@ -72,6 +72,20 @@ type Config struct {
 	// partitions past it are refused with MESSAGE_TOO_LARGE. What is
 	// decompressed counts against MaxInflightBytes until it is written.
 	MaxDecompressedBytes int64
+	// Unread responses and partly received frames count against those
+	// bounds too. MaxConnections and MaxConnectionsPerIP bound open client
+	// connections in total and per client IP address (Kafka's
+	// max.connections and max.connections.per.ip); a connection past them
+	// is closed at once. IdleTimeout closes a connection with no request in
+	// flight that sent nothing for that long, a partly sent frame
+	// included (Kafka's connections.max.idle.ms). WriteTimeout closes a
+	// connection whose client stopped reading its responses for that long.
+	// TLSHandshakeTimeout bounds a TLS handshake.
+	MaxConnections      int
+	MaxConnectionsPerIP int
+	IdleTimeout         time.Duration
+	WriteTimeout        time.Duration
+	TLSHandshakeTimeout time.Duration
 	// MaxRecordBytes is the largest DIS record data (Kafka's message.max.bytes
 	// as far as one record goes); DIS allows 1 MiB.
 	MaxRecordBytes int
@@ -158,6 +172,21 @@ func (c *Config) setDefaults() {
 	if c.MaxInflightBytes <= 0 {
 		c.MaxInflightBytes = 512 << 20
 	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = 10000
+	}
+	if c.MaxConnectionsPerIP <= 0 {
+		c.MaxConnectionsPerIP = 1000
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 10 * time.Minute
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 30 * time.Second
+	}
+	if c.TLSHandshakeTimeout <= 0 {
+		c.TLSHandshakeTimeout = 10 * time.Second
+	}
 	if c.MaxRecordBytes <= 0 {
 		c.MaxRecordBytes = 1 << 20
 	}
@@ -225,8 +254,11 @@ type Gateway struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	listeners   []*listener
+	listeners []*listener
+	// inflight is the bytes held against MaxInflightBytes: requests being
+	// handled, responses not yet written, frames partly received.
 	inflight    atomic.Int64
+	conns       *connTable
 	handlersRun sync.WaitGroup
 
 	producers *producerIDs
@@ -263,8 +295,9 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		writers:   make(map[partitionKey]*partitionWriter),
 		readers:   make(map[partitionKey]*partitionReader),
 		tenants:   make(map[string]*tenant),
+		conns:     newConnTable(),
 	}
-	gw.metrics = newMetrics(cfg.Registry)
+	gw.metrics = newMetrics(cfg.Registry, func() float64 { return float64(gw.inflight.Load()) })
 	gw.queues = newWriteQueues(&gw.cfg, gw.metrics)
 	gw.tenant = newTenant("", dis, &gw.cfg)
 	gw.groups = newGroupDriver(gw)
@@ -302,8 +335,12 @@ func (gw *Gateway) Start() error {
 		gw.log.Info().Str("protocol", string(spec.Protocol)).Str("listen", l.bound.String()).
 			Str("advertised", net.JoinHostPort(l.host, strconv.Itoa(int(l.port)))).Msg("kafka listener started")
 	}
+	go gw.reap()
 	return nil
 }
+
+// overBudget reports whether the gateway holds more than MaxInflightBytes.
+func (gw *Gateway) overBudget() bool { return gw.inflight.Load() > gw.cfg.MaxInflightBytes }
 
 // startGnet serves a plaintext listener on gnet's event loops.
 func (gw *Gateway) startGnet(l *listener) error {

@@ -20,9 +20,14 @@ type metrics struct {
 	produceQueueWaits prometheus.Counter
 	produceCancelled  prometheus.Counter
 	produceDropped    prometheus.Counter
+	connsRefused      *prometheus.CounterVec
+	connsClosed       *prometheus.CounterVec
+	inflightBytes     prometheus.GaugeFunc
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics makes the series; inflight reads the bytes held against the
+// gateway-wide in-flight budget.
+func newMetrics(reg prometheus.Registerer, inflight func() float64) *metrics {
 	m := &metrics{
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "disgw_connections", Help: "Open Kafka client connections."}),
@@ -55,11 +60,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "disgw_produce_cancelled_total", Help: "Queued produce batches not written because their producer had been answered REQUEST_TIMED_OUT."}),
 		produceDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "disgw_produce_dropped_total", Help: "acks=0 produce batches not written because their connection closed while they waited for queue room."}),
+		connsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_connections_refused_total", Help: "Connections closed at once because a connection limit was reached, by limit."}, []string{"reason"}),
+		connsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_connections_closed_total", Help: "Connections the gateway closed on a timeout or budget, by reason."}, []string{"reason"}),
+		inflightBytes: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "disgw_inflight_bytes", Help: "Bytes held against the gateway-wide in-flight budget: requests being handled, responses not yet written, frames partly received."}, inflight),
 	}
 	if reg != nil {
 		reg.MustRegister(m.connections, m.requests, m.badRequests, m.backpressure, m.bytesIn, m.bytesOut,
 			m.producedRecs, m.fetchedRecs, m.putRecordsCall, m.disErrors, m.panics,
-			m.produceQueued, m.produceQueueWaits, m.produceCancelled, m.produceDropped)
+			m.produceQueued, m.produceQueueWaits, m.produceCancelled, m.produceDropped,
+			m.connsRefused, m.connsClosed, m.inflightBytes)
 	}
 	return m
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -19,10 +20,15 @@ import (
 // connection, or a goroutine-driven net.Conn for TLS listeners. Keeping it this
 // small is what lets every transport feed the same pipeline.
 type responseSink interface {
-	// write queues one whole frame; frames arrive in request order.
+	// write queues one whole frame; frames arrive in request order. It is
+	// called with the session's lock held, so it must never block: the
+	// sink reports the bytes as they reach the socket with session.wrote.
 	write(frame []byte)
 	// close closes the connection after the frames already queued.
 	close()
+	// abort closes the connection now, dropping what is still queued: the
+	// client stopped reading, so waiting for the queue would never end.
+	abort()
 	// resume asks the transport to offer buffered input again after the
 	// session stopped taking frames because of backpressure.
 	resume()
@@ -68,7 +74,29 @@ type session struct {
 	// authed mirrors auth.authenticated for the transport's goroutine,
 	// which limits frame sizes until a SASL client has authenticated.
 	authed atomic.Bool
+
+	// Transport accounting. unsent is response bytes handed to the sink
+	// and not yet written to the socket, pending the bytes received of
+	// frames not yet accepted (a partial frame and, on gnet, input waiting
+	// out backpressure); both count against the in-flight budgets like
+	// request bytes, so a client that never reads, or sends a frame
+	// slowly, holds memory the budgets see.
+	unsent int64 // under mu
+	// stalledSince is when the session last paused with responses unsent
+	// (under mu; zero when not stalled): past WriteTimeout the client is
+	// taken to have stopped reading and is disconnected.
+	stalledSince time.Time
+	reaped       bool         // under mu: the reaper has closed the connection
+	pending      int64        // the transport's goroutine only
+	lastRecv     atomic.Int64 // unix nanoseconds of the last bytes received
 }
+
+// partialFrameGrace is how much of frames not yet accepted a connection may
+// hold while the gateway is over its in-flight budget: past it the TLS
+// transport stops reading the connection and gnet (which cannot stop
+// reading) closes it, so partial frames cannot take the gateway past its
+// budget by more than this per connection.
+const partialFrameGrace = 1 << 20
 
 // saslMaxReceiveSize bounds requests on a SASL listener before
 // authentication, as Kafka's sasl.server.max.receive.size does: a client
@@ -121,7 +149,9 @@ func newSession(gw *Gateway, lis *listener, sink responseSink, remote string) *s
 		queue:  make(chan *request, sessionQueueLen),
 		done:   make(map[uint64]finished),
 	}
+	s.lastRecv.Store(time.Now().UnixNano())
 	gw.metrics.connections.Inc()
+	gw.conns.add(s)
 	go func() {
 		// Past a panic here nothing would answer this connection again.
 		defer gw.recoverPanic("session dispatcher", sink.close)
@@ -132,21 +162,104 @@ func newSession(gw *Gateway, lis *listener, sink responseSink, remote string) *s
 
 // canAccept reports whether the session takes another frame of size n now.
 // When it returns false the session is paused and calls sink.resume once
-// enough in-flight work has finished.
+// enough in-flight work has finished and enough responses were written.
 func (s *session) canAccept(n int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.closing {
 		return false
 	}
+	busy := s.inflight > 0 || s.unsent > 0
 	over := s.inflight >= sessionQueueLen ||
-		(s.inflight > 0 && s.inflightB+int64(n) > s.gw.cfg.MaxInflightBytesPerConn) ||
-		(s.inflight > 0 && s.gw.inflight.Load() > s.gw.cfg.MaxInflightBytes)
+		(busy && s.inflightB+s.unsent+int64(n) > s.gw.cfg.MaxInflightBytesPerConn) ||
+		(busy && s.gw.overBudget())
 	if over {
+		if !s.paused {
+			s.gw.metrics.backpressure.Inc()
+		}
 		s.paused = true
-		s.gw.metrics.backpressure.Inc()
+		if s.unsent > 0 && s.stalledSince.IsZero() {
+			s.stalledSince = time.Now()
+		}
 	}
 	return !over
+}
+
+// resumeLocked reports whether a paused session has drained enough to be
+// offered frames again, and unpauses it then.
+func (s *session) resumeLocked() bool {
+	if !s.paused || s.inflight >= sessionQueueLen/2 || s.inflightB+s.unsent >= s.gw.cfg.MaxInflightBytesPerConn {
+		return false
+	}
+	s.paused = false
+	s.stalledSince = time.Time{}
+	return true
+}
+
+// wrote is the sink reporting n more response bytes written to the socket.
+func (s *session) wrote(n int) {
+	if n == 0 {
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.unsent -= int64(n)
+	s.gw.inflight.Add(-int64(n))
+	if s.unsent == 0 {
+		s.stalledSince = time.Time{}
+	}
+	resume := s.resumeLocked()
+	s.mu.Unlock()
+	if resume {
+		s.sink.resume()
+	}
+}
+
+// setPending records how many bytes of frames not yet accepted the
+// transport holds for this connection. Only the transport's goroutine
+// calls it.
+func (s *session) setPending(n int) {
+	s.gw.inflight.Add(int64(n) - s.pending)
+	s.pending = int64(n)
+}
+
+// received notes that the client sent bytes, for the idle timeout.
+func (s *session) received() { s.lastRecv.Store(time.Now().UnixNano()) }
+
+// reapCheck closes the connection when the client has stopped reading its
+// responses for WriteTimeout, or has been idle (nothing in flight, nothing
+// received, a partly sent frame included) for IdleTimeout. A session with
+// responses unsent is nudged: gnet says nothing when its outbound buffer
+// drains, so the transport looks again.
+func (s *session) reapCheck(now time.Time) {
+	s.mu.Lock()
+	if s.closed || s.reaped {
+		s.mu.Unlock()
+		return
+	}
+	silent := now.Sub(time.Unix(0, s.lastRecv.Load()))
+	idle := s.inflight == 0 && s.unsent == 0 && silent > s.gw.cfg.IdleTimeout
+	stalled := !s.stalledSince.IsZero() && now.Sub(s.stalledSince) > s.gw.cfg.WriteTimeout
+	nudge := s.unsent > 0
+	unsent := s.unsent
+	s.reaped = idle || stalled
+	s.mu.Unlock()
+	switch {
+	case stalled:
+		s.gw.metrics.connsClosed.WithLabelValues("write_timeout").Inc()
+		s.log.Warn().Int64("unsent_bytes", unsent).Dur("write_timeout", s.gw.cfg.WriteTimeout).
+			Msg("closing connection: client does not read its responses")
+		s.sink.abort()
+	case idle:
+		s.gw.metrics.connsClosed.WithLabelValues("idle").Inc()
+		s.log.Debug().Dur("idle", silent).Msg("closing idle connection")
+		s.sink.close()
+	case nudge:
+		s.sink.resume()
+	}
 }
 
 // accept takes one frame (owned by the session from now on), decodes it and
@@ -157,7 +270,7 @@ func (s *session) accept(frame []byte) bool {
 		s.enqueue(&request{s: s, size: size, raw: frame})
 		return true
 	}
-	req, err := protocol.ParseRequest(frame)
+	req, err := s.parse(frame)
 	if err != nil {
 		return s.acceptBad(frame, err)
 	}
@@ -174,6 +287,19 @@ func (s *session) accept(frame []byte) bool {
 	r := &request{s: s, size: size, hdr: req.Header, body: req.Body, h: h}
 	s.enqueue(r)
 	return true
+}
+
+// parse decodes frame on the transport's goroutine (a gnet event loop
+// serves many connections), so a panic in decoding becomes an error that
+// closes this connection, logged and counted, not the loop's end.
+func (s *session) parse(frame []byte) (req *protocol.Request, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.gw.notePanic(s.log, v).Msg("decoding a request panicked")
+			err = fmt.Errorf("gateway: decoding the request panicked: %v", v)
+		}
+	}()
+	return protocol.ParseRequest(frame)
 }
 
 // acceptBad handles a frame that did not decode into a request we serve.
@@ -404,13 +530,12 @@ func (s *session) complete(r *request, frame []byte) {
 		s.inflightB -= f.size
 		if f.frame != nil && !s.closed {
 			s.gw.metrics.bytesOut.Add(float64(len(f.frame)))
+			s.unsent += int64(len(f.frame))
+			s.gw.inflight.Add(int64(len(f.frame)))
 			s.sink.write(f.frame)
 		}
 	}
-	if s.paused && s.inflight < sessionQueueLen/2 {
-		s.paused = false
-		resume = true
-	}
+	resume = s.resumeLocked()
 	closeNow := s.closing && !s.closed && s.writeSeq >= s.closeAfter
 	s.mu.Unlock()
 	if closeNow {
@@ -443,7 +568,8 @@ func (s *session) remoteHost() string {
 	return s.remote
 }
 
-// closed is called by the transport when the connection is gone.
+// onClosed is called by the transport when the connection is gone; it
+// releases what the connection held against the in-flight budgets.
 func (s *session) onClosed() {
 	s.mu.Lock()
 	if s.closed {
@@ -451,8 +577,13 @@ func (s *session) onClosed() {
 		return
 	}
 	s.closed = true
+	unsent := s.unsent
+	s.unsent = 0
 	s.mu.Unlock()
+	s.gw.inflight.Add(-unsent)
+	s.setPending(0)
 	s.cancel()
 	close(s.queue)
+	s.gw.conns.remove(s)
 	s.gw.metrics.connections.Dec()
 }

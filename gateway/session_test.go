@@ -20,6 +20,7 @@ func (k *recordingSink) write(f []byte) {
 	k.mu.Unlock()
 }
 func (k *recordingSink) close()  { k.mu.Lock(); k.closed = true; k.mu.Unlock() }
+func (k *recordingSink) abort()  { k.close() }
 func (k *recordingSink) resume() { k.mu.Lock(); k.resumed++; k.mu.Unlock() }
 
 func testSession(t *testing.T, cfg Config) (*session, *recordingSink) {
@@ -61,8 +62,34 @@ func TestSessionWritesInRequestOrder(t *testing.T) {
 	if want := []string{"0", "2", "3"}; !slices.Equal(sink.frames, want) {
 		t.Fatalf("wrote %v, want %v", sink.frames, want)
 	}
-	if s.inflight != 0 || s.inflightB != 0 || s.gw.inflight.Load() != 0 {
-		t.Fatalf("in flight after all completed: %d requests, %d bytes, %d gateway bytes", s.inflight, s.inflightB, s.gw.inflight.Load())
+	if s.inflight != 0 || s.inflightB != 0 || s.gw.inflight.Load() != 3 {
+		t.Fatalf("in flight after all completed: %d requests, %d bytes, %d gateway bytes (want the 3 unwritten)", s.inflight, s.inflightB, s.gw.inflight.Load())
+	}
+	s.wrote(3)
+	if s.unsent != 0 || s.gw.inflight.Load() != 0 {
+		t.Fatalf("after the sink wrote everything: %d unsent, %d gateway bytes", s.unsent, s.gw.inflight.Load())
+	}
+}
+
+// Responses handed to the sink but not written count against the
+// connection's budget: a client that does not read stops being read, and is
+// taken up again once the sink reports the bytes written.
+func TestSessionUnwrittenResponsesPause(t *testing.T) {
+	s, sink := testSession(t, Config{MaxInflightBytesPerConn: 100})
+	r0 := queued(s, 10)
+	s.complete(r0, make([]byte, 150))
+	if s.canAccept(10) {
+		t.Fatal("accepted a frame with 150 response bytes unwritten and a 100-byte budget")
+	}
+	if s.stalledSince.IsZero() {
+		t.Fatal("a session paused on unwritten responses is not marked stalled")
+	}
+	s.wrote(100)
+	if sink.resumed != 1 {
+		t.Fatalf("resumed %d times after the responses drained, want 1", sink.resumed)
+	}
+	if !s.canAccept(10) || !s.stalledSince.IsZero() {
+		t.Fatalf("still refusing (stalled since %v) after the responses drained", s.stalledSince)
 	}
 }
 

@@ -21,7 +21,8 @@ import (
 // a session is over its in-flight bounds, the loop leaves the client's bytes
 // unconsumed in gnet's inbound buffer and resumes (via Wake) when responses
 // drain. Kafka clients bound their own in-flight requests, so that buffer
-// stays small; a client that keeps sending past maxBufferedBytes anyway is
+// stays small; a client that keeps sending past maxBufferedBytes anyway, or
+// past partialFrameGrace while the gateway is over its in-flight budget, is
 // disconnected with a log line instead of growing memory without bound.
 type gnetTransport struct {
 	gnet.BuiltinEventEngine
@@ -33,12 +34,43 @@ type gnetTransport struct {
 	boundTo net.Addr
 }
 
-// gnetSink adapts a gnet connection to responseSink.
-type gnetSink struct{ c gnet.Conn }
+// gnetSink adapts a gnet connection to responseSink. gnet's AsyncWrite
+// callback runs on the event loop once the frame went to the socket or into
+// gnet's outbound buffer; what is in that buffer is still unwritten, so the
+// sink reports bytes written as the frames handed over, less the growth of
+// the outbound buffer, each time it looks (callbacks and OnTraffic, both on
+// the loop).
+type gnetSink struct {
+	c  gnet.Conn
+	s  *session
+	ip string
+	// outbound is gnet's outbound buffer as last seen, on the loop only.
+	outbound int
+}
 
-func (k gnetSink) write(frame []byte) { _ = k.c.AsyncWrite(frame, nil) }
-func (k gnetSink) close()             { _ = k.c.CloseWithCallback(nil) }
-func (k gnetSink) resume()            { _ = k.c.Wake(nil) }
+func (k *gnetSink) write(frame []byte) {
+	n := len(frame)
+	_ = k.c.AsyncWrite(frame, func(c gnet.Conn, err error) error {
+		if err == nil {
+			k.observe(n)
+		}
+		return nil
+	})
+}
+
+// observe tells the session what left gnet since it last looked, handed
+// being the bytes of frames whose write has just run. On the loop only.
+func (k *gnetSink) observe(handed int) {
+	cur := k.c.OutboundBuffered()
+	k.s.wrote(handed + k.outbound - cur)
+	k.outbound = cur
+}
+
+// close and abort are one: gnet's close writes what the socket takes
+// without blocking, then closes.
+func (k *gnetSink) close()  { _ = k.c.CloseWithCallback(nil) }
+func (k *gnetSink) abort()  { _ = k.c.CloseWithCallback(nil) }
+func (k *gnetSink) resume() { _ = k.c.Wake(nil) }
 
 func newGnetTransport(gw *Gateway, l *listener) *gnetTransport {
 	return &gnetTransport{gw: gw, lis: l, booted: make(chan error, 1)}
@@ -106,22 +138,56 @@ func (t *gnetTransport) stop(ctx context.Context) error {
 }
 
 func (t *gnetTransport) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
-	c.SetContext(newSession(t.gw, t.lis, gnetSink{c}, c.RemoteAddr().String()))
+	ip, ok := t.gw.admitConn(c.RemoteAddr())
+	if !ok {
+		return nil, gnet.Close
+	}
+	k := &gnetSink{c: c, ip: ip}
+	k.s = newSession(t.gw, t.lis, k, c.RemoteAddr().String())
+	c.SetContext(k)
 	return nil, gnet.None
 }
 
 func (t *gnetTransport) OnClose(c gnet.Conn, err error) gnet.Action {
-	if s, ok := c.Context().(*session); ok {
-		s.onClosed()
+	if k, ok := c.Context().(*gnetSink); ok {
+		k.s.onClosed()
+		t.gw.releaseConn(k.ip)
 	}
 	return gnet.None
 }
 
+// OnTraffic runs when bytes arrive and when a paused session is woken. The
+// bytes left in gnet's inbound buffer (a partial frame, frames waiting out
+// backpressure) are the session's pending bytes.
 func (t *gnetTransport) OnTraffic(c gnet.Conn) gnet.Action {
-	s, ok := c.Context().(*session)
+	k, ok := c.Context().(*gnetSink)
 	if !ok {
 		return gnet.Close
 	}
+	s := k.s
+	k.observe(0)
+	grew := c.InboundBuffered() > int(s.pending)
+	if grew {
+		s.received()
+	}
+	action := t.consume(c, s)
+	if action != gnet.None {
+		return action
+	}
+	buffered := c.InboundBuffered()
+	s.setPending(buffered)
+	if grew && buffered > partialFrameGrace && t.gw.overBudget() {
+		t.gw.metrics.connsClosed.WithLabelValues("inflight_budget").Inc()
+		s.log.Warn().Int("buffered", buffered).Int64("max_inflight_bytes", t.gw.cfg.MaxInflightBytes).
+			Msg("closing connection: gateway in-flight budget exhausted while the client keeps sending")
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+// consume hands every whole frame in the inbound buffer to the session, as
+// far as it takes them.
+func (t *gnetTransport) consume(c gnet.Conn, s *session) gnet.Action {
 	for {
 		// Look at the size prefix only: peeking a large, partly received
 		// frame on every read would copy it over and over.

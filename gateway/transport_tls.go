@@ -1,13 +1,13 @@
 package gateway
 
 import (
-	"bufio"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/disgw/disgw/protocol"
 )
@@ -15,11 +15,18 @@ import (
 // TLS listeners (SSL, SASL_SSL) run on crypto/tls, since gnet has no TLS:
 // one goroutine reads each connection and one writes it. They feed the same
 // session pipeline as the gnet transport, and backpressure is real here:
-// the reader stops reading the socket until responses drain.
+// the reader stops reading the socket until responses drain. A connection is
+// admitted against the connection limits before its handshake, which must
+// finish within TLSHandshakeTimeout.
+
+// acceptRetryDelay is the pause after a failed Accept that is not the
+// listener closing (out of file descriptors, say), so the loop does not spin
+// and the listener outlives the shortage.
+const acceptRetryDelay = 50 * time.Millisecond
 
 // startTLS binds a TLS listener and accepts in the background.
 func (gw *Gateway) startTLS(l *listener) error {
-	ln, err := tls.Listen("tcp", l.Addr, l.TLS)
+	ln, err := net.Listen("tcp", l.Addr)
 	if err != nil {
 		return fmt.Errorf("gateway: listen %s: %w", l.Addr, err)
 	}
@@ -36,8 +43,18 @@ func (gw *Gateway) startTLS(l *listener) error {
 		defer close(done)
 		for {
 			c, err := ln.Accept()
-			if err != nil {
+			if errors.Is(err, net.ErrClosed) {
 				return
+			}
+			if err != nil {
+				gw.log.Warn().Err(err).Str("listen", l.bound.String()).Msg("TLS listener accept failed")
+				time.Sleep(acceptRetryDelay)
+				continue
+			}
+			ip, ok := gw.admitConn(c.RemoteAddr())
+			if !ok {
+				_ = c.Close()
+				continue
 			}
 			mu.Lock()
 			open[c] = true
@@ -46,6 +63,7 @@ func (gw *Gateway) startTLS(l *listener) error {
 			gw.goSafe("TLS connection", func() {
 				defer conns.Done()
 				gw.serveTLSConn(l, c)
+				gw.releaseConn(ip)
 				mu.Lock()
 				delete(open, c)
 				mu.Unlock()
@@ -66,85 +84,165 @@ func (gw *Gateway) startTLS(l *listener) error {
 	return nil
 }
 
-// tlsSink writes frames from a goroutine of its own, in order.
+// tlsWriteChunk is how much of a frame one socket write carries: each write
+// gets its own WriteTimeout deadline, so a client reading a large response
+// slowly but steadily is not mistaken for one that stopped reading.
+const tlsWriteChunk = 256 << 10
+
+// budgetPoll is how often a reader holding partialFrameGrace of a frame
+// looks whether the gateway went back under its in-flight budget.
+const budgetPoll = 10 * time.Millisecond
+
+// tlsSink queues frames for the connection's writer goroutine. Queueing
+// never blocks (the session calls write under its lock); the queue is
+// bounded by the session's budget, which counts every queued byte.
 type tlsSink struct {
-	conn   net.Conn
-	frames chan []byte
-	wake   chan struct{}
-	once   sync.Once
-	quit   chan struct{}
+	conn    net.Conn
+	s       *session
+	timeout time.Duration
+
+	mu      sync.Mutex
+	queue   [][]byte
+	closing bool // write nothing more; the writer exits once the queue is empty
+
+	ready chan struct{} // queue or closing changed
+	wake  chan struct{} // the session resumed
+	stop  chan struct{} // the reader is gone: the writer exits at once
+	done  chan struct{} // the writer exited and closed the connection
 }
 
-func (k *tlsSink) write(frame []byte) {
-	select {
-	case k.frames <- frame:
-	case <-k.quit:
-	}
+func newTLSSink(c net.Conn, timeout time.Duration) *tlsSink {
+	return &tlsSink{conn: c, timeout: timeout, ready: make(chan struct{}, 1), wake: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-func (k *tlsSink) close() { k.once.Do(func() { close(k.quit) }) }
-
-func (k *tlsSink) resume() {
+// wakeChan sends on a one-slot channel unless a wake-up is already pending.
+func wakeChan(ch chan struct{}) {
 	select {
-	case k.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
 
-// writeLoop sends frames until the session closes the connection.
+func (k *tlsSink) write(frame []byte) {
+	k.mu.Lock()
+	if !k.closing {
+		k.queue = append(k.queue, frame)
+	}
+	k.mu.Unlock()
+	wakeChan(k.ready)
+}
+
+func (k *tlsSink) close() {
+	k.mu.Lock()
+	k.closing = true
+	k.mu.Unlock()
+	wakeChan(k.ready)
+}
+
+func (k *tlsSink) abort() {
+	k.mu.Lock()
+	k.closing = true
+	k.queue = nil
+	k.mu.Unlock()
+	// tls.Conn.Close during a blocked Write closes the socket without
+	// waiting for the write, which then fails: the writer exits.
+	_ = k.conn.Close()
+	wakeChan(k.ready)
+}
+
+func (k *tlsSink) resume() { wakeChan(k.wake) }
+
+// writeLoop writes queued frames in order until the session closes the
+// connection, a write fails or times out, or the reader is gone.
 func (k *tlsSink) writeLoop() {
+	defer close(k.done)
 	defer func() { _ = k.conn.Close() }()
 	for {
-		select {
-		case f := <-k.frames:
-			if _, err := k.conn.Write(f); err != nil {
+		k.mu.Lock()
+		frames, closing := k.queue, k.closing
+		k.queue = nil
+		k.mu.Unlock()
+		for _, f := range frames {
+			if err := k.writeFrame(f); err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					k.s.gw.metrics.connsClosed.WithLabelValues("write_timeout").Inc()
+					k.s.log.Warn().Dur("write_timeout", k.timeout).Msg("closing connection: client does not read its responses")
+				} else if !errors.Is(err, net.ErrClosed) {
+					k.s.log.Debug().Err(err).Msg("connection write failed")
+				}
 				return
 			}
-		case <-k.quit:
-			// Flush what was queued before the close.
-			for {
-				select {
-				case f := <-k.frames:
-					if _, err := k.conn.Write(f); err != nil {
-						return
-					}
-				default:
-					return
-				}
-			}
+		}
+		if len(frames) > 0 {
+			continue
+		}
+		if closing {
+			return
+		}
+		select {
+		case <-k.ready:
+		case <-k.stop:
+			return
 		}
 	}
 }
 
-// serveTLSConn reads frames from one TLS connection into a session.
-func (gw *Gateway) serveTLSConn(l *listener, c net.Conn) {
-	sink := &tlsSink{conn: c, frames: make(chan []byte, sessionQueueLen), wake: make(chan struct{}, 1), quit: make(chan struct{})}
-	writerDone := make(chan struct{})
-	gw.goSafe("TLS writer", func() {
-		defer close(writerDone)
-		sink.writeLoop()
-	})
-	s := newSession(gw, l, sink, c.RemoteAddr().String())
+// writeFrame writes f in chunks, each with a fresh deadline, and reports
+// every chunk written to the session.
+func (k *tlsSink) writeFrame(f []byte) error {
+	for len(f) > 0 {
+		n := min(len(f), tlsWriteChunk)
+		_ = k.conn.SetWriteDeadline(time.Now().Add(k.timeout))
+		if _, err := k.conn.Write(f[:n]); err != nil {
+			return err
+		}
+		k.s.wrote(n)
+		f = f[n:]
+	}
+	return nil
+}
+
+// serveTLSConn handshakes one TLS connection and reads its frames into a
+// session. When it returns, the session, the writer and the connection are
+// gone.
+func (gw *Gateway) serveTLSConn(l *listener, raw net.Conn) {
+	c := tls.Server(raw, l.TLS)
+	_ = c.SetDeadline(time.Now().Add(gw.cfg.TLSHandshakeTimeout))
+	if err := c.HandshakeContext(gw.ctx); err != nil {
+		gw.metrics.connsClosed.WithLabelValues("tls_handshake").Inc()
+		gw.log.Warn().Err(err).Str("remote", raw.RemoteAddr().String()).Msg("TLS handshake failed")
+		_ = c.Close()
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	sink := newTLSSink(c, gw.cfg.WriteTimeout)
+	s := newSession(gw, l, sink, raw.RemoteAddr().String())
+	sink.s = s
+	gw.goSafe("TLS writer", sink.writeLoop)
 	defer func() {
 		s.onClosed()
-		sink.close()
-		<-writerDone
+		close(sink.stop)
+		<-sink.done
 	}()
-	if tc, ok := c.(*tls.Conn); ok {
-		if err := tc.Handshake(); err != nil {
-			s.log.Warn().Err(err).Msg("TLS handshake failed")
-			return
-		}
-	}
-	r := bufio.NewReaderSize(c, 64<<10)
+	gw.readTLS(s, sink, c)
+}
+
+// errConnGone ends a frame read when the connection's writer has closed it.
+var errConnGone = errors.New("gateway: connection closed")
+
+// readTLS reads frames until the connection ends or the session closes it.
+func (gw *Gateway) readTLS(s *session, sink *tlsSink, c net.Conn) {
 	var head [4]byte
 	for {
-		if _, err := io.ReadFull(r, head[:]); err != nil {
+		if _, err := io.ReadFull(c, head[:]); err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				s.log.Debug().Err(err).Msg("connection read ended")
 			}
 			return
 		}
+		s.received()
 		n, err := protocol.FrameLen(head[:], s.frameLimit())
 		if err != nil {
 			gw.metrics.badRequests.Inc()
@@ -154,17 +252,32 @@ func (gw *Gateway) serveTLSConn(l *listener, c net.Conn) {
 		for !s.canAccept(n) {
 			select {
 			case <-sink.wake:
-			case <-sink.quit:
+			case <-sink.done:
 				return
 			}
 		}
-		frame := make([]byte, n-4)
-		if _, err := io.ReadFull(r, frame); err != nil {
+		frame, err := protocol.ReadBody(c, n-4, func(got int) error {
+			s.received()
+			s.setPending(got)
+			for got >= partialFrameGrace && gw.overBudget() {
+				select {
+				case <-sink.done:
+					return errConnGone
+				case <-time.After(budgetPoll):
+				}
+			}
+			return nil
+		})
+		s.setPending(0)
+		if err != nil {
+			if !errors.Is(err, errConnGone) && !errors.Is(err, net.ErrClosed) {
+				s.log.Debug().Err(err).Msg("connection read ended in a frame")
+			}
 			return
 		}
 		if !s.accept(frame) {
 			// Wait for the pending responses and the close.
-			<-sink.quit
+			<-sink.done
 			return
 		}
 	}

@@ -2,7 +2,10 @@ package protocol
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+	"slices"
 )
 
 // DefaultMaxFrameSize is Kafka's default socket.request.max.bytes: the largest
@@ -48,4 +51,41 @@ func FrameLen(buf []byte, maxSize int32) (int, error) {
 		return 0, &FrameSizeError{Size: size, Max: maxSize}
 	}
 	return 4 + int(size), nil
+}
+
+// bodyStartCap is the buffer ReadBody starts with: a size prefix costs the
+// sender four bytes, so the reader allocates only a little before the body's
+// bytes actually arrive.
+const bodyStartCap = 4 << 10
+
+// ReadBody reads a frame body of size bytes from r incrementally: its buffer
+// grows (doubling) as bytes arrive instead of being allocated at the size the
+// prefix claims, so a client that announces 100 MiB and sends nothing costs
+// next to nothing. After each read that leaves the body incomplete it calls
+// progress with the bytes received so far (where the caller accounts for them
+// and may wait before more are read); a progress error ends the read with it.
+func ReadBody(r io.Reader, size int, progress func(received int) error) ([]byte, error) {
+	buf := make([]byte, 0, min(size, bodyStartCap))
+	for len(buf) < size {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(size, 2*cap(buf))-len(buf))
+		}
+		n, err := r.Read(buf[len(buf):min(cap(buf), size)])
+		buf = buf[:len(buf)+n]
+		if len(buf) == size {
+			break
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		if n > 0 {
+			if err := progress(len(buf)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return buf, nil
 }

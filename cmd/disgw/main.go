@@ -58,6 +58,9 @@ type options struct {
 	groupMaxRebalanceTimeout        time.Duration
 	offsetsRetention                time.Duration
 	requestTimeout                  time.Duration
+	maxConns, maxConnsPerIP         int
+	idleTimeout, writeTimeout       time.Duration
+	tlsHandshakeTimeout             time.Duration
 	logLevel, logFormat             string
 }
 
@@ -109,6 +112,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.groupMaxRebalanceTimeout, "group-max-rebalance-timeout", 30*time.Minute, "largest rebalance timeout a member gets; larger requests are clamped")
 	fs.DurationVar(&o.offsetsRetention, "offsets-retention", 7*24*time.Hour, "how long an empty group's committed offsets are kept (Kafka's offsets.retention.minutes)")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 20*time.Second, "deadline of a request that calls DIS and has none of its own; below clients' 30s request.timeout.ms")
+	fs.IntVar(&o.maxConns, "max-connections", 10000, "most open Kafka client connections (Kafka's max.connections); more are closed at once")
+	fs.IntVar(&o.maxConnsPerIP, "max-connections-per-ip", 1000, "most open Kafka client connections from one IP address (Kafka's max.connections.per.ip)")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 10*time.Minute, "close a connection with no request in flight that sent nothing for this long, a partly sent request included (Kafka's connections.max.idle.ms)")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "close a connection whose client stopped reading its responses for this long")
+	fs.DurationVar(&o.tlsHandshakeTimeout, "tls-handshake-timeout", 10*time.Second, "close a TLS connection whose handshake takes longer")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
 	if err := fs.Parse(args); err != nil {
@@ -242,6 +250,11 @@ func run(args []string) error {
 		ProducerIDExpiration:     o.producerIDExpiration,
 		MaxProducersPerPartition: o.maxProducersPerPartition,
 		InitialRebalanceDelay:    initialDelay(o.groupInitialDelay),
+		MaxConnections:           o.maxConns,
+		MaxConnectionsPerIP:      o.maxConnsPerIP,
+		IdleTimeout:              o.idleTimeout,
+		WriteTimeout:             o.writeTimeout,
+		TLSHandshakeTimeout:      o.tlsHandshakeTimeout,
 		Logger:                   log,
 		Registry:                 reg,
 	}
