@@ -83,6 +83,26 @@ type Config struct {
 	PollInterval time.Duration
 	// MetadataTTL is how long a stream description is cached.
 	MetadataTTL time.Duration
+	// UnknownTopicTTL is how long a topic DIS does not have is remembered
+	// as unknown, so a client asking again and again for a missing topic
+	// costs at most one DescribeStream per topic per interval. Creating
+	// the topic through this gateway forgets it at once.
+	UnknownTopicTTL time.Duration
+	// MaxDescribesPerRequest bounds the DescribeStream calls one Metadata
+	// request, or one request naming topics by id, makes for topics not
+	// cached; the rest are answered from one ListStreams pass (see
+	// docs/operations.md, "DIS calls per request").
+	MaxDescribesPerRequest int
+	// MaxCheckpointReadsPerRequest bounds the GetCheckpoint calls of one
+	// OffsetFetch request.
+	MaxCheckpointReadsPerRequest int
+	// IdleTimeout is how long a partition writer or reader, and a
+	// passthrough tenant without connections, stays after its last use.
+	IdleTimeout time.Duration
+	// MaxTenants bounds the passthrough credentials held at once; a
+	// sign-in with new ones beyond drops the least recently active tenant
+	// without connections, or is refused when every one has some.
+	MaxTenants int
 	// InitialRebalanceDelay holds the first rebalance of a new group so
 	// that members starting together join one generation (Kafka's
 	// group.initial.rebalance.delay.ms). Negative means none.
@@ -135,6 +155,21 @@ func (c *Config) setDefaults() {
 	if c.MetadataTTL <= 0 {
 		c.MetadataTTL = 5 * time.Second
 	}
+	if c.UnknownTopicTTL <= 0 {
+		c.UnknownTopicTTL = 2 * time.Second
+	}
+	if c.MaxDescribesPerRequest <= 0 {
+		c.MaxDescribesPerRequest = 1000
+	}
+	if c.MaxCheckpointReadsPerRequest <= 0 {
+		c.MaxCheckpointReadsPerRequest = 5000
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 10 * time.Minute
+	}
+	if c.MaxTenants <= 0 {
+		c.MaxTenants = 1000
+	}
 	switch {
 	case c.InitialRebalanceDelay == 0:
 		c.InitialRebalanceDelay = 3 * time.Second
@@ -175,12 +210,10 @@ type Gateway struct {
 	// groupForApp maps encoded app names back to group ids.
 	groupForApp sync.Map
 
-	partMu  sync.Mutex
-	writers map[partitionKey]*partitionWriter
-	readers map[partitionKey]*partitionReader
-
 	tenantsMu sync.Mutex
 	tenants   map[string]*tenant // passthrough tenants by id
+	// swept closes when the idle sweep Start began has stopped.
+	swept chan struct{}
 }
 
 // New creates a gateway over dis. Call Start to listen.
@@ -200,8 +233,6 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		cancel:    cancel,
 		draining:  make(chan struct{}),
 		producers: newProducerIDs(time.Now),
-		writers:   make(map[partitionKey]*partitionWriter),
-		readers:   make(map[partitionKey]*partitionReader),
 		tenants:   make(map[string]*tenant),
 	}
 	gw.metrics = newMetrics(cfg.Registry)
@@ -241,6 +272,8 @@ func (gw *Gateway) Start() error {
 		gw.log.Info().Str("protocol", string(spec.Protocol)).Str("listen", l.bound.String()).
 			Str("advertised", net.JoinHostPort(l.host, strconv.Itoa(int(l.port)))).Msg("kafka listener started")
 	}
+	gw.swept = make(chan struct{})
+	go gw.sweepIdle()
 	return nil
 }
 
@@ -312,6 +345,9 @@ func (gw *Gateway) close(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	gw.cancel()
+	if gw.swept != nil {
+		<-gw.swept
+	}
 	err := gw.stopListeners()
 	gw.tenantsMu.Lock()
 	for _, tn := range gw.tenants {

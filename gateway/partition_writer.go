@@ -70,21 +70,18 @@ type partitionWriter struct {
 	queue     []*appendOp
 	running   bool
 	producers map[int64]*producerState
+	// evicted is set when idle eviction dropped the writer (tenant.evictIdle).
+	evicted bool
 }
 
 func (gw *Gateway) writerFor(k partitionKey) *partitionWriter {
-	gw.partMu.Lock()
-	defer gw.partMu.Unlock()
-	w := gw.writers[k]
-	if w == nil {
-		w = &partitionWriter{
+	return k.tenant.writers.get(k, func() *partitionWriter {
+		return &partitionWriter{
 			gw:        gw,
 			key:       k,
 			producers: make(map[int64]*producerState),
 		}
-		gw.writers[k] = w
-	}
-	return w
+	})
 }
 
 // enqueue checks an idempotent batch's sequence numbers and queues op. It
@@ -93,6 +90,10 @@ func (gw *Gateway) writerFor(k partitionKey) *partitionWriter {
 // must be refused.
 func (w *partitionWriter) enqueue(op *appendOp) (dup *appendOp, code int16) {
 	w.mu.Lock()
+	if w.evicted {
+		w.mu.Unlock()
+		return w.gw.writerFor(w.key).enqueue(op)
+	}
 	defer w.mu.Unlock()
 	if op.producerID >= 0 {
 		if dup, code := w.checkSequence(op); dup != nil || code != 0 {

@@ -303,7 +303,9 @@ func (s *session) onClosed() {
 		return
 	}
 	s.closed = true
+	tn := s.tenant
 	s.mu.Unlock()
+	s.gw.releaseTenant(tn)
 	s.cancel()
 	close(s.queue)
 	s.gw.metrics.connections.Dec()
