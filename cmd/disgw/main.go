@@ -48,6 +48,9 @@ type options struct {
 	defaultPartitions               int
 	maxRequestBytes                 int
 	groupInitialDelay               time.Duration
+	idleTimeout, unknownTopicTTL    time.Duration
+	maxTenants, maxDescribes        int
+	maxCheckpointReads              int
 	logLevel, logFormat             string
 }
 
@@ -88,6 +91,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.defaultPartitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with num_partitions -1")
 	fs.IntVar(&o.maxRequestBytes, "max-request-bytes", 100<<20, "largest Kafka request accepted (Kafka's socket.request.max.bytes)")
 	fs.DurationVar(&o.groupInitialDelay, "group-initial-rebalance-delay", 3*time.Second, "wait before the first rebalance of a new consumer group (Kafka's group.initial.rebalance.delay.ms); 0 for none")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 10*time.Minute, "drop a partition writer or reader, and passthrough credentials without connections, unused for this long")
+	fs.IntVar(&o.maxTenants, "max-tenants", 1000, "passthrough credentials held at once; beyond, a sign-in with new ones drops the least recently active idle ones or is refused")
+	fs.DurationVar(&o.unknownTopicTTL, "unknown-topic-ttl", 2*time.Second, "how long a topic DIS does not have is remembered as missing")
+	fs.IntVar(&o.maxDescribes, "max-describes-per-request", 1000, "DescribeStream calls one request may make for topics not cached")
+	fs.IntVar(&o.maxCheckpointReads, "max-checkpoint-reads-per-request", 5000, "GetCheckpoint calls one OffsetFetch request may make")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
 	if err := fs.Parse(args); err != nil {
@@ -208,15 +216,20 @@ func run(args []string) error {
 		return fmt.Errorf("--auto-create-topics must be true, false or auto")
 	}
 	cfg := gateway.Config{
-		Listen:                o.listen,
-		AdvertisedAddr:        o.advertised,
-		AutoCreateTopics:      autoCreate,
-		DefaultPartitions:     int32(o.defaultPartitions),
-		DefaultRecordFormat:   gateway.RecordFormat(o.recordFormat),
-		MaxFrameBytes:         int32(o.maxRequestBytes),
-		InitialRebalanceDelay: initialDelay(o.groupInitialDelay),
-		Logger:                log,
-		Registry:              reg,
+		Listen:                       o.listen,
+		AdvertisedAddr:               o.advertised,
+		AutoCreateTopics:             autoCreate,
+		DefaultPartitions:            int32(o.defaultPartitions),
+		DefaultRecordFormat:          gateway.RecordFormat(o.recordFormat),
+		MaxFrameBytes:                int32(o.maxRequestBytes),
+		InitialRebalanceDelay:        initialDelay(o.groupInitialDelay),
+		IdleTimeout:                  o.idleTimeout,
+		MaxTenants:                   o.maxTenants,
+		UnknownTopicTTL:              o.unknownTopicTTL,
+		MaxDescribesPerRequest:       o.maxDescribes,
+		MaxCheckpointReadsPerRequest: o.maxCheckpointReads,
+		Logger:                       log,
+		Registry:                     reg,
 	}
 	if embedded {
 		// The embedded server takes larger calls than a COMMON DIS stream.
