@@ -81,6 +81,14 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 	dups := duplicateFetchPartitions(r, req)
 	var parts []*fetchPart
 	metas := make([]*topicMeta, len(req.Topics)) // resolved once per topic
+	var byID map[[16]byte]string
+	if req.Version >= 13 {
+		ids := make([][16]byte, len(req.Topics))
+		for ti := range req.Topics {
+			ids[ti] = req.Topics[ti].TopicID
+		}
+		byID = r.s.tenant.catalog.namesForIDs(ctx, ids, newCallBudget(gw.cfg.MaxDescribesPerRequest))
+	}
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := kmsg.NewFetchResponseTopic()
@@ -89,7 +97,7 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 		var t *topicMeta
 		var terr error
 		if req.Version >= 13 {
-			if n, ok := r.s.tenant.catalog.nameForID(ctx, rt.TopicID); ok {
+			if n, ok := byID[rt.TopicID]; ok {
 				name = n
 			} else {
 				terr = errUnknownTopicID

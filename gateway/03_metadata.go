@@ -54,12 +54,20 @@ func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.Meta
 		}
 		names = list
 	}
+	budget := newCallBudget(gw.cfg.MaxDescribesPerRequest)
+	var ids [][16]byte
+	for _, t := range req.Topics {
+		if t.Topic == nil || *t.Topic == "" {
+			ids = append(ids, t.TopicID)
+		}
+	}
+	byID := tn.catalog.namesForIDs(ctx, ids, budget)
 	for _, t := range req.Topics {
 		switch {
 		case t.Topic != nil && *t.Topic != "":
 			names = append(names, *t.Topic)
 		case t.TopicID != [16]byte{}:
-			if name, ok := tn.catalog.nameForID(ctx, t.TopicID); ok {
+			if name, ok := byID[t.TopicID]; ok {
 				names = append(names, name)
 			} else {
 				mt := kmsg.NewMetadataResponseTopic()
@@ -70,20 +78,26 @@ func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.Meta
 		}
 	}
 	autoCreate := gw.cfg.AutoCreateTopics && !all && (req.Version < 4 || req.AllowAutoTopicCreation)
+	found := tn.catalog.getMany(ctx, names, budget)
 	for _, name := range names {
-		resp.Topics = append(resp.Topics, gw.topicMetadata(ctx, tn, name, autoCreate))
+		resp.Topics = append(resp.Topics, gw.topicMetadata(ctx, tn, name, found[name], autoCreate, budget))
 	}
 	return resp, nil
 }
 
-// topicMetadata describes one topic, creating it first when allowed.
-func (gw *Gateway) topicMetadata(ctx context.Context, tn *tenant, name string, autoCreate bool) kmsg.MetadataResponseTopic {
+// topicMetadata answers for one topic as the catalog found it, creating it
+// first when allowed and the request's budget has a DIS call left.
+func (gw *Gateway) topicMetadata(ctx context.Context, tn *tenant, name string, found topicLookup, autoCreate bool, budget *callBudget) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(name)
-	t, err := tn.catalog.get(ctx, name)
+	t, err := found.t, found.err
 	if errors.Is(err, errUnknownTopic) && autoCreate {
 		if why := validTopicName(name); why != "" {
 			mt.ErrorCode = kerr.InvalidTopicException.Code
+			return mt
+		}
+		if !budget.take() {
+			mt.ErrorCode = kerr.LeaderNotAvailable.Code
 			return mt
 		}
 		err = gw.createTopic(ctx, tn, name, gw.cfg.DefaultPartitions, nil, gw.cfg.DefaultRecordFormat)
@@ -95,6 +109,9 @@ func (gw *Gateway) topicMetadata(ctx context.Context, tn *tenant, name string, a
 	switch {
 	case errors.Is(err, errUnknownTopic):
 		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return mt
+	case errors.Is(err, errNotDescribed):
+		mt.ErrorCode = kerr.LeaderNotAvailable.Code
 		return mt
 	case err != nil:
 		gw.log.Warn().Err(err).Str("topic", name).Msg("metadata: DescribeStream failed")

@@ -82,8 +82,9 @@ func handleOffsetFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.O
 		}
 		groups = append(groups, g)
 	}
+	describes, reads := newCallBudget(gw.cfg.MaxDescribesPerRequest), newCallBudget(gw.cfg.MaxCheckpointReadsPerRequest)
 	for _, g := range groups {
-		resp.Groups = append(resp.Groups, gw.fetchGroupOffsets(ctx, tn, g))
+		resp.Groups = append(resp.Groups, gw.fetchGroupOffsets(ctx, tn, g, describes, reads))
 	}
 	if req.Version < 8 {
 		g := resp.Groups[0]
@@ -106,8 +107,8 @@ func handleOffsetFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.O
 	return resp, nil
 }
 
-// fetchGroupOffsets answers one group.
-func (gw *Gateway) fetchGroupOffsets(ctx context.Context, tn *tenant, g offsetFetchGroup) kmsg.OffsetFetchResponseGroup {
+// fetchGroupOffsets answers one group within the request's DIS call budgets.
+func (gw *Gateway) fetchGroupOffsets(ctx context.Context, tn *tenant, g offsetFetchGroup, describes, reads *callBudget) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.NewOffsetFetchResponseGroup()
 	out.Group = g.group
 	if g.group == "" {
@@ -122,9 +123,10 @@ func (gw *Gateway) fetchGroupOffsets(ctx context.Context, tn *tenant, g offsetFe
 			out.ErrorCode = kafkaCodeForDIS(err)
 			return out
 		}
+		found := tn.catalog.getMany(ctx, names, describes)
 		for _, name := range names {
-			t, err := tn.catalog.get(ctx, name)
-			if err != nil {
+			t := found[name].t
+			if t == nil {
 				continue
 			}
 			gt := kmsg.NewOffsetFetchRequestGroupTopic()
@@ -135,26 +137,17 @@ func (gw *Gateway) fetchGroupOffsets(ctx context.Context, tn *tenant, g offsetFe
 			topics = append(topics, gt)
 		}
 	}
-	type job struct{ t, p int }
-	var jobs []job
-	for ti, t := range topics {
+	for _, t := range topics {
 		rt := kmsg.NewOffsetFetchResponseGroupTopic()
 		rt.Topic = t.Topic
-		for pi, p := range t.Partitions {
+		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, -1, -1, kmsg.StringPtr("")
 			rt.Partitions = append(rt.Partitions, rp)
-			jobs = append(jobs, job{ti, pi})
 		}
 		out.Topics = append(out.Topics, rt)
 	}
-	gw.parallel(len(jobs), func(i int) {
-		rp := &out.Topics[jobs[i].t].Partitions[jobs[i].p]
-		rp.Offset, rp.Metadata, rp.ErrorCode = gw.committedOffset(ctx, tn, g.group, out.Topics[jobs[i].t].Topic, rp.Partition)
-		if rp.Metadata == nil {
-			rp.Metadata = kmsg.StringPtr("")
-		}
-	})
+	gw.readCommittedOffsets(ctx, tn, g.group, out.Topics, describes, reads)
 	if all {
 		// Only partitions with a commit belong in an "all" answer.
 		kept := out.Topics[:0]

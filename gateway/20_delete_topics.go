@@ -108,16 +108,8 @@ func (gw *Gateway) deleteTopic(ctx context.Context, tn *tenant, name string) (in
 
 // forgetStream drops the partition writers and readers of a deleted stream.
 func (gw *Gateway) forgetStream(streamID string) {
-	gw.partMu.Lock()
-	defer gw.partMu.Unlock()
-	for k := range gw.writers {
-		if k.stream == streamID {
-			delete(gw.writers, k)
-		}
-	}
-	for k := range gw.readers {
-		if k.stream == streamID {
-			delete(gw.readers, k)
-		}
-	}
+	gw.forEachTenant(func(tn *tenant) {
+		tn.writers.forgetStream(streamID)
+		tn.readers.forgetStream(streamID)
+	})
 }

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -88,62 +90,209 @@ func topicIDFor(streamID string) [16]byte {
 	return id
 }
 
-// catalog caches DescribeStream answers for MetadataTTL and maps topic ids
-// back to names.
+// catalog caches DescribeStream answers for MetadataTTL, remembers topics
+// DIS does not have for UnknownTopicTTL, and maps topic ids back to names.
 type catalog struct {
-	tenant *tenant // stamped on every topicMeta
-	dis    disclient.API
-	ttl    time.Duration
-	log    zerolog.Logger
-	sf     singleflight.Group
+	gw           *Gateway
+	tenant       *tenant // stamped on every topicMeta
+	dis          disclient.API
+	ttl          time.Duration
+	unknownTTL   time.Duration
+	maxDescribes int
+	log          zerolog.Logger
+	sf           singleflight.Group
 
 	mu     sync.Mutex
 	topics map[string]*topicMeta
 	byID   map[[16]byte]string
+	// unknown and unknownIDs hold until when a name or id is known to
+	// be missing; pruneAt is the size at which inserting prunes them.
+	unknown    map[string]time.Time
+	unknownIDs map[[16]byte]time.Time
+	pruneAt    int
+	// gen counts invalidations: a lookup that began before one does not
+	// remember its "unknown" answer, which the change may have outdated.
+	gen uint64
 }
 
-func newCatalog(tn *tenant, ttl time.Duration, log zerolog.Logger) *catalog {
+func newCatalog(gw *Gateway, tn *tenant) *catalog {
+	cfg := &gw.cfg
 	return &catalog{
-		tenant: tn,
-		dis:    tn.dis,
-		ttl:    ttl,
-		log:    log,
-		topics: make(map[string]*topicMeta),
-		byID:   make(map[[16]byte]string),
+		gw:           gw,
+		tenant:       tn,
+		dis:          tn.dis,
+		ttl:          cfg.MetadataTTL,
+		unknownTTL:   cfg.UnknownTopicTTL,
+		maxDescribes: cfg.MaxDescribesPerRequest,
+		log:          cfg.Logger,
+		topics:       make(map[string]*topicMeta),
+		byID:         make(map[[16]byte]string),
+		unknown:      make(map[string]time.Time),
+		unknownIDs:   make(map[[16]byte]time.Time),
+		pruneAt:      minPruneAt,
 	}
 }
 
-// get returns the topic, from cache when fresh.
+// minPruneAt is the fewest unknown entries at which an insert prunes.
+const minPruneAt = 1024
+
+// get returns the topic, from cache when fresh, or errUnknownTopic while
+// DIS recently said it has no such stream.
 func (c *catalog) get(ctx context.Context, name string) (*topicMeta, error) {
+	now := time.Now()
 	c.mu.Lock()
 	t := c.topics[name]
+	until, missing := c.unknown[name]
 	c.mu.Unlock()
-	if t != nil && time.Since(t.fetched) < c.ttl {
+	if t != nil && now.Sub(t.fetched) < c.ttl {
 		return t, nil
+	}
+	if missing && now.Before(until) {
+		return nil, errUnknownTopic
 	}
 	return c.refresh(ctx, name)
 }
 
-// refresh describes the stream now.
+// refresh describes the stream now. Concurrent refreshes of one name share
+// a call, unless an invalidation came between them.
 func (c *catalog) refresh(ctx context.Context, name string) (*topicMeta, error) {
-	v, err, _ := c.sf.Do(name, func() (any, error) {
+	c.mu.Lock()
+	gen := c.gen
+	c.mu.Unlock()
+	v, err, _ := c.sf.Do(strconv.FormatUint(gen, 10)+"/"+name, func() (any, error) {
 		t, err := c.describe(ctx, name)
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if err != nil {
 			if errors.Is(err, errUnknownTopic) {
 				delete(c.topics, name)
+				c.rememberUnknownLocked(name, gen)
 			}
 			return nil, err
 		}
 		c.topics[name] = t
 		c.byID[t.id] = name
+		delete(c.unknown, name)
 		return t, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v.(*topicMeta), nil
+}
+
+// rememberUnknownLocked records that DIS has no stream name, unless the
+// catalog was invalidated since the lookup that found so began.
+func (c *catalog) rememberUnknownLocked(name string, gen uint64) {
+	if c.gen != gen {
+		return
+	}
+	c.unknown[name] = time.Now().Add(c.unknownTTL)
+	c.pruneIfLargeLocked()
+}
+
+func (c *catalog) pruneIfLargeLocked() {
+	if len(c.unknown)+len(c.unknownIDs) < c.pruneAt {
+		return
+	}
+	c.pruneUnknownLocked(time.Now())
+	c.pruneAt = max(minPruneAt, 2*(len(c.unknown)+len(c.unknownIDs)))
+}
+
+// pruneUnknown forgets the unknown names and ids that expired by now.
+func (c *catalog) pruneUnknown(now time.Time) {
+	c.mu.Lock()
+	c.pruneUnknownLocked(now)
+	c.mu.Unlock()
+}
+
+func (c *catalog) pruneUnknownLocked(now time.Time) {
+	for n, until := range c.unknown {
+		if !now.Before(until) {
+			delete(c.unknown, n)
+		}
+	}
+	for id, until := range c.unknownIDs {
+		if !now.Before(until) {
+			delete(c.unknownIDs, id)
+		}
+	}
+}
+
+// errNotDescribed is the answer for an existing topic one request had no
+// DescribeStream call left for; Metadata answers it LEADER_NOT_AVAILABLE,
+// which clients retry.
+var errNotDescribed = errors.New("topic exists but this request may make no more DescribeStream calls")
+
+// topicLookup is one topic's answer in a batch lookup.
+type topicLookup struct {
+	t   *topicMeta
+	err error
+}
+
+// getMany resolves names for one request. Fresh cache entries and
+// remembered unknown topics cost nothing; the others are described, at most
+// budget of them (describeConcurrency at once), topics never described
+// before first. Beyond the budget a stale cache entry is served as it is,
+// and a topic never described is checked against one ListStreams pass:
+// those DIS does not list are unknown, the rest errNotDescribed. So a
+// request naming 10 000 topics costs at most budget DescribeStream calls
+// plus the ListStreams pages of the streams that exist.
+func (c *catalog) getMany(ctx context.Context, names []string, budget *callBudget) map[string]topicLookup {
+	out := make(map[string]topicLookup, len(names))
+	now := time.Now()
+	var fresh, stale []string
+	c.mu.Lock()
+	gen := c.gen
+	for _, n := range names {
+		if _, done := out[n]; done {
+			continue
+		}
+		t := c.topics[n]
+		until, missing := c.unknown[n]
+		switch {
+		case t != nil && now.Sub(t.fetched) < c.ttl:
+			out[n] = topicLookup{t: t}
+		case missing && now.Before(until):
+			out[n] = topicLookup{err: errUnknownTopic}
+		case t != nil:
+			out[n] = topicLookup{t: t}
+			stale = append(stale, n)
+		default:
+			out[n] = topicLookup{err: errNotDescribed}
+			fresh = append(fresh, n)
+		}
+	}
+	c.mu.Unlock()
+	need := slices.Concat(fresh, stale)
+	n := budget.takeUpTo(len(need))
+	results := make([]topicLookup, n)
+	c.gw.parallel(n, func(i int) {
+		t, err := c.refresh(ctx, need[i])
+		results[i] = topicLookup{t: t, err: err}
+	})
+	for i, lk := range results {
+		out[need[i]] = lk
+	}
+	if n >= len(fresh) {
+		return out
+	}
+	listed, err := c.list(ctx)
+	if err != nil {
+		for _, name := range fresh[n:] {
+			out[name] = topicLookup{err: err}
+		}
+		return out
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, name := range fresh[n:] {
+		if _, ok := slices.BinarySearch(listed, name); !ok {
+			out[name] = topicLookup{err: errUnknownTopic}
+			c.rememberUnknownLocked(name, gen)
+		}
+	}
+	return out
 }
 
 func (c *catalog) describe(ctx context.Context, name string) (*topicMeta, error) {
@@ -195,25 +344,80 @@ func formatFromTags(tags []disclient.Tag) RecordFormat {
 	return FormatRaw
 }
 
-// nameForID maps a topic id to its name, listing every stream once when the
-// id is not cached yet (a client may hold ids from another gateway).
+// nameForID maps one topic id to its name, as namesForIDs does.
 func (c *catalog) nameForID(ctx context.Context, id [16]byte) (string, bool) {
+	name, ok := c.namesForIDs(ctx, [][16]byte{id}, newCallBudget(c.maxDescribes))[id]
+	return name, ok
+}
+
+// namesForIDs maps the topic ids of one request to names. Ids not cached
+// (a client may hold ids from another gateway) cost one ListStreams pass
+// and a DescribeStream of each listed stream never described, at most
+// budget of them, describeConcurrency at once, until every id is found. An
+// id no stream has is remembered as unknown for UnknownTopicTTL.
+func (c *catalog) namesForIDs(ctx context.Context, ids [][16]byte, budget *callBudget) map[[16]byte]string {
+	out := make(map[[16]byte]string, len(ids))
+	missing := make(map[[16]byte]bool)
+	now := time.Now()
 	c.mu.Lock()
-	name, ok := c.byID[id]
-	c.mu.Unlock()
-	if ok {
-		return name, true
-	}
-	names, err := c.list(ctx)
-	if err != nil {
-		return "", false
-	}
-	for _, n := range names {
-		if t, err := c.get(ctx, n); err == nil && t.id == id {
-			return n, true
+	gen := c.gen
+	for _, id := range ids {
+		if id == ([16]byte{}) {
+			continue
+		}
+		if name, ok := c.byID[id]; ok {
+			out[id] = name
+		} else if until, ok := c.unknownIDs[id]; !ok || !now.Before(until) {
+			missing[id] = true
 		}
 	}
-	return "", false
+	c.mu.Unlock()
+	if len(missing) == 0 {
+		return out
+	}
+	listed, err := c.list(ctx)
+	if err != nil {
+		c.log.Warn().Err(err).Msg("resolving topic ids: ListStreams failed")
+		return out
+	}
+	c.mu.Lock()
+	var candidates []string
+	for _, name := range listed {
+		if c.topics[name] == nil {
+			candidates = append(candidates, name)
+		}
+	}
+	c.mu.Unlock()
+	exhausted := false
+	for len(candidates) > 0 && len(missing) > 0 {
+		n := budget.takeUpTo(min(len(candidates), describeConcurrency))
+		if n == 0 {
+			exhausted = true
+			break
+		}
+		found := make([]*topicMeta, n)
+		c.gw.parallel(n, func(i int) {
+			found[i], _ = c.refresh(ctx, candidates[i])
+		})
+		candidates = candidates[n:]
+		for _, t := range found {
+			if t != nil && missing[t.id] {
+				out[t.id] = t.name
+				delete(missing, t.id)
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id := range missing {
+		if name, ok := c.byID[id]; ok {
+			out[id] = name
+		} else if !exhausted && c.gen == gen {
+			c.unknownIDs[id] = time.Now().Add(c.unknownTTL)
+		}
+	}
+	c.pruneIfLargeLocked()
+	return out
 }
 
 // list returns every stream name, sorted.
@@ -242,9 +446,13 @@ func (c *catalog) create(ctx context.Context, req *disclient.CreateStreamRequest
 	return err
 }
 
-// invalidate drops a cached topic so the next get describes it again.
+// invalidate drops what the catalog knows of a topic, cached or unknown,
+// so the next get describes it again.
 func (c *catalog) invalidate(name string) {
 	c.mu.Lock()
 	delete(c.topics, name)
+	delete(c.unknown, name)
+	clear(c.unknownIDs)
+	c.gen++
 	c.mu.Unlock()
 }

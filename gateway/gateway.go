@@ -120,6 +120,26 @@ type Config struct {
 	PollInterval time.Duration
 	// MetadataTTL is how long a stream description is cached.
 	MetadataTTL time.Duration
+	// UnknownTopicTTL is how long a topic DIS does not have is remembered
+	// as unknown, so a client asking again and again for a missing topic
+	// costs at most one DescribeStream per topic per interval. Creating
+	// the topic through this gateway forgets it at once.
+	UnknownTopicTTL time.Duration
+	// MaxDescribesPerRequest bounds the DescribeStream calls one Metadata
+	// request, or one request naming topics by id, makes for topics not
+	// cached; the rest are answered from one ListStreams pass (see
+	// docs/operations.md, "DIS calls per request").
+	MaxDescribesPerRequest int
+	// MaxCheckpointReadsPerRequest bounds the GetCheckpoint calls of one
+	// OffsetFetch request.
+	MaxCheckpointReadsPerRequest int
+	// StateIdleTimeout is how long a partition writer or reader, and a
+	// passthrough tenant without connections, stays after its last use.
+	StateIdleTimeout time.Duration
+	// MaxTenants bounds the passthrough credentials held at once; a
+	// sign-in with new ones beyond drops the least recently active tenant
+	// without connections, or is refused when every one has some.
+	MaxTenants int
 	// InitialRebalanceDelay holds the first rebalance of a new group so
 	// that members starting together join one generation (Kafka's
 	// group.initial.rebalance.delay.ms). Negative means none.
@@ -223,6 +243,21 @@ func (c *Config) setDefaults() {
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 20 * time.Second
 	}
+	if c.UnknownTopicTTL <= 0 {
+		c.UnknownTopicTTL = 2 * time.Second
+	}
+	if c.MaxDescribesPerRequest <= 0 {
+		c.MaxDescribesPerRequest = 1000
+	}
+	if c.MaxCheckpointReadsPerRequest <= 0 {
+		c.MaxCheckpointReadsPerRequest = 5000
+	}
+	if c.StateIdleTimeout <= 0 {
+		c.StateIdleTimeout = 10 * time.Minute
+	}
+	if c.MaxTenants <= 0 {
+		c.MaxTenants = 1000
+	}
 	switch {
 	case c.InitialRebalanceDelay == 0:
 		c.InitialRebalanceDelay = 3 * time.Second
@@ -266,13 +301,12 @@ type Gateway struct {
 	// groupForApp maps encoded app names back to group ids.
 	groupForApp sync.Map
 
-	partMu  sync.Mutex
-	writers map[partitionKey]*partitionWriter
-	readers map[partitionKey]*partitionReader
-	queues  *writeQueues
+	queues *writeQueues
 
 	tenantsMu sync.Mutex
 	tenants   map[string]*tenant // passthrough tenants by id
+	// swept closes when the idle sweep Start began has stopped.
+	swept chan struct{}
 }
 
 // New creates a gateway over dis. Call Start to listen.
@@ -292,14 +326,12 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		cancel:    cancel,
 		draining:  make(chan struct{}),
 		producers: newProducerIDs(time.Now),
-		writers:   make(map[partitionKey]*partitionWriter),
-		readers:   make(map[partitionKey]*partitionReader),
 		tenants:   make(map[string]*tenant),
 		conns:     newConnTable(),
 	}
 	gw.metrics = newMetrics(cfg.Registry, func() float64 { return float64(gw.inflight.Load()) })
 	gw.queues = newWriteQueues(&gw.cfg, gw.metrics)
-	gw.tenant = newTenant("", dis, &gw.cfg)
+	gw.tenant = newTenant(gw, "", dis)
 	gw.groups = newGroupDriver(gw)
 	return gw, nil
 }
@@ -336,6 +368,8 @@ func (gw *Gateway) Start() error {
 			Str("advertised", net.JoinHostPort(l.host, strconv.Itoa(int(l.port)))).Msg("kafka listener started")
 	}
 	go gw.reap()
+	gw.swept = make(chan struct{})
+	go gw.sweepIdle()
 	return nil
 }
 
@@ -413,6 +447,9 @@ func (gw *Gateway) close(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	gw.cancel()
+	if gw.swept != nil {
+		<-gw.swept
+	}
 	err := gw.stopListeners()
 	gw.tenantsMu.Lock()
 	for _, tn := range gw.tenants {

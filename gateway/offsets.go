@@ -208,9 +208,9 @@ func (gw *Gateway) committedTopics(ctx context.Context, tn *tenant, group string
 	return app.CommitCheckpointStreamNames, nil
 }
 
-// parallel runs fn for i in [0, n) with at most 16 at once.
+// parallel runs fn for i in [0, n) with at most describeConcurrency at once.
 func (gw *Gateway) parallel(n int, fn func(i int)) {
-	sem := make(chan struct{}, 16)
+	sem := make(chan struct{}, describeConcurrency)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)

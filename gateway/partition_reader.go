@@ -43,14 +43,9 @@ type partitionReader struct {
 }
 
 func (gw *Gateway) readerFor(k partitionKey) *partitionReader {
-	gw.partMu.Lock()
-	defer gw.partMu.Unlock()
-	r := gw.readers[k]
-	if r == nil {
-		r = &partitionReader{gw: gw, key: k, pid: disclient.PartitionID(k.partition), hwm: -1, notify: make(chan struct{})}
-		gw.readers[k] = r
-	}
-	return r
+	return k.tenant.readers.get(k, func() *partitionReader {
+		return &partitionReader{gw: gw, key: k, pid: disclient.PartitionID(k.partition), hwm: -1, notify: make(chan struct{})}
+	})
 }
 
 // recordSize estimates a record's share of a fetch response.

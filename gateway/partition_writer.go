@@ -119,21 +119,18 @@ type partitionWriter struct {
 	// queued is the cost of the ops queued and in flight, guarded by
 	// gw.queues.mu.
 	queued int64
+	// evicted is set when idle eviction dropped the writer (tenant.evictIdle).
+	evicted bool
 }
 
 func (gw *Gateway) writerFor(k partitionKey) *partitionWriter {
-	gw.partMu.Lock()
-	defer gw.partMu.Unlock()
-	w := gw.writers[k]
-	if w == nil {
-		w = &partitionWriter{
+	return k.tenant.writers.get(k, func() *partitionWriter {
+		return &partitionWriter{
 			gw:        gw,
 			key:       k,
 			producers: make(map[int64]*producerState),
 		}
-		gw.writers[k] = w
-	}
-	return w
+	})
 }
 
 // enqueue checks an idempotent batch's sequence numbers and queues op,
@@ -151,6 +148,11 @@ func (w *partitionWriter) enqueue(ctx context.Context, op *appendOp) (dup *appen
 		return nil, kerr.RequestTimedOut.Code
 	}
 	w.mu.Lock()
+	if w.evicted {
+		w.mu.Unlock()
+		w.gw.queues.release(w, cost)
+		return w.gw.writerFor(w.key).enqueue(ctx, op)
+	}
 	defer w.mu.Unlock()
 	if op.producerID >= 0 {
 		if dup, code := w.checkSequence(op); dup != nil || code != 0 {

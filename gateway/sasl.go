@@ -236,9 +236,24 @@ func (s *session) plainPassthrough(token []byte) (bool, error) {
 			ev = s.log.Error()
 		}
 		ev.Str("user", ak).Str("mechanism", mechPlain).Str("reason", err.Error()).Msg("SASL passthrough authentication failed")
+		if errors.Is(err, errTooManyTenants) {
+			return false, err
+		}
 		return false, errAuthFailed
 	}
-	s.tenant = tn
+	s.mu.Lock()
+	prev, closed := s.tenant, s.closed
+	if !closed {
+		s.tenant = tn
+	}
+	s.mu.Unlock()
+	if closed {
+		s.gw.releaseTenant(tn)
+		return false, errAuthFailed
+	}
+	// A re-authentication (KIP-368) ends the connection's hold on the
+	// credentials it signed in with before.
+	s.gw.releaseTenant(prev)
 	s.auth.principal = ak
 	return true, nil
 }

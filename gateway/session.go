@@ -579,9 +579,11 @@ func (s *session) onClosed() {
 	s.closed = true
 	unsent := s.unsent
 	s.unsent = 0
+	tn := s.tenant
 	s.mu.Unlock()
 	s.gw.inflight.Add(-unsent)
 	s.setPending(0)
+	s.gw.releaseTenant(tn)
 	s.cancel()
 	close(s.queue)
 	s.gw.conns.remove(s)

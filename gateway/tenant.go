@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,9 +15,12 @@ import (
 
 // tenant is whose DIS credentials a connection uses: the gateway's own, or
 // in passthrough mode the AK/SK a PLAIN client authenticated with. Each has
-// its own DIS client and topic catalog, and partition keys carry the tenant,
-// so one client's writes, cached records and metadata never serve another
-// whose keys may not allow them.
+// its own DIS client, topic catalog, DIS apps, and partition writers (with
+// their idempotent producer state) and readers, and partition keys carry the
+// tenant, so one client's writes, cached records and metadata never serve
+// another whose keys may not allow them. What a tenant holds is dropped when
+// idle (docs/operations.md, "Idle state"), so memory follows the clients that
+// are active, not every client that ever signed in.
 type tenant struct {
 	// id is "" for the gateway's own credentials; for passthrough tenants
 	// it is the access key and a hash of the secret key, so never log it.
@@ -26,12 +30,94 @@ type tenant struct {
 	// knownApps remembers DIS apps this tenant created or saw, so a
 	// commit costs one DIS call, not two.
 	knownApps sync.Map
+
+	writers partitionMap[*partitionWriter]
+	readers partitionMap[*partitionReader]
+
+	// conns counts the connections signed in as this tenant and lastActive
+	// is when the count last changed; both under Gateway.tenantsMu.
+	conns      int
+	lastActive time.Time
 }
 
-func newTenant(id string, dis disclient.API, cfg *Config) *tenant {
-	tn := &tenant{id: id, dis: dis}
-	tn.catalog = newCatalog(tn, cfg.MetadataTTL, cfg.Logger)
+func newTenant(gw *Gateway, id string, dis disclient.API) *tenant {
+	tn := &tenant{id: id, dis: dis, lastActive: time.Now()}
+	tn.writers.m = make(map[partitionKey]*partitionEntry[*partitionWriter])
+	tn.readers.m = make(map[partitionKey]*partitionEntry[*partitionReader])
+	tn.catalog = newCatalog(gw, tn)
 	return tn
+}
+
+// partitionMap holds one tenant's writers or readers and when each was last
+// looked up, which is what idle eviction goes by.
+type partitionMap[T any] struct {
+	mu sync.Mutex
+	m  map[partitionKey]*partitionEntry[T]
+}
+
+type partitionEntry[T any] struct {
+	v    T
+	used time.Time
+}
+
+// get returns the value for k, made by create when there is none, and marks
+// it used.
+func (pm *partitionMap[T]) get(k partitionKey, create func() T) T {
+	now := time.Now()
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	e := pm.m[k]
+	if e == nil {
+		e = &partitionEntry[T]{v: create()}
+		pm.m[k] = e
+	}
+	e.used = now
+	return e.v
+}
+
+// evict drops the values unused since before cutoff for which drop, called
+// under the map's lock so that no lookup can hand the value out meanwhile,
+// agrees. It returns how many are left.
+func (pm *partitionMap[T]) evict(cutoff time.Time, drop func(T) bool) int {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	for k, e := range pm.m {
+		if e.used.Before(cutoff) && drop(e.v) {
+			delete(pm.m, k)
+		}
+	}
+	return len(pm.m)
+}
+
+// forgetStream drops everything held for a deleted stream.
+func (pm *partitionMap[T]) forgetStream(streamID string) {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	for k := range pm.m {
+		if k.stream == streamID {
+			delete(pm.m, k)
+		}
+	}
+}
+
+// evictIdle drops the writers and readers unused since before cutoff and
+// reports whether the tenant holds none any more. A writer goes only with an
+// empty queue and no PutRecords in flight, and is marked so that a produce
+// that looked it up just before enqueues on its successor instead. A reader
+// goes only with no read-ahead running; a fetch still long-polling on it
+// notices new records at its next poll of DIS rather than at once.
+func (tn *tenant) evictIdle(cutoff time.Time) bool {
+	w := tn.writers.evict(cutoff, func(w *partitionWriter) bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.running || len(w.queue) > 0 {
+			return false
+		}
+		w.evicted = true
+		return true
+	})
+	r := tn.readers.evict(cutoff, func(pr *partitionReader) bool { return !pr.loading.Load() })
+	return w == 0 && r == 0
 }
 
 // tenantVerifyTimeout bounds the DIS call that checks passthrough credentials.
@@ -40,22 +126,34 @@ const tenantVerifyTimeout = 15 * time.Second
 // errDISAuth marks credentials DIS refused, as opposed to DIS being unwell.
 var errDISAuth = errors.New("DIS refused the credentials")
 
+// errTooManyTenants refuses a sign-in with new credentials when the gateway
+// already holds MaxTenants passthrough tenants and none of them is idle.
+var errTooManyTenants = errors.New("the gateway serves the most passthrough credentials it may (--max-tenants) and none is idle; try again later")
+
 // passthroughTenant returns the tenant for an AK/SK pair after DIS accepted
-// it with one cheap call. Tenants are cached by access key and secret-key
+// it with one cheap call, counted as one more connection of the tenant's
+// (releaseTenant ends it). Tenants are cached by access key and secret-key
 // hash; a pair DIS refuses is never cached.
 func (gw *Gateway) passthroughTenant(ctx context.Context, accessKey, secretKey string) (*tenant, error) {
 	sum := sha256.Sum256([]byte(secretKey))
 	id := accessKey + "/" + hex.EncodeToString(sum[:])
 	gw.tenantsMu.Lock()
 	tn := gw.tenants[id]
+	if tn != nil {
+		tn.conns++
+	}
+	full := tn == nil && !gw.makeRoomLocked()
 	gw.tenantsMu.Unlock()
+	if full {
+		return nil, errTooManyTenants
+	}
 	fresh := tn == nil
 	if fresh {
 		dis, err := gw.cfg.NewTenantDIS(accessKey, secretKey)
 		if err != nil {
 			return nil, fmt.Errorf("building the DIS client: %w", err)
 		}
-		tn = newTenant(id, dis, &gw.cfg)
+		tn = newTenant(gw, id, dis)
 	}
 	ctx, cancel := context.WithTimeout(ctx, tenantVerifyTimeout)
 	defer cancel()
@@ -68,6 +166,8 @@ func (gw *Gateway) passthroughTenant(ctx context.Context, accessKey, secretKey s
 	case err != nil:
 		if fresh {
 			closeDIS(tn.dis)
+		} else {
+			gw.releaseTenant(tn)
 		}
 		if errors.As(err, &de) && (de.Status == 441 || de.Status == 401) {
 			return nil, fmt.Errorf("%w: %s", errDISAuth, de.Code)
@@ -81,10 +181,111 @@ func (gw *Gateway) passthroughTenant(ctx context.Context, accessKey, secretKey s
 	defer gw.tenantsMu.Unlock()
 	if prev := gw.tenants[id]; prev != nil {
 		closeDIS(tn.dis)
+		prev.conns++
 		return prev, nil
 	}
+	if !gw.makeRoomLocked() {
+		closeDIS(tn.dis)
+		return nil, errTooManyTenants
+	}
+	tn.conns = 1
 	gw.tenants[id] = tn
 	return tn, nil
+}
+
+// releaseTenant ends one connection of tn's.
+func (gw *Gateway) releaseTenant(tn *tenant) {
+	if tn == gw.tenant {
+		return
+	}
+	gw.tenantsMu.Lock()
+	tn.conns--
+	tn.lastActive = time.Now()
+	gw.tenantsMu.Unlock()
+}
+
+// makeRoomLocked reports whether one more passthrough tenant fits, dropping
+// the least recently active idle one when the gateway holds MaxTenants.
+func (gw *Gateway) makeRoomLocked() bool {
+	if len(gw.tenants) < gw.cfg.MaxTenants {
+		return true
+	}
+	var idle []*tenant
+	for _, tn := range gw.tenants {
+		if tn.conns == 0 {
+			idle = append(idle, tn)
+		}
+	}
+	slices.SortFunc(idle, func(a, b *tenant) int { return a.lastActive.Compare(b.lastActive) })
+	now := time.Now()
+	for _, tn := range idle {
+		if gw.dropTenantLocked(tn, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropTenantLocked forgets a passthrough tenant without connections whose
+// writers and readers unused since before cutoff are all gone, and closes
+// its DIS client.
+func (gw *Gateway) dropTenantLocked(tn *tenant, cutoff time.Time) bool {
+	if tn.conns > 0 || !tn.evictIdle(cutoff) {
+		return false
+	}
+	delete(gw.tenants, tn.id)
+	closeDIS(tn.dis)
+	gw.log.Info().Msg("dropped an idle passthrough tenant and its DIS client")
+	return true
+}
+
+// forEachTenant calls fn for the gateway's own tenant and every passthrough
+// tenant.
+func (gw *Gateway) forEachTenant(fn func(*tenant)) {
+	gw.tenantsMu.Lock()
+	tns := make([]*tenant, 0, len(gw.tenants)+1)
+	tns = append(tns, gw.tenant)
+	for _, tn := range gw.tenants {
+		tns = append(tns, tn)
+	}
+	gw.tenantsMu.Unlock()
+	for _, tn := range tns {
+		fn(tn)
+	}
+}
+
+// sweepIdle runs until the gateway closes, dropping idle writers, readers
+// and passthrough tenants and expired unknown-topic entries every quarter
+// of StateIdleTimeout.
+func (gw *Gateway) sweepIdle() {
+	defer close(gw.swept)
+	every := max(gw.cfg.StateIdleTimeout/4, 10*time.Millisecond)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-gw.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		gw.sweepOnce(time.Now())
+	}
+}
+
+// sweepOnce drops what has been idle for StateIdleTimeout as of now.
+func (gw *Gateway) sweepOnce(now time.Time) {
+	cutoff := now.Add(-gw.cfg.StateIdleTimeout)
+	gw.forEachTenant(func(tn *tenant) {
+		tn.evictIdle(cutoff)
+		tn.catalog.pruneUnknown(now)
+	})
+	gw.tenantsMu.Lock()
+	defer gw.tenantsMu.Unlock()
+	for _, tn := range gw.tenants {
+		if tn.lastActive.Before(cutoff) {
+			gw.dropTenantLocked(tn, cutoff)
+		}
+	}
 }
 
 // closeDIS releases a DIS client that can be closed.

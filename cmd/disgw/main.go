@@ -35,33 +35,36 @@ import (
 
 // options are the parsed flags.
 type options struct {
-	listeners, advertisedListeners  string
-	tlsCertFile, tlsKeyFile         string
-	saslUsersFile, saslMode         string
-	listen, advertised, adminListen string
-	dataDir, fsync, embeddedListen  string
-	disEndpoint, disRegion          string
-	disProjectID, disAK, disSK      string
-	disSecurityToken, disAuthToken  string
-	embeddedAK, embeddedSK          string
-	autoCreate, recordFormat        string
-	disEncoding                     string
-	defaultPartitions               int
-	maxRequestBytes                 int
-	fetchMaxBytes                   int
-	partitionQueueBytes, queueBytes int64
-	producerIDExpiration            time.Duration
-	maxProducersPerPartition        int
-	groupInitialDelay               time.Duration
-	groupMaxSize, groupMaxPending   int
-	maxGroups                       int
-	groupMaxRebalanceTimeout        time.Duration
-	offsetsRetention                time.Duration
-	requestTimeout                  time.Duration
-	maxConns, maxConnsPerIP         int
-	idleTimeout, writeTimeout       time.Duration
-	tlsHandshakeTimeout             time.Duration
-	logLevel, logFormat             string
+	listeners, advertisedListeners    string
+	tlsCertFile, tlsKeyFile           string
+	saslUsersFile, saslMode           string
+	listen, advertised, adminListen   string
+	dataDir, fsync, embeddedListen    string
+	disEndpoint, disRegion            string
+	disProjectID, disAK, disSK        string
+	disSecurityToken, disAuthToken    string
+	embeddedAK, embeddedSK            string
+	autoCreate, recordFormat          string
+	disEncoding                       string
+	defaultPartitions                 int
+	maxRequestBytes                   int
+	fetchMaxBytes                     int
+	partitionQueueBytes, queueBytes   int64
+	producerIDExpiration              time.Duration
+	maxProducersPerPartition          int
+	groupInitialDelay                 time.Duration
+	groupMaxSize, groupMaxPending     int
+	maxGroups                         int
+	groupMaxRebalanceTimeout          time.Duration
+	offsetsRetention                  time.Duration
+	requestTimeout                    time.Duration
+	maxConns, maxConnsPerIP           int
+	idleTimeout, writeTimeout         time.Duration
+	tlsHandshakeTimeout               time.Duration
+	stateIdleTimeout, unknownTopicTTL time.Duration
+	maxTenants, maxDescribes          int
+	maxCheckpointReads                int
+	logLevel, logFormat               string
 }
 
 func main() {
@@ -117,6 +120,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 10*time.Minute, "close a connection with no request in flight that sent nothing for this long, a partly sent request included (Kafka's connections.max.idle.ms)")
 	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "close a connection whose client stopped reading its responses for this long")
 	fs.DurationVar(&o.tlsHandshakeTimeout, "tls-handshake-timeout", 10*time.Second, "close a TLS connection whose handshake takes longer")
+	fs.DurationVar(&o.stateIdleTimeout, "state-idle-timeout", 10*time.Minute, "drop a partition writer or reader, and passthrough credentials without connections, unused for this long")
+	fs.IntVar(&o.maxTenants, "max-tenants", 1000, "passthrough credentials held at once; beyond, a sign-in with new ones drops the least recently active idle ones or is refused")
+	fs.DurationVar(&o.unknownTopicTTL, "unknown-topic-ttl", 2*time.Second, "how long a topic DIS does not have is remembered as missing")
+	fs.IntVar(&o.maxDescribes, "max-describes-per-request", 1000, "DescribeStream calls one request may make for topics not cached")
+	fs.IntVar(&o.maxCheckpointReads, "max-checkpoint-reads-per-request", 5000, "GetCheckpoint calls one OffsetFetch request may make")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
 	if err := fs.Parse(args); err != nil {
@@ -237,26 +245,31 @@ func run(args []string) error {
 		return fmt.Errorf("--auto-create-topics must be true, false or auto")
 	}
 	cfg := gateway.Config{
-		Listen:                   o.listen,
-		AdvertisedAddr:           o.advertised,
-		AutoCreateTopics:         autoCreate,
-		DefaultPartitions:        int32(o.defaultPartitions),
-		DefaultRecordFormat:      gateway.RecordFormat(o.recordFormat),
-		MaxFrameBytes:            int32(o.maxRequestBytes),
-		RequestTimeout:           o.requestTimeout,
-		FetchMaxBytes:            int32(min(o.fetchMaxBytes, math.MaxInt32)),
-		MaxPartitionQueueBytes:   o.partitionQueueBytes,
-		MaxQueueBytes:            o.queueBytes,
-		ProducerIDExpiration:     o.producerIDExpiration,
-		MaxProducersPerPartition: o.maxProducersPerPartition,
-		InitialRebalanceDelay:    initialDelay(o.groupInitialDelay),
-		MaxConnections:           o.maxConns,
-		MaxConnectionsPerIP:      o.maxConnsPerIP,
-		IdleTimeout:              o.idleTimeout,
-		WriteTimeout:             o.writeTimeout,
-		TLSHandshakeTimeout:      o.tlsHandshakeTimeout,
-		Logger:                   log,
-		Registry:                 reg,
+		Listen:                       o.listen,
+		AdvertisedAddr:               o.advertised,
+		AutoCreateTopics:             autoCreate,
+		DefaultPartitions:            int32(o.defaultPartitions),
+		DefaultRecordFormat:          gateway.RecordFormat(o.recordFormat),
+		MaxFrameBytes:                int32(o.maxRequestBytes),
+		RequestTimeout:               o.requestTimeout,
+		FetchMaxBytes:                int32(min(o.fetchMaxBytes, math.MaxInt32)),
+		MaxPartitionQueueBytes:       o.partitionQueueBytes,
+		MaxQueueBytes:                o.queueBytes,
+		ProducerIDExpiration:         o.producerIDExpiration,
+		MaxProducersPerPartition:     o.maxProducersPerPartition,
+		InitialRebalanceDelay:        initialDelay(o.groupInitialDelay),
+		MaxConnections:               o.maxConns,
+		MaxConnectionsPerIP:          o.maxConnsPerIP,
+		IdleTimeout:                  o.idleTimeout,
+		WriteTimeout:                 o.writeTimeout,
+		TLSHandshakeTimeout:          o.tlsHandshakeTimeout,
+		StateIdleTimeout:             o.stateIdleTimeout,
+		MaxTenants:                   o.maxTenants,
+		UnknownTopicTTL:              o.unknownTopicTTL,
+		MaxDescribesPerRequest:       o.maxDescribes,
+		MaxCheckpointReadsPerRequest: o.maxCheckpointReads,
+		Logger:                       log,
+		Registry:                     reg,
 	}
 	if o.groupMaxSize <= 0 || o.groupMaxPending <= 0 || o.maxGroups <= 0 || o.groupMaxRebalanceTimeout <= 0 || o.offsetsRetention <= 0 {
 		return errors.New("--group-max-size, --group-max-pending-members, --max-groups, --group-max-rebalance-timeout and --offsets-retention must be positive")
