@@ -1,4 +1,4 @@
-package dislocal_test
+package sdkconformance_test
 
 // The official Huawei Cloud Go SDK (services/dis/v2) as the judge of the
 // embedded server: every operation disgw uses or dislocal serves goes
@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/disclient/dislocal"
+	"github.com/disgw/disgw/disclient/dislocal/dislocaltest"
 )
 
 // sdkProject is the project id the SDK puts into every path.
@@ -62,22 +62,11 @@ type sdkEnv struct {
 func newSDKEnv(t *testing.T) *sdkEnv {
 	t.Helper()
 	clock := &sdkClock{t: time.Now().Truncate(time.Millisecond)}
-	srv, err := dislocal.Open(dislocal.Config{
-		Dir:                    t.TempDir(),
-		Sync:                   dislocal.SyncNone,
-		Now:                    clock.now,
-		RetentionCheckInterval: time.Hour,
-	})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		if err := srv.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	hs := dislocaltest.Start(t, dislocaltest.WithDIS(func(c *dislocal.Config) {
+		c.Sync = dislocal.SyncNone
+		c.Now = clock.now
+		c.RetentionCheckInterval = time.Hour
+	})).HTTP
 
 	cred, err := basic.NewCredentialsBuilder().
 		WithAk("any-access-key").
