@@ -86,7 +86,7 @@ func startCounted(t *testing.T) (*Gateway, *countingDIS) {
 }
 
 // Many producers writing one partition share PutRecords calls, and the
-// gateway never has two calls in flight for one partition (DESIGN.md §4).
+// gateway never has two calls in flight for one partition (docs/design.md §4).
 func TestOnePutRecordsInFlightPerPartition(t *testing.T) {
 	gw, dis := startCounted(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

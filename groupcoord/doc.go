@@ -1,5 +1,5 @@
 // Package groupcoord is Kafka's classic group coordinator as a deterministic
-// state machine (DESIGN.md §5), in the style of etcd's raft package: no
+// state machine (docs/design.md §5), in the style of etcd's raft package: no
 // goroutines, clock or network inside. The gateway feeds it membership
 // requests (Step) and time (Tick), and carries out what Ready returns:
 // responses, some of them to requests that waited for a rebalance, and when

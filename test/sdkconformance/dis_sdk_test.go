@@ -3,7 +3,7 @@ package sdkconformance_test
 // The official Huawei Cloud Go SDK (services/dis/v2) as the judge of the
 // embedded server: every operation disgw uses or dislocal serves goes
 // through the SDK unchanged, which must decode each answer, and the values
-// it decodes must be right. DIS-API.md §6 lists what this takes.
+// it decodes must be right. docs/dis-api.md §6 lists what this takes.
 
 import (
 	"encoding/base64"
@@ -487,7 +487,7 @@ func TestSDKRecords(t *testing.T) {
 	}
 
 	t.Run("PartitionKeyAndForms", func(t *testing.T) {
-		// "user-1" hashes into partition 2 of 3 (DIS-API.md's test vector).
+		// "user-1" hashes into partition 2 of 3 (the test vector of docs/dis-api.md §2).
 		res := e.send(t, "events", entry("u", "", "user-1"), entry("x", "1", ""), entry("y", "shardId-0000000001", ""))
 		var got []string
 		for _, r := range res {
