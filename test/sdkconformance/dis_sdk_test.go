@@ -3,7 +3,8 @@ package sdkconformance_test
 // The official Huawei Cloud Go SDK (services/dis/v2) as the judge of the
 // embedded server: every operation disgw uses or dislocal serves goes
 // through the SDK unchanged, which must decode each answer, and the values
-// it decodes must be right. docs/dis-api.md §6 lists what this takes.
+// it decodes must be right. docs/dis-api.md §6 lists what this takes. The
+// tests live in the test module so that only it depends on the SDK.
 
 import (
 	"encoding/base64"
