@@ -12,7 +12,7 @@ import (
 )
 
 // AKSKSigner signs requests with an access key and secret key exactly as
-// the official Huawei Cloud Go SDK does (SDK-HMAC-SHA256, DIS-API.md §3), so
+// the official Huawei Cloud Go SDK does (SDK-HMAC-SHA256, docs/dis-api.md §3), so
 // DIS accepts them. Printing it, marshaling it to JSON or logging it with
 // zerolog shows the access key only.
 type AKSKSigner struct {

@@ -4,15 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	sdksigner "github.com/huaweicloud/huaweicloud-sdk-go-v3/core/auth/signer"
-	sdkrequest "github.com/huaweicloud/huaweicloud-sdk-go-v3/core/request"
 	"github.com/rs/zerolog"
 )
 
@@ -27,8 +23,8 @@ const (
 
 var signTime = time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 
-// signCase is one request, described so that both the official SDK and
-// disclient's URL builder can build it.
+// signCase is one request, described so that disclient's URL builder can
+// build it, with the signature the official SDK gives it.
 type signCase struct {
 	name     string
 	method   string
@@ -37,29 +33,42 @@ type signCase struct {
 	body     string
 	ctype    string
 	token    string
+	// sdkAuth is the Authorization header the official Go SDK (v0.1.207)
+	// signs this request with; test/sdkconformance checks it live.
+	sdkAuth string
 }
 
 var signCases = []signCase{
 	{name: "GET records", method: "GET", segments: []string{"records"},
-		query: [][2]string{{"partition-cursor", "eyJnZXRJdGVyYXRvclBhcmFtIjp7fX0"}, {"max_fetch_bytes", "1048576"}}},
+		query:   [][2]string{{"partition-cursor", "eyJnZXRJdGVyYXRvclBhcmFtIjp7fX0"}, {"max_fetch_bytes", "1048576"}},
+		sdkAuth: "SDK-HMAC-SHA256 Access=HPUAEXAMPLEACCESSKEY, SignedHeaders=user-agent;x-project-id;x-sdk-date, Signature=6d245492fbdd2a5118785410ef0100991f881d3fa1cf5db60becbb3ec2708929"},
 	{name: "GET cursor with escaped values", method: "GET", segments: []string{"cursors"},
 		query: [][2]string{{"stream-name", "a b/c+d&e=f~g.h_i-j%k"}, {"partition-id", "shardId-0000000003"},
-			{"cursor-type", "AT_TIMESTAMP"}, {"timestamp", "1700000000000"}, {"empty", ""}, {"unicode", "é☃"}}},
+			{"cursor-type", "AT_TIMESTAMP"}, {"timestamp", "1700000000000"}, {"empty", ""}, {"unicode", "é☃"}},
+		sdkAuth: "SDK-HMAC-SHA256 Access=HPUAEXAMPLEACCESSKEY, SignedHeaders=user-agent;x-project-id;x-sdk-date, Signature=962e3cf63515c411896535fc67e8e0e332c4e35697ef231cc3a644cdca093d14"},
 	{name: "POST JSON body", method: "POST", segments: []string{"records"},
-		body: `{"stream_name":"s1","records":[{"data":"aGVsbG8=","partition_key":"k"}]}`},
+		body:    `{"stream_name":"s1","records":[{"data":"aGVsbG8=","partition_key":"k"}]}`,
+		sdkAuth: "SDK-HMAC-SHA256 Access=HPUAEXAMPLEACCESSKEY, SignedHeaders=user-agent;x-project-id;x-sdk-date, Signature=a48d65a5c61e9c2b7b1c81ee88a9fe86d055a09f026c036c7876d9b3d2b3a210"},
 	{name: "PUT scale", method: "PUT", segments: []string{"streams", "s1"},
-		body: `{"stream_name":"s1","target_partition_count":4}`},
-	{name: "DELETE special path segment", method: "DELETE", segments: []string{"streams", "a b+c%d~é(x)"}},
+		body:    `{"stream_name":"s1","target_partition_count":4}`,
+		sdkAuth: "SDK-HMAC-SHA256 Access=HPUAEXAMPLEACCESSKEY, SignedHeaders=user-agent;x-project-id;x-sdk-date, Signature=e7779dcd59f6ccba7b9ea093e7d6109cf812fe6bcf65815321d5edebdf7498d7"},
+	{name: "DELETE special path segment", method: "DELETE", segments: []string{"streams", "a b+c%d~é(x)"},
+		sdkAuth: "SDK-HMAC-SHA256 Access=HPUAEXAMPLEACCESSKEY, SignedHeaders=user-agent;x-project-id;x-sdk-date, Signature=367e2f344b713619728b3ed0ee2476942bdc7f81028527f8990f570f032258c8"},
 	{name: "DELETE checkpoints", method: "DELETE", segments: []string{"checkpoints"},
-		query: [][2]string{{"stream_name", "s1"}, {"app_name", "g1"}, {"checkpoint_type", "LAST_READ"}}},
+		query:   [][2]string{{"stream_name", "s1"}, {"app_name", "g1"}, {"checkpoint_type", "LAST_READ"}},
+		sdkAuth: "SDK-HMAC-SHA256 Access=HPUAEXAMPLEACCESSKEY, SignedHeaders=user-agent;x-project-id;x-sdk-date, Signature=f7b63c81d67403ab25948c8a9aa0734264f736b64c8ba4f3a26261f9d6d50dbe"},
 	{name: "GET consumer state nested path", method: "GET", segments: []string{"apps", "g 1", "streams", "s:1"},
-		query: [][2]string{{"checkpoint_type", "LAST_READ"}, {"limit", "100"}}},
+		query:   [][2]string{{"checkpoint_type", "LAST_READ"}, {"limit", "100"}},
+		sdkAuth: "SDK-HMAC-SHA256 Access=HPUAEXAMPLEACCESSKEY, SignedHeaders=user-agent;x-project-id;x-sdk-date, Signature=f706c465eb14239b313db88b8e6a9b0e2e4d3db8fc273cf43605b72e0048d117"},
 	{name: "POST with security token", method: "POST", segments: []string{"checkpoints"}, token: signToken,
-		body: `{"app_name":"g1","checkpoint_type":"LAST_READ","stream_name":"s1","partition_id":"0","sequence_number":"5"}`},
+		body:    `{"app_name":"g1","checkpoint_type":"LAST_READ","stream_name":"s1","partition_id":"0","sequence_number":"5"}`,
+		sdkAuth: "SDK-HMAC-SHA256 Access=HPUAEXAMPLEACCESSKEY, SignedHeaders=user-agent;x-project-id;x-sdk-date;x-security-token, Signature=7ce01efe0d3778df6dd1c04ff7c10fea6a4d77a19af35f3420fa9e408dc09f23"},
 	{name: "GET with security token", method: "GET", segments: []string{"streams"}, token: signToken,
-		query: [][2]string{{"limit", "10"}, {"start_stream_name", "x y"}}},
+		query:   [][2]string{{"limit", "10"}, {"start_stream_name", "x y"}},
+		sdkAuth: "SDK-HMAC-SHA256 Access=HPUAEXAMPLEACCESSKEY, SignedHeaders=user-agent;x-project-id;x-sdk-date;x-security-token, Signature=61af00c97bf73315fccd243153f24c308604150f283d5767b555e4a102d7ddb1"},
 	{name: "POST protobuf body", method: "POST", segments: []string{"records"}, ctype: "application/x-protobuf; charset=utf-8",
-		body: "\x0a\x02s1\x12\x05\x1a\x03abc"},
+		body:    "\x0a\x02s1\x12\x05\x1a\x03abc",
+		sdkAuth: "SDK-HMAC-SHA256 Access=HPUAEXAMPLEACCESSKEY, SignedHeaders=user-agent;x-project-id;x-sdk-content-sha256;x-sdk-date, Signature=d25df1627d2e5ebe31c652e30e474ae0dca8878f8ae30075e385d348c0b813e8"},
 }
 
 func (tc signCase) contentType() string {
@@ -67,29 +76,6 @@ func (tc signCase) contentType() string {
 		return tc.ctype
 	}
 	return "application/json"
-}
-
-// sdkRequest builds tc as the SDK's request object, headers as the SDK's
-// BasicCredentials and HcHttpClient set them, with a fixed X-Sdk-Date.
-func (tc signCase) sdkRequest() *sdkrequest.DefaultHttpRequest {
-	b := sdkrequest.NewHttpRequestBuilder().
-		WithEndpoint(signEndpoint).
-		WithPath("/v2/"+signProject+"/"+strings.Join(tc.segments, "/")).
-		WithMethod(tc.method).
-		AddHeaderParam("Content-Type", tc.contentType()).
-		AddHeaderParam("User-Agent", signUserAgent).
-		AddHeaderParam("X-Project-Id", signProject).
-		AddHeaderParam(HeaderSdkDate, signTime.Format(SdkDateFormat))
-	if tc.token != "" {
-		b.AddHeaderParam(headerSecurityToken, tc.token)
-	}
-	for _, kv := range tc.query {
-		b.AddQueryParam(kv[0], reflect.ValueOf(kv[1]))
-	}
-	if tc.body != "" {
-		b.WithBody("", tc.body)
-	}
-	return b.Build()
 }
 
 // ourRequest builds tc the way Client.attempt does.
@@ -114,52 +100,31 @@ func (tc signCase) ourRequest(t *testing.T) *http.Request {
 
 func fixedClock() time.Time { return signTime }
 
-// TestSignatureMatchesSDK signs each request with the official SDK's signer
-// and with AKSKSigner and wants the same Authorization header, byte for
-// byte; and it wants VerifySignature to accept the request exactly as the
-// SDK puts it on the wire.
+// TestSignatureMatchesSDK signs each request as the client builds it with
+// AKSKSigner and wants the Authorization header the official SDK made for
+// it, byte for byte; and it wants VerifySignature to accept the request.
 func TestSignatureMatchesSDK(t *testing.T) {
 	for _, tc := range signCases {
 		t.Run(tc.name, func(t *testing.T) {
-			sdkReq := tc.sdkRequest()
-			sdkHeaders, err := sdksigner.Signer{}.Sign(sdkReq, signAK, signSK)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := sdkHeaders[headerAuthorization]
-			if !strings.HasPrefix(want, signAlgorithm+" Access="+signAK+", ") {
-				t.Fatalf("unexpected SDK Authorization %q", want)
-			}
-
 			ours := tc.ourRequest(t)
 			if err := (AKSKSigner{AccessKey: signAK, SecretKey: signSK, SecurityToken: tc.token, Now: fixedClock}).Sign(ours, []byte(tc.body)); err != nil {
 				t.Fatal(err)
 			}
-			if got := ours.Header.Get(headerAuthorization); got != want {
-				t.Errorf("Authorization\n got %s\nwant %s", got, want)
+			if got := ours.Header.Get(headerAuthorization); got != tc.sdkAuth {
+				t.Errorf("Authorization\n got %s\nwant %s", got, tc.sdkAuth)
 			}
-			if got := ours.Header.Get(HeaderSdkDate); got != sdkHeaders[HeaderSdkDate] {
-				t.Errorf("X-Sdk-Date %q, SDK %q", got, sdkHeaders[HeaderSdkDate])
+			if got, want := ours.Header.Get(HeaderSdkDate), signTime.Format(SdkDateFormat); got != want {
+				t.Errorf("X-Sdk-Date %q, want %q", got, want)
 			}
 			if tc.token != "" && ours.Header.Get(headerSecurityToken) != tc.token {
 				t.Errorf("X-Security-Token not sent")
 			}
-
-			for k, v := range sdkHeaders {
-				sdkReq.AddHeaderParam(k, v)
-			}
-			wire, err := sdkReq.ConvertRequest()
+			auth, err := ParseAuthorization(ours.Header.Get(headerAuthorization))
 			if err != nil {
 				t.Fatal(err)
 			}
-			body, _ := io.ReadAll(wire.Body)
-			auth, err := ParseAuthorization(wire.Header.Get(headerAuthorization))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ok, err := VerifySignature(wire, body, auth, signSK)
-			if err != nil || !ok {
-				t.Errorf("VerifySignature of the SDK's wire request: %v, %v (URL %s)", ok, err, wire.URL)
+			if ok, err := VerifySignature(ours, []byte(tc.body), auth, signSK); err != nil || !ok {
+				t.Errorf("VerifySignature of our own request: %v, %v (URL %s)", ok, err, ours.URL)
 			}
 		})
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 )
 
-// Names of the AK/SK signing scheme (DIS-API.md §3) that both the signer and
+// Names of the AK/SK signing scheme (docs/dis-api.md §3) that both the signer and
 // the embedded server's verifier need.
 const (
 	// HeaderSdkDate carries the signing time, SdkDateFormat in UTC. It is part

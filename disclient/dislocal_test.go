@@ -2,28 +2,17 @@ package disclient_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/disgw/disgw/disclient"
-	"github.com/disgw/disgw/disclient/dislocal"
+	"github.com/disgw/disgw/disclient/dislocal/dislocaltest"
 )
 
 // TestClientAgainstEmbeddedServer runs every client operation against the
 // embedded DIS server, the pairing disgw uses by default.
 func TestClientAgainstEmbeddedServer(t *testing.T) {
-	srv, err := dislocal.Open(dislocal.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() { hs.Close(); _ = srv.Close() })
-	c, err := disclient.New(disclient.Config{Endpoint: hs.URL, ProjectID: "p1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := dislocaltest.Start(t).Client
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

@@ -16,7 +16,7 @@ const (
 	// record data goes base64-encoded inside JSON.
 	EncodingJSON BodyEncoding = "json"
 	// EncodingProtobuf sends PutRecords and GetRecords as the protobuf
-	// messages of the DIS Java SDK (DIS-API.md §4), with raw record data:
+	// messages of the DIS Java SDK (docs/dis-api.md §4), with raw record data:
 	// smaller bodies and much cheaper to encode and decode. The embedded
 	// server supports it; that DIS does is known only from its Java SDK.
 	EncodingProtobuf BodyEncoding = "protobuf"

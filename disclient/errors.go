@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// DIS error codes that disgw reacts to. The full list is in DIS-API.md; these
+// DIS error codes that disgw reacts to. The full list is in docs/dis-api.md §2; these
 // are the ones whose meaning changes what the gateway or the client does.
 const (
 	CodeInvalidRequest     = "DIS.4200"

@@ -232,7 +232,7 @@ type GetCheckpointRequest struct {
 }
 
 // GetCheckpointResponse answers GetCheckpoint. With no checkpoint committed
-// the sequence number is "-1" (the choice DIS-API.md suggests).
+// the sequence number is "-1" (the choice docs/dis-api.md takes, open question 4).
 type GetCheckpointResponse struct {
 	SequenceNumber string `json:"sequence_number"`
 	Metadata       string `json:"metadata"`

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// The protobuf bodies of PutRecords and GetRecords (DIS-API.md §4, the DIS
+// The protobuf bodies of PutRecords and GetRecords (docs/dis-api.md §4, the DIS
 // Java SDK's message.proto, proto2). They carry record data as raw bytes
 // instead of base64 inside JSON, which is most of the cost of the JSON
 // bodies. The messages are encoded by hand with protowire into and out of

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/disgw/disgw/disclient"
-	"github.com/disgw/disgw/disclient/dislocal"
+	"github.com/disgw/disgw/disclient/dislocal/dislocaltest"
 )
 
 // contentTypes records the Content-Type of every records request and
@@ -55,12 +54,7 @@ func (c *contentTypes) seen() (requests, responses []string) {
 // values, sequence numbers, timestamps, keys and a record failed for a bad
 // partition must come out the same either way.
 func TestProtobufAgainstEmbeddedServer(t *testing.T) {
-	srv, err := dislocal.Open(dislocal.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() { hs.Close(); _ = srv.Close() })
+	hs := dislocaltest.Start(t)
 	newClient := func(enc disclient.BodyEncoding, rt http.RoundTripper) *disclient.Client {
 		c, err := disclient.New(disclient.Config{Endpoint: hs.URL, ProjectID: "p1", Encoding: enc,
 			HTTPClient: &http.Client{Transport: rt}, Retry: disclient.RetryPolicy{MaxAttempts: 1}})

@@ -16,7 +16,7 @@ import (
 )
 
 // messageProto is the part of the DIS Java SDK's message.proto this package
-// speaks (DIS-API.md §4), written out so that the reference protobuf
+// speaks (docs/dis-api.md §4), written out so that the reference protobuf
 // runtime can check the hand-written codec.
 const messageProto = `
 name: "message.proto" package: "dis" syntax: "proto2"

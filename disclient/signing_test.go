@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/disclient/dislocal"
+	"github.com/disgw/disgw/disclient/dislocal/dislocaltest"
 )
 
 const (
@@ -22,37 +22,24 @@ const (
 )
 
 // signedServer is an embedded DIS that requires signatures with e2eAK, its
-// logs going to the returned buffer; wrap, if not nil, sits in front of it.
-func signedServer(t *testing.T, wrap func(http.Handler) http.Handler) (*httptest.Server, *bytes.Buffer) {
+// logs going to the returned buffer; opts set up its client or wrap it.
+func signedServer(t *testing.T, opts ...dislocaltest.Option) (*dislocaltest.Server, *bytes.Buffer) {
 	t.Helper()
 	var logs bytes.Buffer
-	srv, err := dislocal.Open(dislocal.Config{
-		Dir:         t.TempDir(),
-		Credentials: map[string]dislocal.Credential{e2eAK: {SecretKey: e2eSK}},
-		Logger:      zerolog.New(&logs).Level(zerolog.DebugLevel),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h http.Handler = srv
-	if wrap != nil {
-		h = wrap(srv)
-	}
-	hs := httptest.NewServer(h)
-	t.Cleanup(func() { hs.Close(); _ = srv.Close() })
-	return hs, &logs
+	srv := dislocaltest.Start(t, append([]dislocaltest.Option{dislocaltest.WithDIS(func(c *dislocal.Config) {
+		c.Credentials = map[string]dislocal.Credential{e2eAK: {SecretKey: e2eSK}}
+		c.Logger = zerolog.New(&logs).Level(zerolog.DebugLevel)
+	})}, opts...)...)
+	return srv, &logs
 }
 
 // TestSignedRoundTrip runs writes, reads and checkpoints through a signing
 // client against an embedded server that verifies every signature.
 func TestSignedRoundTrip(t *testing.T) {
-	hs, _ := signedServer(t, nil)
-	c, err := disclient.New(disclient.Config{Endpoint: hs.URL, ProjectID: "p1",
-		Signer: disclient.AKSKSigner{AccessKey: e2eAK, SecretKey: e2eSK}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	hs, _ := signedServer(t, dislocaltest.WithClient(func(c *disclient.Config) {
+		c.Signer = disclient.AKSKSigner{AccessKey: e2eAK, SecretKey: e2eSK}
+	}))
+	c := hs.Client
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -102,8 +89,12 @@ func TestSignedRoundTrip(t *testing.T) {
 // server logging at debug level, and looks for the secret key in the logs
 // and the error.
 func TestFailingSignedCallLogsNoSecret(t *testing.T) {
+	const wrongSK = "wrong-secret-key-value"
+	signer := disclient.AKSKSigner{AccessKey: e2eAK, SecretKey: wrongSK}
+	var clientLogs bytes.Buffer
+	log := zerolog.New(&clientLogs).Level(zerolog.DebugLevel)
 	var first atomic.Bool
-	hs, serverLogs := signedServer(t, func(next http.Handler) http.Handler {
+	hs, serverLogs := signedServer(t, dislocaltest.WithHandler(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if first.CompareAndSwap(false, true) {
 				http.Error(w, `{"errorCode":"DIS.5250","message":"busy"}`, http.StatusServiceUnavailable)
@@ -111,18 +102,11 @@ func TestFailingSignedCallLogsNoSecret(t *testing.T) {
 			}
 			next.ServeHTTP(w, r)
 		})
-	})
-	const wrongSK = "wrong-secret-key-value"
-	signer := disclient.AKSKSigner{AccessKey: e2eAK, SecretKey: wrongSK}
-	var clientLogs bytes.Buffer
-	log := zerolog.New(&clientLogs).Level(zerolog.DebugLevel)
-	c, err := disclient.New(disclient.Config{Endpoint: hs.URL, ProjectID: "p1", Signer: signer, Logger: log,
-		Retry: disclient.RetryPolicy{MaxAttempts: 3, BaseBackoff: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	_, err = c.ListStreams(t.Context(), 10, "")
+	}), dislocaltest.WithClient(func(c *disclient.Config) {
+		c.Signer, c.Logger = signer, log
+		c.Retry = disclient.RetryPolicy{MaxAttempts: 3, BaseBackoff: time.Millisecond}
+	}))
+	_, err := hs.Client.ListStreams(t.Context(), 10, "")
 	if !disclient.IsCode(err, "DIS.4100") {
 		t.Fatalf("error %v, want DIS.4100", err)
 	}

@@ -11,7 +11,7 @@ import (
 // it flexible; v4 batches keys (KIP-699); v5 and v6 only changed error codes
 // and key types (2, share groups). This gateway coordinates every group
 // itself, so the answer is always the broker Metadata lists
-// (KAFKA-COMPAT.md item 5). disgw has no transactions: a transactional key
+// (docs/kafka-compat.md item 5). disgw has no transactions: a transactional key
 // gets a non-retriable error with a message, not an endless retry loop.
 
 func init() {

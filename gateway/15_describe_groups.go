@@ -13,7 +13,7 @@ import (
 // v1 and v2 only changed throttling; v3 authorized operations; v4 member
 // instance ids; v5 flexible. A group with committed offsets in DIS but no
 // live members is described as Empty with protocol type "consumer", so
-// kafka-consumer-groups --describe works on it (KAFKA-COMPAT.md item 10); a
+// kafka-consumer-groups --describe works on it (docs/kafka-compat.md item 10); a
 // group that exists nowhere is Dead, as Kafka answers before v6.
 
 func init() {

@@ -14,7 +14,7 @@ import (
 // header is always v0 so that a client can read it before it knows which
 // versions we speak. A request at a version we do not have is answered at v0
 // with UNSUPPORTED_VERSION and our ranges, so the client can retry lower
-// instead of failing (KAFKA-COMPAT.md item 1).
+// instead of failing (docs/kafka-compat.md item 1).
 
 const apiKeyApiVersions = 18
 

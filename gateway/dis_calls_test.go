@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/disclient/dislocal"
+	"github.com/disgw/disgw/disclient/dislocal/dislocaltest"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -68,15 +68,7 @@ func (c *countingDIS) PutRecords(ctx context.Context, req *disclient.PutRecordsR
 
 func startCounted(t *testing.T) (*Gateway, *countingDIS) {
 	t.Helper()
-	srv, err := dislocal.Open(dislocal.Config{Dir: t.TempDir(), Sync: dislocal.SyncNone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	cl, err := disclient.New(disclient.Config{Endpoint: hs.URL, ProjectID: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := dislocaltest.Start(t, dislocaltest.WithDIS(func(c *dislocal.Config) { c.Sync = dislocal.SyncNone })).Client
 	dis := &countingDIS{API: cl, putInFlight: map[string]int{}, putCallsSeen: map[string]int{}}
 	gw, err := New(Config{Listen: "127.0.0.1:0", AutoCreateTopics: true}, dis)
 	if err != nil {
@@ -89,15 +81,12 @@ func startCounted(t *testing.T) (*Gateway, *countingDIS) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = gw.Close(ctx)
-		cl.Close()
-		hs.Close()
-		_ = srv.Close()
 	})
 	return gw, dis
 }
 
 // Many producers writing one partition share PutRecords calls, and the
-// gateway never has two calls in flight for one partition (DESIGN.md §4).
+// gateway never has two calls in flight for one partition (docs/design.md §4).
 func TestOnePutRecordsInFlightPerPartition(t *testing.T) {
 	gw, dis := startCounted(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -212,17 +201,8 @@ func (d *throttlingDIS) PutRecords(ctx context.Context, req *disclient.PutRecord
 // DIS throttling reaches the client as a retriable error with
 // throttle_time_ms, and the retried records land once.
 func TestThrottlingBecomesRetriableError(t *testing.T) {
-	srv, err := dislocal.Open(dislocal.Config{Dir: t.TempDir(), Sync: dislocal.SyncNone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer func() { hs.Close(); _ = srv.Close() }()
-	cl, err := disclient.New(disclient.Config{Endpoint: hs.URL, ProjectID: "p", Retry: disclient.RetryPolicy{MaxAttempts: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := dislocaltest.Start(t, dislocaltest.WithDIS(func(c *dislocal.Config) { c.Sync = dislocal.SyncNone }),
+		dislocaltest.WithClient(func(c *disclient.Config) { c.Retry = disclient.RetryPolicy{MaxAttempts: 1} })).Client
 	dis := &throttlingDIS{API: cl}
 	gw, err := New(Config{Listen: "127.0.0.1:0", AutoCreateTopics: true}, dis)
 	if err != nil {

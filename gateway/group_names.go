@@ -10,7 +10,7 @@ import (
 )
 
 // A Kafka consumer group is a DIS app; its committed offsets are the app's
-// LAST_READ checkpoints (DESIGN.md §2). docs/groups.md documents the
+// LAST_READ checkpoints (docs/design.md §2). docs/groups.md documents the
 // encoding below for other tools.
 
 // appNamePattern is what DIS accepts as an app name.

@@ -14,7 +14,7 @@ import (
 )
 
 // groupDriver is the thin driver around the group coordinator state machine
-// (DESIGN.md §5): it feeds requests and the clock in, under one lock, and
+// (docs/design.md §5): it feeds requests and the clock in, under one lock, and
 // carries out what Ready returns: responses to waiting requests, and a timer
 // for the next Tick; the DIS apps of groups that expired are deleted. All
 // group membership lives in the coordinator; offsets live in DIS, written

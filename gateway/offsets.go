@@ -12,7 +12,7 @@ import (
 	"github.com/disgw/disgw/disclient"
 )
 
-// Committed offsets are DIS checkpoints (DESIGN.md §2): the LAST_READ
+// Committed offsets are DIS checkpoints (docs/design.md §2): the LAST_READ
 // checkpoint of the group's app on (stream, partition) holds the next offset
 // to read, as Kafka's committed offset does and as Huawei's DIS Kafka
 // adapter stores it, so both kinds of consumer can share a group.

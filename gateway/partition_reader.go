@@ -18,7 +18,7 @@ import (
 // Huawei's own adapter does after 270 s.
 const cursorRefreshAge = 270 * time.Second
 
-// partitionReader serves Fetch for one partition (DESIGN.md §4). It keeps the
+// partitionReader serves Fetch for one partition (docs/design.md §4). It keeps the
 // DIS cursor for the offset it will read next, so sequential consumers cost
 // one GetRecords per fetch and no GetCursor; a read-ahead cache of recent
 // records serves several consumers at once and hands records just produced

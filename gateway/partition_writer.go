@@ -104,7 +104,7 @@ const producerPruneInterval = time.Minute
 
 // partitionWriter serialises writes to one DIS partition: at most one
 // PutRecords in flight, and everything that arrives meanwhile goes into the
-// next call (DESIGN.md §4). That keeps Kafka's per-partition order and turns
+// next call (docs/design.md §4). That keeps Kafka's per-partition order and turns
 // DIS round trips into batching rather than queueing.
 type partitionWriter struct {
 	gw  *Gateway

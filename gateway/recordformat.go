@@ -9,7 +9,7 @@ import (
 	"github.com/disgw/disgw/protocol"
 )
 
-// RecordFormat says how a Kafka record is held in a DIS record (DESIGN.md §2).
+// RecordFormat says how a Kafka record is held in a DIS record (docs/design.md §2).
 type RecordFormat string
 
 const (

@@ -34,7 +34,7 @@ type responseSink interface {
 	resume()
 }
 
-// session is the per-connection request pipeline (DESIGN.md §3). Frames are
+// session is the per-connection request pipeline (docs/design.md §3). Frames are
 // decoded on the transport's goroutine and handed to one dispatcher goroutine
 // that starts handlers in request order, so a handler's ordered part (for
 // produce: the queueing of batches) sees requests in the order the client sent

@@ -26,7 +26,10 @@ var disgwBinary = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "disgw")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/disgw").CombinedOutput()
+	// Built in the gateway's own module, with its go.mod, as users build it.
+	build := exec.Command("go", "build", "-o", bin, "./cmd/disgw")
+	build.Dir = ".."
+	out, err := build.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}

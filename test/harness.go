@@ -7,8 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"sync"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/disclient/dislocal"
+	"github.com/disgw/disgw/disclient/dislocal/dislocaltest"
 	"github.com/disgw/disgw/gateway"
 )
 
@@ -60,7 +59,7 @@ type Cluster struct {
 	// Addr is the Kafka bootstrap address.
 	Addr string
 
-	http      *http.Server
+	dis       *dislocaltest.Server
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -68,24 +67,17 @@ type Cluster struct {
 // Start opens the embedded DIS server in o.Dir and a gateway in front of it,
 // both on free loopback ports.
 func Start(o Options) (*Cluster, error) {
-	dis, err := dislocal.Open(dislocal.Config{Dir: o.Dir, Sync: o.Sync, Logger: o.Logger, Credentials: o.Credentials})
+	dis, err := dislocaltest.New(
+		dislocaltest.WithDIS(func(c *dislocal.Config) {
+			c.Dir, c.Sync, c.Logger, c.Credentials = o.Dir, o.Sync, o.Logger, o.Credentials
+		}),
+		dislocaltest.WithClient(func(c *disclient.Config) {
+			c.ProjectID, c.Signer, c.Encoding, c.Logger = ProjectID, o.Signer, o.Encoding, o.Logger
+		}))
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		_ = dis.Close()
-		return nil, err
-	}
-	c := &Cluster{DIS: dis, DISURL: "http://" + ln.Addr().String()}
-	c.http = &http.Server{Handler: dis, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = c.http.Serve(ln) }()
-
-	c.Client, err = disclient.New(disclient.Config{Endpoint: c.DISURL, ProjectID: ProjectID, Signer: o.Signer, Encoding: o.Encoding, Logger: o.Logger})
-	if err != nil {
-		c.closeDIS()
-		return nil, err
-	}
+	c := &Cluster{DIS: dis.DIS, DISURL: dis.URL, Client: dis.Client, dis: dis}
 	cfg := gateway.Config{
 		Listen:               "127.0.0.1:0",
 		AutoCreateTopics:     true,
@@ -118,19 +110,11 @@ func Start(o Options) (*Cluster, error) {
 		err = c.Gateway.Start()
 	}
 	if err != nil {
-		c.Client.Close()
-		c.closeDIS()
+		_ = dis.Close()
 		return nil, fmt.Errorf("start gateway: %w", err)
 	}
 	c.Addr = c.Gateway.Addr().String()
 	return c, nil
-}
-
-func (c *Cluster) closeDIS() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = c.http.Shutdown(ctx)
-	_ = c.DIS.Close()
 }
 
 // Close stops the gateway, then the embedded DIS server. Calls after the
@@ -144,8 +128,7 @@ func (c *Cluster) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := c.Gateway.Close(ctx)
-	c.Client.Close()
-	c.closeDIS()
+	_ = c.dis.Close()
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("gateway did not stop in time: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 
 // A client probing with an ApiVersions version we do not have gets a v0
 // answer with UNSUPPORTED_VERSION and our ranges, and the connection stays
-// usable (KAFKA-COMPAT.md item 1).
+// usable (docs/kafka-compat.md item 1).
 func TestApiVersionsUnknownVersion(t *testing.T) {
 	c := startCluster(t, nil)
 	rc := dialRaw(t, c.Addr)
@@ -216,7 +216,7 @@ func TestMetadataHonoursNoAutoCreate(t *testing.T) {
 }
 
 // A consumer that starts in the middle of what was one produce batch gets
-// the records from its offset on (KAFKA-COMPAT.md item 9).
+// the records from its offset on (docs/kafka-compat.md item 9).
 func TestFetchInsideBatch(t *testing.T) {
 	c := startCluster(t, nil)
 	createTopic(t, c, "inside", 1, nil)

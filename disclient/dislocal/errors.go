@@ -21,7 +21,7 @@ type apiError struct {
 func (e *apiError) Error() string { return e.code + ": " + e.message }
 
 // errorf builds an apiError with the status DIS uses for code: 500 for
-// DIS.5xxx, 400 for everything else (DIS-API.md, error table).
+// DIS.5xxx, 400 for everything else (docs/dis-api.md §2, error table).
 func errorf(code, format string, args ...any) *apiError {
 	status := http.StatusBadRequest
 	if strings.HasPrefix(code, "DIS.5") {

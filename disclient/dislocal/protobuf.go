@@ -10,7 +10,7 @@ import (
 )
 
 // PutRecords and GetRecords also speak the protobuf bodies of the DIS Java
-// SDK (DIS-API.md §4): a request whose Content-Type is application/x-protobuf
+// SDK (docs/dis-api.md §4): a request whose Content-Type is application/x-protobuf
 // gets a protobuf answer, whatever it accepts. Errors stay JSON, as on DIS.
 // The messages are encoded by disclient's codec, shared with the client.
 

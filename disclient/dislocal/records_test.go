@@ -16,7 +16,7 @@ import (
 func i64(v int64) *int64 { return &v }
 
 func TestHashRouting(t *testing.T) {
-	// Test vectors of the Java SDK's PartitionKeyUtils (DIS-API.md §2).
+	// Test vectors of the Java SDK's PartitionKeyUtils (docs/dis-api.md §2).
 	if h := hashKey("0"); h != 5750288053043553775 {
 		t.Errorf(`hashKey("0") = %d`, h)
 	}

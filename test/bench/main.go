@@ -5,7 +5,7 @@
 // disclient with a comparable concurrency. It prints one greppable line per
 // figure; docs/benchmarks.md explains them and records measured numbers.
 //
-//	go run ./test/bench [-records N] [-size BYTES] [-partitions P] [-sync always|none] [-dis-encoding json|protobuf|both]
+//	go -C test run ./bench [-records N] [-size BYTES] [-partitions P] [-sync always|none] [-dis-encoding json|protobuf|both]
 package main
 
 import (

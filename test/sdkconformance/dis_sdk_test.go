@@ -1,9 +1,10 @@
-package dislocal_test
+package sdkconformance_test
 
 // The official Huawei Cloud Go SDK (services/dis/v2) as the judge of the
 // embedded server: every operation disgw uses or dislocal serves goes
 // through the SDK unchanged, which must decode each answer, and the values
-// it decodes must be right. DIS-API.md §6 lists what this takes.
+// it decodes must be right. docs/dis-api.md §6 lists what this takes. The
+// tests live in the test module so that only it depends on the SDK.
 
 import (
 	"encoding/base64"
@@ -11,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -27,6 +27,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/disclient/dislocal"
+	"github.com/disgw/disgw/disclient/dislocal/dislocaltest"
 )
 
 // sdkProject is the project id the SDK puts into every path.
@@ -62,22 +63,11 @@ type sdkEnv struct {
 func newSDKEnv(t *testing.T) *sdkEnv {
 	t.Helper()
 	clock := &sdkClock{t: time.Now().Truncate(time.Millisecond)}
-	srv, err := dislocal.Open(dislocal.Config{
-		Dir:                    t.TempDir(),
-		Sync:                   dislocal.SyncNone,
-		Now:                    clock.now,
-		RetentionCheckInterval: time.Hour,
-	})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		if err := srv.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	hs := dislocaltest.Start(t, dislocaltest.WithDIS(func(c *dislocal.Config) {
+		c.Sync = dislocal.SyncNone
+		c.Now = clock.now
+		c.RetentionCheckInterval = time.Hour
+	})).HTTP
 
 	cred, err := basic.NewCredentialsBuilder().
 		WithAk("any-access-key").
@@ -498,7 +488,7 @@ func TestSDKRecords(t *testing.T) {
 	}
 
 	t.Run("PartitionKeyAndForms", func(t *testing.T) {
-		// "user-1" hashes into partition 2 of 3 (DIS-API.md's test vector).
+		// "user-1" hashes into partition 2 of 3 (the test vector of docs/dis-api.md §2).
 		res := e.send(t, "events", entry("u", "", "user-1"), entry("x", "1", ""), entry("y", "shardId-0000000001", ""))
 		var got []string
 		for _, r := range res {
