@@ -66,7 +66,7 @@ func (c *countingDIS) PutRecords(ctx context.Context, req *disclient.PutRecordsR
 	return resp, err
 }
 
-func startCounted(t *testing.T) (*Gateway, *countingDIS) {
+func startCounted(t testing.TB) (*Gateway, *countingDIS) {
 	t.Helper()
 	srv, err := dislocal.Open(dislocal.Config{Dir: t.TempDir(), Sync: dislocal.SyncNone})
 	if err != nil {
