@@ -46,6 +46,9 @@ type Options struct {
 	// AK/SK), so tests can change the project or watch the calls; nil
 	// uses disclient.New.
 	TenantDIS func(accessKey string, cfg disclient.Config) (disclient.API, error)
+	// Endpoint, when set, maps the embedded server's URL to the endpoint
+	// the gateway's DIS client uses: a fault-injecting proxy in front of it.
+	Endpoint func(embeddedURL string) string
 }
 
 // Cluster is one gateway in front of one embedded DIS server.
@@ -78,7 +81,11 @@ func Start(o Options) (*Cluster, error) {
 	c.http = &http.Server{Handler: dis, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = c.http.Serve(ln) }()
 
-	c.Client, err = disclient.New(disclient.Config{Endpoint: c.DISURL, ProjectID: ProjectID, Signer: o.Signer, Encoding: o.Encoding, Logger: o.Logger})
+	endpoint := c.DISURL
+	if o.Endpoint != nil {
+		endpoint = o.Endpoint(c.DISURL)
+	}
+	c.Client, err = disclient.New(disclient.Config{Endpoint: endpoint, ProjectID: ProjectID, Signer: o.Signer, Encoding: o.Encoding, Logger: o.Logger})
 	if err != nil {
 		c.closeDIS()
 		return nil, err
