@@ -226,6 +226,7 @@ func (gw *Gateway) startAppend(ctx context.Context, t *topicMeta, rp *kmsg.Produ
 		return fail(kerr.InvalidRecord.Code, "the produce request holds no record batch")
 	}
 	op := &appendOp{producerID: -1, done: make(chan struct{})}
+	op.deadline, _ = ctx.Deadline()
 	pid := disclient.PartitionID(rp.Partition)
 	for bi := range batches {
 		b := &batches[bi]

@@ -31,10 +31,16 @@ func init() {
 // maxFetchWait bounds max_wait_ms, so a client cannot park a handler forever.
 const maxFetchWait = 30 * time.Second
 
+// fetchDISBudget is how long past max_wait_ms a fetch may spend on DIS
+// calls before it is answered with what it has. Clients time a fetch out
+// soon after its max wait (franz-go after 10 s more), so a DIS that hangs
+// must not hold the answer longer than that.
+const fetchDISBudget = 5 * time.Second
+
 // fetchDeadline is the long poll's max_wait_ms (within maxFetchWait) plus
-// putTimeout for the DIS calls that follow it.
+// fetchDISBudget for the DIS calls that follow it.
 func fetchDeadline(_ *Gateway, req *kmsg.FetchRequest) time.Duration {
-	return fetchWait(req) + putTimeout
+	return fetchWait(req) + fetchDISBudget
 }
 
 // fetchWait is how long a fetch may wait for min_bytes.

@@ -66,7 +66,7 @@ func (c *countingDIS) PutRecords(ctx context.Context, req *disclient.PutRecordsR
 	return resp, err
 }
 
-func startCounted(t *testing.T) (*Gateway, *countingDIS) {
+func startCounted(t testing.TB) (*Gateway, *countingDIS) {
 	t.Helper()
 	cl := dislocaltest.Start(t, dislocaltest.WithDIS(func(c *dislocal.Config) { c.Sync = dislocal.SyncNone })).Client
 	dis := &countingDIS{API: cl, putInFlight: map[string]int{}, putCallsSeen: map[string]int{}}

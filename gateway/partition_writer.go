@@ -41,6 +41,11 @@ type appendOp struct {
 	// answered first; whichever comes first wins.
 	state atomic.Int32
 
+	// deadline is when its producer is answered REQUEST_TIMED_OUT if DIS
+	// has not taken the op by then; zero for acks=0, which waits for no
+	// answer.
+	deadline time.Time
+
 	done       chan struct{}
 	baseOffset int64
 	scattered  bool // DIS did not store the records at consecutive offsets
@@ -373,7 +378,7 @@ func (w *partitionWriter) write(ops []*appendOp) {
 			entries = append(entries, op.entries...)
 		}
 	}
-	results, code, msg, throttled := w.put(entries)
+	results, code, msg, throttled := w.put(callDeadline(ops), entries)
 	if code == 0 && len(results) != len(entries) {
 		code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
 	}
@@ -447,13 +452,34 @@ func (op *appendOp) complete(results []disclient.PutRecordsResult) {
 	}
 }
 
+// callDeadline bounds the PutRecords calls for ops: the latest deadline of
+// their producers, within putTimeout. Past it every producer has been
+// answered REQUEST_TIMED_OUT, so a DIS that hangs holds up the partition's
+// later writes no longer than the requests that were waiting for it.
+func callDeadline(ops []*appendOp) time.Time {
+	limit := time.Now().Add(putTimeout)
+	var latest time.Time
+	for _, op := range ops {
+		if op.deadline.IsZero() {
+			return limit
+		}
+		if op.deadline.After(latest) {
+			latest = op.deadline
+		}
+	}
+	if latest.After(limit) {
+		return limit
+	}
+	return latest
+}
+
 // putTimeout bounds one PutRecords call including the client's retries.
 const putTimeout = 30 * time.Second
 
 // put sends entries in calls within the per-call limits and returns one
 // result per entry, or a Kafka error code for the whole set.
-func (w *partitionWriter) put(entries []disclient.PutRecordsEntry) ([]disclient.PutRecordsResult, int16, string, bool) {
-	ctx, cancel := context.WithTimeout(w.gw.ctx, putTimeout)
+func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecordsEntry) ([]disclient.PutRecordsResult, int16, string, bool) {
+	ctx, cancel := context.WithDeadline(w.gw.ctx, deadline)
 	defer cancel()
 	results := make([]disclient.PutRecordsResult, 0, len(entries))
 	maxRecs, maxBytes := w.gw.cfg.PutRecordsMaxRecords, w.gw.cfg.PutRecordsMaxBytes

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -48,6 +49,9 @@ type Options struct {
 	// WrapDIS, when set, wraps the gateway's own DIS client, so tests can
 	// slow DIS down or watch its calls.
 	WrapDIS func(disclient.API) disclient.API
+	// DISHandler, when set, wraps the embedded DIS server's HTTP handler:
+	// a fault injector in front of it (test/faultproxy).
+	DISHandler func(http.Handler) http.Handler
 }
 
 // Cluster is one gateway in front of one embedded DIS server.
@@ -73,7 +77,8 @@ func Start(o Options) (*Cluster, error) {
 		}),
 		dislocaltest.WithClient(func(c *disclient.Config) {
 			c.ProjectID, c.Signer, c.Encoding, c.Logger = ProjectID, o.Signer, o.Encoding, o.Logger
-		}))
+		}),
+		dislocaltest.WithHandler(o.DISHandler))
 	if err != nil {
 		return nil, err
 	}
