@@ -224,6 +224,11 @@ func (e *PutRecordsEntry) sizeProtobuf() int {
 	return n
 }
 
+// ProtobufPutRecordsCount counts the records of a protobuf
+// PutRecordsRequest without decoding them, so that a server can refuse an
+// over-long request before it spends a struct on every record.
+func ProtobufPutRecordsCount(b []byte) int { return countField(b, fieldPutRecords) }
+
 // UnmarshalProtobuf decodes a protobuf PutRecordsRequest into r, replacing
 // its contents. Record data is copied out of b.
 func (r *PutRecordsRequest) UnmarshalProtobuf(b []byte) error {

@@ -294,7 +294,7 @@ type Gateway struct {
 	// handled, responses not yet written, frames partly received.
 	inflight    atomic.Int64
 	conns       *connTable
-	handlersRun sync.WaitGroup
+	handlersRun handlerCount
 
 	producers *producerIDs
 	groups    *groupDriver
@@ -426,6 +426,45 @@ func (gw *Gateway) ListenerAddr(p SecurityProtocol) net.Addr {
 	return nil
 }
 
+// handlerCount counts the requests being handled, for Close to wait on.
+// Unlike a sync.WaitGroup it may gain requests while Close waits: clients
+// keep sending until their connections close.
+type handlerCount struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to 0; nil when nobody waits
+}
+
+func (c *handlerCount) Add(d int) {
+	c.mu.Lock()
+	c.n += d
+	if c.n == 0 && c.zero != nil {
+		close(c.zero)
+		c.zero = nil
+	}
+	c.mu.Unlock()
+}
+
+func (c *handlerCount) Done() { c.Add(-1) }
+
+// wait returns once no request is being handled, or when ctx is done.
+func (c *handlerCount) wait(ctx context.Context) {
+	c.mu.Lock()
+	if c.n == 0 {
+		c.mu.Unlock()
+		return
+	}
+	if c.zero == nil {
+		c.zero = make(chan struct{})
+	}
+	zero := c.zero
+	c.mu.Unlock()
+	select {
+	case <-zero:
+	case <-ctx.Done():
+	}
+}
+
 // Close stops accepting requests, lets in-flight handlers finish (bounded by
 // ctx), then closes every connection. Calls after the first return its
 // result.
@@ -437,15 +476,7 @@ func (gw *Gateway) Close(ctx context.Context) error {
 func (gw *Gateway) close(ctx context.Context) error {
 	gw.drainOnce.Do(func() { close(gw.draining) })
 	gw.groups.close()
-	finished := make(chan struct{})
-	gw.goSafe("close: waiting for handlers", func() {
-		gw.handlersRun.Wait()
-		close(finished)
-	})
-	select {
-	case <-finished:
-	case <-ctx.Done():
-	}
+	gw.handlersRun.wait(ctx)
 	gw.cancel()
 	if gw.swept != nil {
 		<-gw.swept

@@ -28,7 +28,7 @@ func wantsProtobuf(r *http.Request) bool {
 // names.
 func decodePutRecords(w http.ResponseWriter, r *http.Request, protobuf bool, req *disclient.PutRecordsRequest) error {
 	if !protobuf {
-		return decodeBody(w, r, maxPutBodyBytes, req)
+		return decodePutRecordsJSON(w, r, req)
 	}
 	bufp := responseBuffers.Get().(*[]byte)
 	defer recycleBuffer(bufp)
@@ -44,6 +44,11 @@ func decodePutRecords(w http.ResponseWriter, r *http.Request, protobuf bool, req
 		return errorf(disclient.CodeInvalidRequest, "Request body exceeds %d bytes.", maxPutBodyBytes)
 	case err != nil:
 		return errorf(disclient.CodeInvalidRequest, "Invalid request body. [%v]", err)
+	}
+	// Count before decoding: a body of many tiny records must not cost a
+	// struct per record first.
+	if n := disclient.ProtobufPutRecordsCount(buf.Bytes()); n > maxRecordsPerPut {
+		return errTooManyRecords(n)
 	}
 	if err := req.UnmarshalProtobuf(buf.Bytes()); err != nil {
 		return errorf(disclient.CodeInvalidRequest, "Invalid request body. [%v]", err)

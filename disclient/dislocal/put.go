@@ -1,9 +1,14 @@
 package dislocal
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/disgw/disgw/disclient"
 )
@@ -27,9 +32,6 @@ func (s *Server) putRecords(w http.ResponseWriter, r *http.Request, project stri
 	}
 	if len(req.Records) == 0 {
 		return errorf(disclient.CodeEmptyRequest, "Empty request: no records.")
-	}
-	if len(req.Records) > maxRecordsPerPut {
-		return errorf(disclient.CodeInvalidRequest, "Too many records. [%d] at most %d per request.", len(req.Records), maxRecordsPerPut)
 	}
 	st, err := s.putTarget(project, req.StreamName, req.StreamID)
 	if err != nil {
@@ -62,6 +64,115 @@ func (s *Server) putRecords(w http.ResponseWriter, r *http.Request, project stri
 		}
 	}
 	return writePutRecords(w, protobuf, &resp)
+}
+
+// errTooManyRecords refuses a PutRecords request of n records.
+func errTooManyRecords(n int) error {
+	return errorf(disclient.CodeInvalidRequest, "Too many records. [%d] at most %d per request.", n, maxRecordsPerPut)
+}
+
+// decodePutRecordsJSON reads a JSON PutRecords body record by record, so
+// that a body holding more records than one call may carry is refused at
+// the first record past the limit, before the rest is decoded. The body
+// is read through the same size limit as every PutRecords body.
+func decodePutRecordsJSON(w http.ResponseWriter, r *http.Request, req *disclient.PutRecordsRequest) error {
+	body := &limitedBody{r: http.MaxBytesReader(w, r.Body, maxPutBodyBytes)}
+	dec := json.NewDecoder(body)
+	if err := expectDelim(dec, '{'); err != nil {
+		if errors.Is(err, io.EOF) && dec.InputOffset() == 0 {
+			return errorf(disclient.CodeEmptyRequest, "Empty request.")
+		}
+		return body.error(err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return body.error(err)
+		}
+		switch tok {
+		case "stream_name":
+			err = dec.Decode(&req.StreamName)
+		case "stream_id":
+			err = dec.Decode(&req.StreamID)
+		case "records":
+			err = decodeRecordsJSON(dec, req)
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return body.error(err)
+		}
+	}
+	return body.error(expectDelim(dec, '}'))
+}
+
+// limitedBody remembers why reading a request body failed, since a JSON
+// decoder reports a body cut off by the size limit as truncated JSON.
+type limitedBody struct {
+	r   io.Reader
+	err error
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
+}
+
+// error turns a failure to decode the body into the DIS error: an API
+// error as it is, a body over the size limit or bad or truncated JSON as
+// DIS.4200.
+func (b *limitedBody) error(err error) error {
+	var ae *apiError
+	var tooLarge *http.MaxBytesError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ae):
+		return err
+	case errors.As(b.err, &tooLarge):
+		return errorf(disclient.CodeInvalidRequest, "Request body exceeds %d bytes.", maxPutBodyBytes)
+	default:
+		return errorf(disclient.CodeInvalidRequest, "Invalid request body. [%v]", err)
+	}
+}
+
+// decodeRecordsJSON reads the records array (or null) of a JSON PutRecords
+// body, refusing more than maxRecordsPerPut.
+func decodeRecordsJSON(dec *json.Decoder, req *disclient.PutRecordsRequest) error {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return fmt.Errorf("records: want an array, got %v", tok)
+	}
+	for dec.More() {
+		if len(req.Records) == maxRecordsPerPut {
+			return errTooManyRecords(maxRecordsPerPut + 1)
+		}
+		var e disclient.PutRecordsEntry
+		if err := dec.Decode(&e); err != nil {
+			return err
+		}
+		req.Records = append(req.Records, e)
+	}
+	return expectDelim(dec, ']')
+}
+
+// expectDelim reads the next token and checks it is d.
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if got, ok := tok.(json.Delim); !ok || got != d {
+		return fmt.Errorf("want %v, got %v", d, tok)
+	}
+	return nil
 }
 
 // putTarget finds and read-locks the stream of a PutRecords request, by
