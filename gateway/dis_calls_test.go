@@ -68,21 +68,8 @@ func (c *countingDIS) PutRecords(ctx context.Context, req *disclient.PutRecordsR
 
 func startCounted(t testing.TB) (*Gateway, *countingDIS) {
 	t.Helper()
-	cl := dislocaltest.Start(t, dislocaltest.WithDIS(func(c *dislocal.Config) { c.Sync = dislocal.SyncNone })).Client
-	dis := &countingDIS{API: cl, putInFlight: map[string]int{}, putCallsSeen: map[string]int{}}
-	gw, err := New(Config{Listen: "127.0.0.1:0", AutoCreateTopics: true}, dis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = gw.Close(ctx)
-	})
-	return gw, dis
+	dis := &countingDIS{API: localDIS(t), putInFlight: map[string]int{}, putCallsSeen: map[string]int{}}
+	return startGateway(t, Config{AutoCreateTopics: true}, dis), dis
 }
 
 // Many producers writing one partition share PutRecords calls, and the
@@ -204,14 +191,7 @@ func TestThrottlingBecomesRetriableError(t *testing.T) {
 	cl := dislocaltest.Start(t, dislocaltest.WithDIS(func(c *dislocal.Config) { c.Sync = dislocal.SyncNone }),
 		dislocaltest.WithClient(func(c *disclient.Config) { c.Retry = disclient.RetryPolicy{MaxAttempts: 1} })).Client
 	dis := &throttlingDIS{API: cl}
-	gw, err := New(Config{Listen: "127.0.0.1:0", AutoCreateTopics: true}, dis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = gw.Close(context.Background()) }()
+	gw := startGateway(t, Config{AutoCreateTopics: true}, dis)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := cl.CreateStream(ctx, &disclient.CreateStreamRequest{StreamName: "hot", PartitionCount: 1}); err != nil {

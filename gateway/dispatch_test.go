@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,38 +15,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
-	"github.com/disgw/disgw/disclient/dislocal"
 )
 
 // startWith starts a gateway on an embedded DIS wrapped by wrap.
 func startWith(t *testing.T, cfg Config, wrap func(disclient.API) disclient.API) *Gateway {
 	t.Helper()
-	srv, err := dislocal.Open(dislocal.Config{Dir: t.TempDir(), Sync: dislocal.SyncNone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	cl, err := disclient.New(disclient.Config{Endpoint: hs.URL, ProjectID: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Listen, cfg.AutoCreateTopics = "127.0.0.1:0", true
-	gw, err := New(cfg, wrap(cl))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = gw.Close(ctx)
-		cl.Close()
-		hs.Close()
-		_ = srv.Close()
-	})
-	return gw
+	cfg.AutoCreateTopics = true
+	return startGateway(t, cfg, wrap(localDIS(t)))
 }
 
 // testConn speaks kmsg over one raw connection.

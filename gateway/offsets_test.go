@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
-	"github.com/disgw/disgw/disclient/dislocal"
 )
 
 // gatedDIS holds the first CommitCheckpoint until released and records the
@@ -42,32 +40,8 @@ func (d *gatedDIS) CommitCheckpoint(ctx context.Context, req *disclient.CommitCh
 
 func startGated(t *testing.T) (*Gateway, *gatedDIS) {
 	t.Helper()
-	srv, err := dislocal.Open(dislocal.Config{Dir: t.TempDir(), Sync: dislocal.SyncNone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	cl, err := disclient.New(disclient.Config{Endpoint: hs.URL, ProjectID: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dis := &gatedDIS{API: cl, entered: make(chan struct{}), release: make(chan struct{})}
-	gw, err := New(Config{Listen: "127.0.0.1:0", InitialRebalanceDelay: -1}, dis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = gw.Close(ctx)
-		cl.Close()
-		hs.Close()
-		_ = srv.Close()
-	})
-	return gw, dis
+	dis := &gatedDIS{API: localDIS(t), entered: make(chan struct{}), release: make(chan struct{})}
+	return startGateway(t, Config{InitialRebalanceDelay: -1}, dis), dis
 }
 
 // kafkaRequest sends req over a client of its own, so that a request the
@@ -237,5 +211,40 @@ func TestStaleGenerationCommitDoesNotLand(t *testing.T) {
 	}
 	if got := committed(t, gw, "g"); got != 30 {
 		t.Fatalf("committed offset %d, want 30", got)
+	}
+}
+
+// An empty group whose last commit is older than OffsetsRetention expires:
+// its DIS app, holding every committed offset, is deleted (Kafka's
+// offsets.retention.minutes), and its offsets read back as none.
+func TestEmptyGroupOffsetsExpire(t *testing.T) {
+	dis := localDIS(t)
+	gw := startGateway(t, Config{InitialRebalanceDelay: -1, OffsetsRetention: 300 * time.Millisecond}, dis)
+	createTestTopic(t, gw)
+	resp := kafkaRequest[*kmsg.OffsetCommitResponse](t, gw, offsetCommitReq("expiring", "", -1, 7))
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("simple commit: %v", kerr.ErrorForCode(code))
+	}
+	if got := committed(t, gw, "expiring"); got != 7 {
+		t.Fatalf("committed %d, want 7", got)
+	}
+	app := appNameFor("expiring")
+	ctx := context.Background()
+	if _, err := dis.DescribeApp(ctx, app); err != nil {
+		t.Fatalf("the group's DIS app after a commit: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := dis.DescribeApp(ctx, app)
+		if disclient.IsCode(err, disclient.CodeAppNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the DIS app of a group past its retention is still there (%v)", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := committed(t, gw, "expiring"); got != -1 {
+		t.Fatalf("committed %d after expiry, want -1", got)
 	}
 }

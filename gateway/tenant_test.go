@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
-	"github.com/disgw/disgw/disclient/dislocal"
 )
 
 // metaCountingDIS counts the DIS calls a client's metadata and offset
@@ -42,47 +40,17 @@ func (d *metaCountingDIS) GetCheckpoint(ctx context.Context, req *disclient.GetC
 func (d *metaCountingDIS) Close() { d.closes.Add(1) }
 
 // localDIS serves an embedded DIS for one test and returns a client of it.
-func localDIS(t *testing.T) disclient.API {
-	t.Helper()
-	srv, err := dislocal.Open(dislocal.Config{Dir: t.TempDir(), Sync: dislocal.SyncNone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	cl, err := disclient.New(disclient.Config{Endpoint: hs.URL, ProjectID: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cl.Close()
-		hs.Close()
-		_ = srv.Close()
-	})
-	return cl
-}
-
 // startMetaCounted runs a gateway over a counted embedded DIS and returns a
 // client connected to it, whose requests go straight to the gateway (no
 // Metadata requests of the client's own).
 func startMetaCounted(t *testing.T, tune func(*Config)) (*Gateway, *metaCountingDIS, *kgo.Broker) {
 	t.Helper()
 	dis := &metaCountingDIS{API: localDIS(t)}
-	cfg := Config{Listen: "127.0.0.1:0"}
+	var cfg Config
 	if tune != nil {
 		tune(&cfg)
 	}
-	gw, err := New(cfg, dis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = gw.Close(ctx)
-	})
+	gw := startGateway(t, cfg, dis)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()))
 	if err != nil {
 		t.Fatal(err)
