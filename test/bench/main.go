@@ -45,6 +45,7 @@ const rssBudgetKiB = 256 << 10
 // settings are the command-line knobs of one run.
 type settings struct {
 	records         int
+	warmup          int
 	sizes           []int
 	batches         []int
 	partitions      int
@@ -68,6 +69,7 @@ func main() {
 	var s settings
 	var syncMode, encoding, sizes, batches string
 	flag.IntVar(&s.records, "records", 200_000, "records to produce and consume in each throughput phase")
+	flag.IntVar(&s.warmup, "warmup", 100_000, "records of 1 KiB produced and consumed on every server, untimed, before the first phase (0 for none)")
 	flag.StringVar(&sizes, "sizes", "100,1024", "value sizes in bytes of the throughput phases, comma-separated")
 	flag.StringVar(&batches, "batches", "16384,1000000", "producer batch sizes in bytes (franz-go ProducerBatchMaxBytes) of the throughput phases, comma-separated")
 	flag.IntVar(&s.partitions, "partitions", 3, "partitions of each topic and stream")
@@ -120,6 +122,8 @@ func parseInts(list string) ([]int, error) {
 
 func (s settings) validate() error {
 	switch {
+	case s.warmup < 0:
+		return fmt.Errorf("-warmup must not be negative")
 	case s.records < 1 || s.partitions < 1 || s.unloaded < 1 || s.directBatch < 1 || s.latencyRate < 1 || s.latencySize < 16:
 		return fmt.Errorf("-records, -partitions, -unloaded, -direct-batch and -latency-rate must be positive, -latency-size at least 16")
 	case int(s.latencyDuration.Seconds()*float64(s.latencyRate)) < 10:
@@ -231,8 +235,8 @@ func run(s settings) (err error) {
 		}
 	}
 
-	fmt.Printf("settings mode=%s records=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d GOMAXPROCS=%d NumCPU=%d\n",
-		s.mode, s.records, joinInts(s.sizes), joinInts(s.batches), s.partitions, s.sync, s.encoding, kafkaLine,
+	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d GOMAXPROCS=%d NumCPU=%d\n",
+		s.mode, s.records, s.warmup, joinInts(s.sizes), joinInts(s.batches), s.partitions, s.sync, s.encoding, kafkaLine,
 		s.latencyRate, s.latencyDuration, s.latencySize, s.unloaded, s.directBatch, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	return b.runAll(ctx)
 }

@@ -45,6 +45,9 @@ func (b *bench) targets() []target {
 
 // runAll runs every workload in turn and prints its lines.
 func (b *bench) runAll(ctx context.Context) error {
+	if err := b.warmUp(ctx); err != nil {
+		return err
+	}
 	for _, size := range b.s.sizes {
 		labels := fmt.Sprintf("size=%d", size)
 		stream := fmt.Sprintf("bench-direct-records-%d", size)
@@ -69,6 +72,26 @@ func (b *bench) runAll(ctx context.Context) error {
 		return err
 	}
 	b.printMemory()
+	return nil
+}
+
+// warmUp produces and consumes -warmup records on every target, untimed,
+// so that the JVM's just-in-time compiler and both servers' first segments
+// and connections do not weigh on the first measured phase.
+func (b *bench) warmUp(ctx context.Context) error {
+	if b.s.warmup == 0 {
+		return nil
+	}
+	w := *b
+	w.s.records = b.s.warmup
+	for _, t := range b.targets() {
+		if _, err := w.produce(ctx, t, "bench-warmup", 1024, 1000000); err != nil {
+			return fmt.Errorf("%s warm-up produce: %w", t.name, err)
+		}
+		if _, err := w.consume(ctx, t, "bench-warmup", 1024); err != nil {
+			return fmt.Errorf("%s warm-up consume: %w", t.name, err)
+		}
+	}
 	return nil
 }
 
