@@ -1,24 +1,29 @@
-// Command bench measures what the Kafka gateway costs over talking to DIS
-// directly. It starts the embedded DIS server and a gateway in front of it
-// (test.Start), then moves the same records four ways: produced and consumed
-// through the gateway with franz-go, and written and read straight through
-// disclient with a comparable concurrency. It prints one greppable line per
-// figure; docs/benchmarks.md explains them and records measured numbers.
+// Command bench measures disgw against Apache Kafka and against talking to
+// DIS directly. It builds and starts the disgw binary with its embedded DIS
+// (or, with -mode inprocess, runs the gateway inside this process), starts
+// an Apache Kafka 4.x broker from test/kafka/pom.xml when java and mvn are
+// installed, and runs the same franz-go workloads against both: produce and
+// consume at several value and batch sizes, end-to-end latency at a fixed
+// rate, and unloaded produce latency. It also writes and reads the same
+// records straight to the embedded DIS with disclient, one DIS record per
+// record and one DIS record per Kafka batch, and watches the resident memory
+// of the disgw process. It prints one greppable line per figure;
+// docs/benchmarks.md explains them and records measured numbers.
 //
-//	go -C test run ./bench [-records N] [-size BYTES] [-partitions P] [-sync always|none] [-dis-encoding json|protobuf|both]
+//	go -C test run ./bench [-records N] [-sizes 100,1024] [-batches 16384,1000000] [-kafka auto|on|off] [-kafka-flush default|always] [-mode binary|inprocess]
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"slices"
-	"syscall"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -28,70 +33,129 @@ import (
 	"github.com/disgw/disgw/test"
 )
 
+// The ways to run the gateway.
+const (
+	modeBinary    = "binary"    // the disgw binary as a child process: its memory can be measured
+	modeInProcess = "inprocess" // test.Start in this process: one CPU profile covers everything
+)
+
+// rssBudgetKiB is the resident memory disgw should stay within (issue 8).
+const rssBudgetKiB = 256 << 10
+
 // settings are the command-line knobs of one run.
 type settings struct {
-	records     int
-	size        int
-	partitions  int
-	unloaded    int
-	directBatch int
-	sync        dislocal.SyncMode
-	encoding    disclient.BodyEncoding
-	dir         string
-	cpuProfile  string
-	timeout     time.Duration
+	records         int
+	warmup          int
+	sizes           []int
+	batches         []int
+	partitions      int
+	unloaded        int
+	directBatch     int
+	latencyRate     int
+	latencyDuration time.Duration
+	latencySize     int
+	sync            dislocal.SyncMode
+	encoding        disclient.BodyEncoding
+	mode            string
+	kafka           string
+	kafkaFlush      string
+	disgwArgs       string
+	dir             string
+	cpuProfile      string
+	timeout         time.Duration
 }
 
 func main() {
 	var s settings
-	var syncMode, encoding string
-	flag.IntVar(&s.records, "records", 500_000, "records to produce and consume in each throughput phase")
-	flag.IntVar(&s.size, "size", 1024, "value size in bytes")
+	var syncMode, encoding, sizes, batches string
+	flag.IntVar(&s.records, "records", 200_000, "records to produce and consume in each throughput phase")
+	flag.IntVar(&s.warmup, "warmup", 100_000, "records of 1 KiB produced and consumed on every server, untimed, before the first phase (0 for none)")
+	flag.StringVar(&sizes, "sizes", "100,1024", "value sizes in bytes of the throughput phases, comma-separated")
+	flag.StringVar(&batches, "batches", "16384,1000000", "producer batch sizes in bytes (franz-go ProducerBatchMaxBytes) of the throughput phases, comma-separated")
 	flag.IntVar(&s.partitions, "partitions", 3, "partitions of each topic and stream")
 	flag.IntVar(&s.unloaded, "unloaded", 2000, "records produced one at a time for the unloaded latency")
-	flag.IntVar(&s.directBatch, "direct-batch", 500, "records per PutRecords call in the direct produce phase")
-	flag.StringVar(&syncMode, "sync", string(dislocal.SyncAlways), "embedded DIS durability: always or none")
-	flag.StringVar(&encoding, "dis-encoding", "both", "PutRecords/GetRecords bodies between disclient and the embedded DIS: json, protobuf, or both (one full run each)")
-	flag.StringVar(&s.dir, "dir", "", "embedded DIS data directory (default a temporary directory, removed after)")
-	flag.StringVar(&s.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (gateway, DIS and clients) to this file")
-	flag.DurationVar(&s.timeout, "timeout", 10*time.Minute, "give up after this long")
+	flag.IntVar(&s.directBatch, "direct-batch", 500, "records per PutRecords call in the direct per-record phase")
+	flag.IntVar(&s.latencyRate, "latency-rate", 2000, "records per second of the end-to-end latency phase")
+	flag.DurationVar(&s.latencyDuration, "latency-duration", 10*time.Second, "length of the end-to-end latency phase")
+	flag.IntVar(&s.latencySize, "latency-size", 1024, "value size in bytes of the latency phases")
+	flag.StringVar(&syncMode, "fsync", string(dislocal.SyncAlways), "embedded DIS durability (disgw --fsync): always or none")
+	flag.StringVar(&encoding, "dis-encoding", string(disclient.EncodingProtobuf), "PutRecords/GetRecords bodies between disclient and the embedded DIS: json or protobuf")
+	flag.StringVar(&s.mode, "mode", modeBinary, "binary: build and run the disgw binary (its memory is measured); inprocess: run the gateway in this process (needed for -cpuprofile)")
+	flag.StringVar(&s.kafka, "kafka", "auto", "compare with Apache Kafka: auto (when java and mvn are installed), on (fail without them) or off")
+	flag.StringVar(&s.kafkaFlush, "kafka-flush", "default", "Kafka durability: default (Kafka's own: no fsync per write) or always (log.flush.interval.messages=1)")
+	flag.StringVar(&s.disgwArgs, "disgw-args", "", "further flags for the disgw binary, space-separated")
+	flag.StringVar(&s.dir, "dir", "", "working directory for DIS data, Kafka's logs and the disgw binary (default a temporary directory, removed after)")
+	flag.StringVar(&s.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (gateway, DIS and clients; -mode inprocess) to this file")
+	flag.DurationVar(&s.timeout, "timeout", 15*time.Minute, "give up after this long")
 	flag.Parse()
-	s.sync = dislocal.SyncMode(syncMode)
-	encodings := []disclient.BodyEncoding{disclient.BodyEncoding(encoding)}
-	if encoding == "both" {
-		encodings = []disclient.BodyEncoding{disclient.EncodingJSON, disclient.EncodingProtobuf}
+	s.sync, s.encoding = dislocal.SyncMode(syncMode), disclient.BodyEncoding(encoding)
+	var err error
+	if s.sizes, err = parseInts(sizes); err == nil {
+		s.batches, err = parseInts(batches)
 	}
-	for _, e := range encodings {
-		s.encoding = e
-		if err := s.validate(); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			flag.Usage()
-			os.Exit(2)
-		}
-		if len(encodings) > 1 && s.cpuProfile != "" {
-			fmt.Fprintln(os.Stderr, "bench: -cpuprofile needs one -dis-encoding")
-			os.Exit(2)
-		}
-		if err := run(s); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
+	if err == nil {
+		err = s.validate()
 	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := run(s); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// parseInts parses a comma-separated list of positive integers.
+func parseInts(list string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a list of positive integers", list)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func (s settings) validate() error {
 	switch {
-	case s.records < 1 || s.size < 1 || s.partitions < 1 || s.unloaded < 1 || s.directBatch < 1:
-		return fmt.Errorf("-records, -size, -partitions, -unloaded and -direct-batch must be positive")
+	case s.warmup < 0:
+		return fmt.Errorf("-warmup must not be negative")
+	case s.records < 1 || s.partitions < 1 || s.unloaded < 1 || s.directBatch < 1 || s.latencyRate < 1 || s.latencySize < 16:
+		return fmt.Errorf("-records, -partitions, -unloaded, -direct-batch and -latency-rate must be positive, -latency-size at least 16")
+	case int(s.latencyDuration.Seconds()*float64(s.latencyRate)) < 10:
+		return fmt.Errorf("-latency-duration times -latency-rate must be at least 10 records")
 	case s.sync != dislocal.SyncAlways && s.sync != dislocal.SyncNone:
-		return fmt.Errorf("-sync must be %q or %q", dislocal.SyncAlways, dislocal.SyncNone)
+		return fmt.Errorf("-fsync must be %q or %q", dislocal.SyncAlways, dislocal.SyncNone)
 	case s.encoding != disclient.EncodingJSON && s.encoding != disclient.EncodingProtobuf:
 		return fmt.Errorf("-dis-encoding must be %q or %q", disclient.EncodingJSON, disclient.EncodingProtobuf)
+	case s.mode != modeBinary && s.mode != modeInProcess:
+		return fmt.Errorf("-mode must be %q or %q", modeBinary, modeInProcess)
+	case s.cpuProfile != "" && s.mode != modeInProcess:
+		return fmt.Errorf("-cpuprofile profiles this process: use it with -mode %s", modeInProcess)
+	case s.disgwArgs != "" && s.mode != modeBinary:
+		return fmt.Errorf("-disgw-args needs -mode %s", modeBinary)
+	case s.kafka != "auto" && s.kafka != "on" && s.kafka != "off":
+		return fmt.Errorf("-kafka must be auto, on or off")
+	case s.kafkaFlush != "default" && s.kafkaFlush != "always":
+		return fmt.Errorf("-kafka-flush must be default or always")
 	}
 	return nil
 }
 
-// run starts the cluster, runs every phase in order and prints the figures.
+// target is a Kafka-protocol server the workloads run against.
+type target struct {
+	name string
+	addr string
+	// pid is the server's process, whose CPU time and memory are measured
+	// with the bench's own; 0 when it runs inside the bench.
+	pid int
+}
+
+// run starts disgw and Kafka, runs every workload and prints the figures.
 func run(s settings) (err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -116,142 +180,76 @@ func run(s settings) (err error) {
 		defer pprof.StopCPUProfile()
 	}
 
-	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.WarnLevel).With().Timestamp().Logger()
-	c, err := test.Start(test.Options{Dir: s.dir, Sync: s.sync, Encoding: s.encoding, Logger: log})
-	if err != nil {
-		return fmt.Errorf("start cluster: %w", err)
-	}
-	defer func() {
-		if cerr := c.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close cluster: %w", cerr)
+	b := &bench{s: s, payloads: map[int]payload{}}
+	if s.mode == modeInProcess {
+		log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.WarnLevel).With().Timestamp().Logger()
+		c, err := test.Start(test.Options{Dir: filepath.Join(s.dir, "dis"), Sync: s.sync, Encoding: s.encoding, Logger: log})
+		if err != nil {
+			return fmt.Errorf("start cluster: %w", err)
 		}
-	}()
-
-	fmt.Printf("settings records=%d size=%d partitions=%d sync=%s dis-encoding=%s unloaded=%d direct-batch=%d GOMAXPROCS=%d\n",
-		s.records, s.size, s.partitions, s.sync, s.encoding, s.unloaded, s.directBatch, runtime.GOMAXPROCS(0))
-	b := &bench{s: s, c: c, payload: newPayload(s.size)}
-
-	gwProduce, loaded, err := b.produceGateway(ctx, "bench")
-	if err != nil {
-		return fmt.Errorf("gateway produce: %w", err)
+		defer func() {
+			if cerr := c.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("close cluster: %w", cerr)
+			}
+		}()
+		b.disgw, b.dis = target{name: "disgw", addr: c.Addr}, c.Client
+	} else {
+		bin, err := buildDisgw(ctx, s.dir)
+		if err != nil {
+			return err
+		}
+		p, err := startDisgw(ctx, bin, filepath.Join(s.dir, "dis"), filepath.Join(s.dir, "disgw.log"), s)
+		if err != nil {
+			return err
+		}
+		defer p.stop()
+		b.disgw, b.dis = target{name: "disgw", addr: p.addr, pid: p.cmd.Process.Pid}, p.client
+		b.rss = startRSSSampler(b.disgw.pid)
+		defer b.rss.close()
 	}
-	printThroughput("produce.gateway", gwProduce)
-	printLatency("produce.gateway.latency.loaded", loaded)
 
-	gwConsume, err := b.consumeGateway(ctx, "bench")
-	if err != nil {
-		return fmt.Errorf("gateway consume: %w", err)
+	kafkaLine := "kafka=off"
+	if s.kafka != "off" {
+		if terr := kafkaTools(); terr != nil {
+			if s.kafka == "on" {
+				return fmt.Errorf("-kafka on: %w", terr)
+			}
+			kafkaLine = "kafka=skipped"
+			fmt.Printf("kafka skipped: %v; the disgw/kafka ratios are left out\n", terr)
+		} else {
+			kdir := filepath.Join(s.dir, "kafka")
+			if err := os.MkdirAll(kdir, 0o755); err != nil {
+				return err
+			}
+			pomDir, err := moduleDir(ctx)
+			if err != nil {
+				return err
+			}
+			k, err := startKafka(ctx, filepath.Join(pomDir, "kafka"), kdir, s.kafkaFlush)
+			if err != nil {
+				return err
+			}
+			defer k.stop()
+			b.kafka = &target{name: "kafka", addr: k.addr, pid: k.pid()}
+			kafkaLine = kafkaDescription(s.kafkaFlush)
+		}
 	}
-	printThroughput("consume.gateway", gwConsume)
 
-	unloaded, err := b.produceGatewayUnloaded(ctx, "bench-unloaded")
-	if err != nil {
-		return fmt.Errorf("gateway unloaded produce: %w", err)
+	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d GOMAXPROCS=%d NumCPU=%d\n",
+		s.mode, s.records, s.warmup, joinInts(s.sizes), joinInts(s.batches), s.partitions, s.sync, s.encoding, kafkaLine,
+		s.latencyRate, s.latencyDuration, s.latencySize, s.unloaded, s.directBatch, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	return b.runAll(ctx)
+}
+
+// moduleDir is the directory of the test module, which holds kafka/pom.xml.
+func moduleDir(ctx context.Context) (string, error) {
+	return goModuleDir(ctx, "github.com/disgw/disgw/test")
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
 	}
-	printLatency("produce.gateway.latency.unloaded", unloaded)
-
-	directProduce, err := b.produceDirect(ctx, "bench-direct")
-	if err != nil {
-		return fmt.Errorf("direct produce: %w", err)
-	}
-	printThroughput("produce.direct", directProduce)
-
-	directConsume, err := b.consumeDirect(ctx, "bench-direct")
-	if err != nil {
-		return fmt.Errorf("direct consume: %w", err)
-	}
-	printThroughput("consume.direct", directConsume)
-
-	printRatio("produce", gwProduce, directProduce)
-	printRatio("consume", gwConsume, directConsume)
-	return nil
-}
-
-// bench holds what every phase shares.
-type bench struct {
-	s       settings
-	c       *test.Cluster
-	payload payload
-}
-
-// throughput is the outcome of one throughput phase: records moved, value
-// bytes moved, the wall time it took and the CPU time the whole process
-// (clients, gateway and DIS alike) spent meanwhile.
-type throughput struct {
-	records int
-	bytes   int64
-	elapsed time.Duration
-	cpu     time.Duration
-}
-
-func (t throughput) recordsPerSecond() float64 { return float64(t.records) / t.elapsed.Seconds() }
-
-func printThroughput(name string, t throughput) {
-	fmt.Printf("%s records/s=%.0f MB/s=%.1f elapsed=%s cpu=%s\n", name, t.recordsPerSecond(),
-		float64(t.bytes)/1e6/t.elapsed.Seconds(), t.elapsed.Round(time.Millisecond), t.cpu.Round(time.Millisecond))
-}
-
-// printRatio compares the gateway's throughput with the direct one, and
-// the CPU time each spent per record.
-func printRatio(name string, gateway, direct throughput) {
-	perRecord := func(t throughput) float64 { return t.cpu.Seconds() / float64(t.records) }
-	fmt.Printf("ratio %s gateway/direct=%.2f cpu-per-record gateway/direct=%.2f\n",
-		name, gateway.recordsPerSecond()/direct.recordsPerSecond(), perRecord(gateway)/perRecord(direct))
-}
-
-// stopwatch times a phase in wall and process CPU time. CPU time is the
-// steadier figure on a shared machine, where wall time depends on how much
-// of the CPU other processes leave.
-type stopwatch struct {
-	wall time.Time
-	cpu  time.Duration
-}
-
-func startStopwatch() stopwatch { return stopwatch{wall: time.Now(), cpu: processCPU()} }
-
-// stop fills in t's elapsed and CPU time.
-func (sw stopwatch) stop(t *throughput) {
-	t.elapsed, t.cpu = time.Since(sw.wall), processCPU()-sw.cpu
-}
-
-// processCPU is the user and system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// printLatency prints the p50, p99, p99.9 and maximum of lat, which it sorts.
-func printLatency(name string, lat []time.Duration) {
-	slices.Sort(lat)
-	q := func(f float64) string {
-		i := min(len(lat)-1, int(f*float64(len(lat))))
-		return fmt.Sprintf("%.2fms", float64(lat[i])/float64(time.Millisecond))
-	}
-	fmt.Printf("%s p50=%s p99=%s p99.9=%s max=%s n=%d\n", name, q(0.5), q(0.99), q(0.999), q(1), len(lat))
-}
-
-// payload hands out values: slices of one pool of seeded random bytes, so
-// values are the same on every run, incompressible, and consecutive records
-// do not repeat one another inside a compression window.
-type payload struct {
-	pool  []byte
-	size  int
-	slots int
-}
-
-func newPayload(size int) payload {
-	slots := max(16, min(1024, (64<<20)/size))
-	pool := make([]byte, size*slots)
-	rng := rand.NewChaCha8([32]byte{'d', 'i', 's', 'g', 'w'})
-	_, _ = rng.Read(pool)
-	return payload{pool: pool, size: size, slots: slots}
-}
-
-// value is the value of record i.
-func (p payload) value(i int) []byte {
-	off := (i % p.slots) * p.size
-	return p.pool[off : off+p.size : off+p.size]
+	return strings.Join(s, ",")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,6 +15,184 @@ import (
 	"github.com/disgw/disgw/disclient"
 )
 
+// bench holds what every phase shares.
+type bench struct {
+	s        settings
+	disgw    target
+	kafka    *target // nil without the Kafka comparison
+	dis      disclient.API
+	rss      *rssSampler // nil in -mode inprocess
+	payloads map[int]payload
+}
+
+// payload is the payload of values of size bytes.
+func (b *bench) payload(size int) payload {
+	p, ok := b.payloads[size]
+	if !ok {
+		p = newPayload(size)
+		b.payloads[size] = p
+	}
+	return p
+}
+
+// targets are the servers every Kafka workload runs against.
+func (b *bench) targets() []target {
+	if b.kafka == nil {
+		return []target{b.disgw}
+	}
+	return []target{b.disgw, *b.kafka}
+}
+
+// runAll runs every workload in turn and prints its lines.
+func (b *bench) runAll(ctx context.Context) error {
+	if err := b.warmUp(ctx); err != nil {
+		return err
+	}
+	for _, size := range b.s.sizes {
+		labels := fmt.Sprintf("size=%d", size)
+		stream := fmt.Sprintf("bench-direct-records-%d", size)
+		directProduce, err := b.produceDirectRecords(ctx, stream, size)
+		if err != nil {
+			return fmt.Errorf("direct produce, %s: %w", labels, err)
+		}
+		printThroughput("produce.direct-records", labels, directProduce)
+		directConsume, err := b.consumeDirectRecords(ctx, stream, size)
+		if err != nil {
+			return fmt.Errorf("direct consume, %s: %w", labels, err)
+		}
+		printThroughput("consume.direct-records", labels, directConsume)
+
+		for _, batch := range b.s.batches {
+			if err := b.runCell(ctx, size, batch, directProduce, directConsume); err != nil {
+				return err
+			}
+		}
+	}
+	if err := b.runLatency(ctx); err != nil {
+		return err
+	}
+	b.printMemory()
+	return nil
+}
+
+// warmUp produces and consumes -warmup records on every target, untimed,
+// so that the JVM's just-in-time compiler and both servers' first segments
+// and connections do not weigh on the first measured phase.
+func (b *bench) warmUp(ctx context.Context) error {
+	if b.s.warmup == 0 {
+		return nil
+	}
+	w := *b
+	w.s.records = b.s.warmup
+	for _, t := range b.targets() {
+		if _, err := w.produce(ctx, t, "bench-warmup", 1024, 1000000); err != nil {
+			return fmt.Errorf("%s warm-up produce: %w", t.name, err)
+		}
+		if _, err := w.consume(ctx, t, "bench-warmup", 1024); err != nil {
+			return fmt.Errorf("%s warm-up consume: %w", t.name, err)
+		}
+	}
+	return nil
+}
+
+// runCell runs produce and consume of size-byte values in batch-byte
+// batches against every target and straight to DIS, then prints the ratios.
+func (b *bench) runCell(ctx context.Context, size, batch int, directProduce, directConsume throughput) error {
+	labels := fmt.Sprintf("size=%d batch=%d", size, batch)
+	produced, consumed := map[string]*throughput{}, map[string]*throughput{}
+	for _, t := range b.targets() {
+		topic := fmt.Sprintf("bench-%d-%d", size, batch)
+		p, err := b.produce(ctx, t, topic, size, batch)
+		if err != nil {
+			return fmt.Errorf("%s produce, %s: %w", t.name, labels, err)
+		}
+		printThroughput("produce."+t.name, labels, p)
+		c, err := b.consume(ctx, t, topic, size)
+		if err != nil {
+			return fmt.Errorf("%s consume, %s: %w", t.name, labels, err)
+		}
+		printThroughput("consume."+t.name, labels, c)
+		produced[t.name], consumed[t.name] = &p, &c
+	}
+	stream := fmt.Sprintf("bench-direct-batches-%d-%d", size, batch)
+	batches, err := b.buildBatches(size, batch)
+	if err != nil {
+		return err
+	}
+	p, err := b.produceDirectBatches(ctx, stream, size, batches)
+	if err != nil {
+		return fmt.Errorf("direct batch produce, %s: %w", labels, err)
+	}
+	printThroughput("produce.direct-batches", labels, p)
+	c, err := b.consumeDirectBatches(ctx, stream, size, batches)
+	if err != nil {
+		return fmt.Errorf("direct batch consume, %s: %w", labels, err)
+	}
+	printThroughput("consume.direct-batches", labels, c)
+
+	gw := *produced["disgw"]
+	fmt.Printf("ratio produce %s disgw/kafka=%s gateway/direct-batches=%s gateway/direct-records=%s\n",
+		labels, ratio(gw, produced["kafka"]), ratio(gw, &p), ratio(gw, &directProduce))
+	gw = *consumed["disgw"]
+	fmt.Printf("ratio consume %s disgw/kafka=%s gateway/direct-batches=%s gateway/direct-records=%s\n",
+		labels, ratio(gw, consumed["kafka"]), ratio(gw, &c), ratio(gw, &directConsume))
+	return nil
+}
+
+// runLatency measures the end-to-end latency at a fixed rate and the
+// unloaded produce latency against every target.
+func (b *bench) runLatency(ctx context.Context) error {
+	labels := fmt.Sprintf("rate=%d size=%d", b.s.latencyRate, b.s.latencySize)
+	e2e, unloaded := map[string][4]time.Duration{}, map[string][4]time.Duration{}
+	for _, t := range b.targets() {
+		lat, err := b.latencyEndToEnd(ctx, t, "bench-latency")
+		if err != nil {
+			return fmt.Errorf("%s end-to-end latency: %w", t.name, err)
+		}
+		e2e[t.name] = quantiles(lat)
+		printLatency("latency.e2e."+t.name, labels, e2e[t.name], len(lat))
+	}
+	for _, t := range b.targets() {
+		lat, err := b.produceUnloaded(ctx, t, "bench-unloaded")
+		if err != nil {
+			return fmt.Errorf("%s unloaded produce: %w", t.name, err)
+		}
+		unloaded[t.name] = quantiles(lat)
+		printLatency("latency.unloaded."+t.name, fmt.Sprintf("size=%d", b.s.latencySize), unloaded[t.name], len(lat))
+	}
+	if b.kafka != nil {
+		r := func(m map[string][4]time.Duration, i int) string {
+			return fmt.Sprintf("%.2f", float64(m["disgw"][i])/float64(m["kafka"][i]))
+		}
+		fmt.Printf("ratio latency.e2e %s p50 disgw/kafka=%s p99 disgw/kafka=%s p99.9 disgw/kafka=%s\n",
+			labels, r(e2e, 0), r(e2e, 1), r(e2e, 2))
+		fmt.Printf("ratio latency.unloaded p50 disgw/kafka=%s p99 disgw/kafka=%s p99.9 disgw/kafka=%s\n",
+			r(unloaded, 0), r(unloaded, 1), r(unloaded, 2))
+	}
+	return nil
+}
+
+// printMemory prints the disgw process's peak and final resident memory,
+// and the Kafka JVM's for comparison.
+func (b *bench) printMemory() {
+	if b.rss == nil {
+		fmt.Println("memory.disgw skipped: -mode inprocess shares the bench process; use -mode binary")
+		return
+	}
+	st := procStatusKiB(b.disgw.pid, "VmHWM", "VmRSS")
+	b.rss.sample()
+	within := "yes"
+	if st["VmHWM"] > rssBudgetKiB {
+		within = "no"
+	}
+	fmt.Printf("memory.disgw peak-rss=%s sampled-max=%s end-rss=%s budget=%s within=%s\n",
+		mib(st["VmHWM"]), mib(b.rss.maxKiB()), mib(st["VmRSS"]), mib(rssBudgetKiB), within)
+	if b.kafka != nil {
+		k := procStatusKiB(b.kafka.pid, "VmHWM", "VmRSS")
+		fmt.Printf("memory.kafka peak-rss=%s end-rss=%s jvm-heap=1GiB\n", mib(k["VmHWM"]), mib(k["VmRSS"]))
+	}
+}
+
 // key is the small key of record i; franz-go hashes it to pick the partition.
 func key(i int) []byte { return strconv.AppendInt([]byte{'k'}, int64(i), 10) }
 
@@ -25,16 +204,17 @@ type firstError struct {
 
 func (f *firstError) set(err error) { f.once.Do(func() { f.err = err }) }
 
-// newKafkaClient is a franz-go client of the gateway with the client's
-// defaults (acks=all, idempotent, snappy, 10 ms linger) unless opts say else.
-func (b *bench) newKafkaClient(opts ...kgo.Opt) (*kgo.Client, error) {
-	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.c.Addr)}, opts...)...)
+// newClient is a franz-go client of t with the client's defaults (acks=all,
+// idempotent, snappy, 10 ms linger, 50 000 buffered records) unless opts
+// say else.
+func newClient(t target, opts ...kgo.Opt) (*kgo.Client, error) {
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(t.addr)}, opts...)...)
 }
 
-// createTopic creates topic with the configured partition count through the
-// gateway, outside any timed section.
-func (b *bench) createTopic(ctx context.Context, topic string) error {
-	cl, err := b.newKafkaClient()
+// createTopic creates topic with the configured partition count on t,
+// outside any timed section.
+func (b *bench) createTopic(ctx context.Context, t target, topic string) error {
+	cl, err := newClient(t)
 	if err != nil {
 		return err
 	}
@@ -46,30 +226,26 @@ func (b *bench) createTopic(ctx context.Context, topic string) error {
 	return err
 }
 
-// produceGateway produces every record asynchronously, as fast as franz-go
-// accepts them, and returns the time until the last is acknowledged and each
-// record's latency from the Produce call to its promise. Under this load the
-// latency is mostly time spent queued in the client.
-func (b *bench) produceGateway(ctx context.Context, topic string) (throughput, []time.Duration, error) {
-	if err := b.createTopic(ctx, topic); err != nil {
-		return throughput{}, nil, fmt.Errorf("create topic: %w", err)
+// produce produces n records of size-byte values into a new topic on t
+// asynchronously, as fast as franz-go accepts them, in batches of at most
+// batch bytes, and returns the time until the last is acknowledged.
+func (b *bench) produce(ctx context.Context, t target, topic string, size, batch int) (throughput, error) {
+	if err := b.createTopic(ctx, t, topic); err != nil {
+		return throughput{}, fmt.Errorf("create topic: %w", err)
 	}
-	cl, err := b.newKafkaClient(kgo.DefaultProduceTopic(topic))
+	cl, err := newClient(t, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(int32(batch)))
 	if err != nil {
-		return throughput{}, nil, err
+		return throughput{}, err
 	}
 	defer cl.Close()
 
-	n := b.s.records
-	lat := make([]time.Duration, n)
+	n, pl := b.s.records, b.payload(size)
 	var failed firstError
 	var wg sync.WaitGroup
 	wg.Add(n)
-	sw := startStopwatch()
+	sw := startStopwatch(t.pid)
 	for i := range n {
-		sent := time.Now()
-		cl.Produce(ctx, &kgo.Record{Key: key(i), Value: b.payload.value(i)}, func(_ *kgo.Record, err error) {
-			lat[i] = time.Since(sent)
+		cl.Produce(ctx, &kgo.Record{Key: key(i), Value: pl.value(i)}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				failed.set(err)
 			}
@@ -77,194 +253,166 @@ func (b *bench) produceGateway(ctx context.Context, topic string) (throughput, [
 		})
 	}
 	wg.Wait()
-	t := throughput{records: n, bytes: int64(n) * int64(b.s.size)}
-	sw.stop(&t)
-	return t, lat, failed.err
+	tp := throughput{records: n, bytes: int64(n) * int64(size)}
+	sw.stop(&tp)
+	return tp, failed.err
 }
 
-// produceGatewayUnloaded produces records one at a time, each waiting for
-// the previous acknowledgement, so the latency is the gateway's and DIS's
-// round trip without queueing. Linger is off: with one record in flight it
-// would only add its own delay.
-func (b *bench) produceGatewayUnloaded(ctx context.Context, topic string) ([]time.Duration, error) {
-	if err := b.createTopic(ctx, topic); err != nil {
-		return nil, fmt.Errorf("create topic: %w", err)
-	}
-	cl, err := b.newKafkaClient(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	// The first record also fetches metadata and a producer id; leave it out.
-	if err := cl.ProduceSync(ctx, &kgo.Record{Key: key(-1), Value: b.payload.value(0)}).FirstErr(); err != nil {
-		return nil, err
-	}
-	lat := make([]time.Duration, b.s.unloaded)
-	for i := range lat {
-		sent := time.Now()
-		if err := cl.ProduceSync(ctx, &kgo.Record{Key: key(i), Value: b.payload.value(i)}).FirstErr(); err != nil {
-			return nil, err
-		}
-		lat[i] = time.Since(sent)
-	}
-	return lat, nil
-}
-
-// consumeGateway reads topic from the start of every partition until it has
+// consume reads topic on t from the start of every partition until it has
 // every record produced into it, and fails if it gets another count.
-func (b *bench) consumeGateway(ctx context.Context, topic string) (throughput, error) {
-	starts := make(map[int32]kgo.Offset, b.s.partitions)
-	for p := range int32(b.s.partitions) {
-		starts[p] = kgo.NewOffset().AtStart()
-	}
-	sw := startStopwatch()
-	cl, err := b.newKafkaClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}))
+func (b *bench) consume(ctx context.Context, t target, topic string, size int) (throughput, error) {
+	sw := startStopwatch(t.pid)
+	cl, err := newClient(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: b.fromStart()}))
 	if err != nil {
 		return throughput{}, err
 	}
 	defer cl.Close()
 
-	var t throughput
-	for t.records < b.s.records {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return throughput{}, fmt.Errorf("consumed %d of %d records: %w", t.records, b.s.records, err)
-		}
-		var fetchErr error
-		fs.EachError(func(topic string, p int32, err error) {
-			fetchErr = errors.Join(fetchErr, fmt.Errorf("fetch %s/%d: %w", topic, p, err))
-		})
-		if fetchErr != nil {
-			return throughput{}, fetchErr
+	var tp throughput
+	for tp.records < b.s.records {
+		fs, err := poll(ctx, cl)
+		if err != nil {
+			return throughput{}, fmt.Errorf("consumed %d of %d records: %w", tp.records, b.s.records, err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			t.records++
-			t.bytes += int64(len(r.Value))
+			tp.records++
+			tp.bytes += int64(len(r.Value))
 		})
 	}
-	sw.stop(&t)
-	return t, b.checkCount("consumed", t)
+	sw.stop(&tp)
+	return tp, b.checkCount("consumed", tp, size)
+}
+
+// fromStart is the start offset of every partition of a topic.
+func (b *bench) fromStart() map[int32]kgo.Offset {
+	starts := make(map[int32]kgo.Offset, b.s.partitions)
+	for p := range int32(b.s.partitions) {
+		starts[p] = kgo.NewOffset().AtStart()
+	}
+	return starts
+}
+
+// poll is one PollFetches that fails on any fetch error.
+func poll(ctx context.Context, cl *kgo.Client) (kgo.Fetches, error) {
+	fs := cl.PollFetches(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var fetchErr error
+	fs.EachError(func(topic string, p int32, err error) {
+		fetchErr = errors.Join(fetchErr, fmt.Errorf("fetch %s/%d: %w", topic, p, err))
+	})
+	return fs, fetchErr
 }
 
 // checkCount fails unless t moved exactly the records and bytes produced.
-func (b *bench) checkCount(what string, t throughput) error {
-	if want := int64(b.s.records) * int64(b.s.size); t.records != b.s.records || t.bytes != want {
+func (b *bench) checkCount(what string, t throughput, size int) error {
+	if want := int64(b.s.records) * int64(size); t.records != b.s.records || t.bytes != want {
 		return fmt.Errorf("%s %d records of %d bytes in all, want %d of %d", what, t.records, t.bytes, b.s.records, want)
 	}
 	return nil
 }
 
-// directRecords is how many of the records go to partition p when record i
-// goes to partition i mod partitions.
-func (b *bench) directRecords(p int) int {
-	return (b.s.records - p + b.s.partitions - 1) / b.s.partitions
-}
-
-// forEachPartition runs fn for every partition at once and returns the
-// first error.
-func (b *bench) forEachPartition(fn func(p int) error) error {
-	var failed firstError
-	var wg sync.WaitGroup
-	for p := range b.s.partitions {
-		wg.Go(func() {
-			if err := fn(p); err != nil {
-				failed.set(fmt.Errorf("partition %d: %w", p, err))
-			}
-		})
+// latencyEndToEnd produces records at the fixed -latency-rate for
+// -latency-duration while a consumer reads them, and returns each record's
+// time from its Produce call (stamped into its value) to its arrival at the
+// consumer. The first tenth of the records, which also pay for connecting
+// and metadata, is left out. Linger is off: at a fixed rate it would only
+// add its own delay.
+func (b *bench) latencyEndToEnd(ctx context.Context, t target, topic string) ([]time.Duration, error) {
+	if err := b.createTopic(ctx, t, topic); err != nil {
+		return nil, fmt.Errorf("create topic: %w", err)
 	}
-	wg.Wait()
-	return failed.err
-}
-
-// produceDirect writes the records straight to a new DIS stream the way the
-// gateway does: one writer per partition, one PutRecords in flight each,
-// partition_id set on every record.
-func (b *bench) produceDirect(ctx context.Context, stream string) (throughput, error) {
-	err := b.c.Client.CreateStream(ctx, &disclient.CreateStreamRequest{
-		StreamName:     stream,
-		PartitionCount: int32(b.s.partitions),
-		StreamType:     disclient.StreamTypeCommon,
-		DataType:       disclient.DataTypeBlob,
-	})
+	n := int(b.s.latencyDuration.Seconds() * float64(b.s.latencyRate))
+	warm := n / 10
+	consumer, err := newClient(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: b.fromStart()}))
 	if err != nil {
-		return throughput{}, fmt.Errorf("create stream: %w", err)
+		return nil, err
 	}
-	sw := startStopwatch()
-	err = b.forEachPartition(func(p int) error {
-		pid := disclient.PartitionID(int32(p))
-		batch := make([]disclient.PutRecordsEntry, 0, b.s.directBatch)
-		for i := p; i < b.s.records; i += b.s.partitions {
-			batch = append(batch, disclient.PutRecordsEntry{Data: b.payload.value(i), PartitionID: pid})
-			if len(batch) == b.s.directBatch || i+b.s.partitions >= b.s.records {
-				if err := b.putRecords(ctx, stream, batch); err != nil {
-					return err
-				}
-				batch = batch[:0]
-			}
-		}
-		return nil
-	})
-	t := throughput{records: b.s.records, bytes: int64(b.s.records) * int64(b.s.size)}
-	sw.stop(&t)
-	return t, err
-}
-
-func (b *bench) putRecords(ctx context.Context, stream string, batch []disclient.PutRecordsEntry) error {
-	resp, err := b.c.Client.PutRecords(ctx, &disclient.PutRecordsRequest{StreamName: stream, Records: batch})
+	defer consumer.Close()
+	producer, err := newClient(t, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if resp.FailedRecordCount > 0 {
-		for _, r := range resp.Records {
-			if r.ErrorCode != "" {
-				return fmt.Errorf("PutRecords failed %d of %d records, first: %s %s",
-					resp.FailedRecordCount, len(batch), r.ErrorCode, r.ErrorMessage)
-			}
-		}
-	}
-	return nil
-}
+	defer producer.Close()
 
-// consumeDirect reads every partition of stream from its start with
-// GetCursor and GetRecords, one reader per partition, until it has what
-// produceDirect wrote there.
-func (b *bench) consumeDirect(ctx context.Context, stream string) (throughput, error) {
-	got := make([]throughput, b.s.partitions)
-	sw := startStopwatch()
-	err := b.forEachPartition(func(p int) error {
-		cur, err := b.c.Client.GetCursor(ctx, &disclient.GetCursorRequest{
-			StreamName:  stream,
-			PartitionID: disclient.PartitionID(int32(p)),
-			CursorType:  disclient.CursorTrimHorizon,
-		})
-		if err != nil {
-			return err
-		}
-		cursor, want := cur.PartitionCursor, b.directRecords(p)
-		for got[p].records < want {
-			resp, err := b.c.Client.GetRecords(ctx, cursor, 0)
+	lat := make([]time.Duration, 0, n-warm)
+	received := make(chan error, 1)
+	go func() {
+		got := 0
+		for got < n {
+			fs, err := poll(ctx, consumer)
 			if err != nil {
-				return err
+				received <- fmt.Errorf("received %d of %d records: %w", got, n, err)
+				return
 			}
-			if len(resp.Records) == 0 {
-				return fmt.Errorf("read %d of %d records, then no more", got[p].records, want)
-			}
-			for _, r := range resp.Records {
-				got[p].records++
-				got[p].bytes += int64(len(r.Data))
-			}
-			cursor = resp.NextPartitionCursor
+			now := time.Now().UnixNano()
+			fs.EachRecord(func(r *kgo.Record) {
+				got++
+				if int(binary.BigEndian.Uint64(r.Value[8:])) >= warm {
+					lat = append(lat, time.Duration(now-int64(binary.BigEndian.Uint64(r.Value))))
+				}
+			})
 		}
-		return nil
-	})
+		received <- nil
+	}()
+
+	var failed firstError
+	pl, interval := b.payload(b.s.latencySize), time.Second/time.Duration(b.s.latencyRate)
+	start := time.Now()
+	for i := range n {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		v := append([]byte(nil), pl.value(i)...)
+		binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
+		binary.BigEndian.PutUint64(v[8:], uint64(i))
+		producer.Produce(ctx, &kgo.Record{Key: key(i), Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.set(err)
+			}
+		})
+	}
+	if err := producer.Flush(ctx); err != nil {
+		return nil, err
+	}
+	if failed.err != nil {
+		return nil, failed.err
+	}
+	if err := <-received; err != nil {
+		return nil, err
+	}
+	if len(lat) != n-warm {
+		return nil, fmt.Errorf("received %d timed records, want %d", len(lat), n-warm)
+	}
+	return lat, nil
+}
+
+// produceUnloaded produces records one at a time, each waiting for the
+// previous acknowledgement, so the latency is the server's round trip
+// without queueing. Linger is off: with one record in flight it would only
+// add its own delay.
+func (b *bench) produceUnloaded(ctx context.Context, t target, topic string) ([]time.Duration, error) {
+	if err := b.createTopic(ctx, t, topic); err != nil {
+		return nil, fmt.Errorf("create topic: %w", err)
+	}
+	cl, err := newClient(t, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
 	if err != nil {
-		return throughput{}, err
+		return nil, err
 	}
-	var t throughput
-	sw.stop(&t)
-	for _, g := range got {
-		t.records += g.records
-		t.bytes += g.bytes
+	defer cl.Close()
+	pl := b.payload(b.s.latencySize)
+	// The first record also fetches metadata and a producer id; leave it out.
+	if err := cl.ProduceSync(ctx, &kgo.Record{Key: key(-1), Value: pl.value(0)}).FirstErr(); err != nil {
+		return nil, err
 	}
-	return t, b.checkCount("read", t)
+	lat := make([]time.Duration, b.s.unloaded)
+	for i := range lat {
+		sent := time.Now()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Key: key(i), Value: pl.value(i)}).FirstErr(); err != nil {
+			return nil, err
+		}
+		lat[i] = time.Since(sent)
+	}
+	return lat, nil
 }

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"syscall"
+	"time"
+)
+
+// throughput is the outcome of one throughput phase: records moved, value
+// bytes moved, the wall time it took, the CPU time the bench and the
+// server process spent meanwhile, and the server's resident memory at its
+// end (0 when the server runs inside the bench).
+type throughput struct {
+	records int
+	bytes   int64
+	elapsed time.Duration
+	cpu     time.Duration
+	rssKiB  int64
+}
+
+func (t throughput) recordsPerSecond() float64 { return float64(t.records) / t.elapsed.Seconds() }
+
+// printThroughput prints one phase's line; labels are its key=value
+// labels, such as the value and batch size.
+func printThroughput(name, labels string, t throughput) {
+	rss := ""
+	if t.rssKiB > 0 {
+		rss = " rss=" + mib(t.rssKiB)
+	}
+	fmt.Printf("%s %s records/s=%.0f MB/s=%.1f elapsed=%s cpu=%s%s\n", name, labels, t.recordsPerSecond(),
+		float64(t.bytes)/1e6/t.elapsed.Seconds(), t.elapsed.Round(time.Millisecond), t.cpu.Round(time.Millisecond), rss)
+}
+
+// ratio is a's records/s over b's, formatted, or "-" when b did not run.
+func ratio(a throughput, b *throughput) string {
+	if b == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a.recordsPerSecond()/b.recordsPerSecond())
+}
+
+// stopwatch times a phase in wall time and in the CPU time of this process
+// and of the server process pid (if not 0). CPU time is the steadier figure
+// on a shared machine, where wall time depends on how much of the CPU other
+// processes leave.
+type stopwatch struct {
+	pid  int
+	wall time.Time
+	cpu  time.Duration
+}
+
+func startStopwatch(pid int) stopwatch {
+	return stopwatch{pid: pid, wall: time.Now(), cpu: cpuOf(pid)}
+}
+
+// stop fills in t's elapsed and CPU time and the server's memory.
+func (sw stopwatch) stop(t *throughput) {
+	t.elapsed, t.cpu = time.Since(sw.wall), cpuOf(sw.pid)-sw.cpu
+	if sw.pid != 0 {
+		t.rssKiB = procStatusKiB(sw.pid, "VmRSS")["VmRSS"]
+	}
+}
+
+// cpuOf is the CPU time of this process plus that of process pid (if not 0).
+func cpuOf(pid int) time.Duration {
+	cpu := processCPU()
+	if pid != 0 {
+		cpu += procCPU(pid)
+	}
+	return cpu
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// quantiles sorts lat and returns its p50, p99, p99.9 and maximum.
+func quantiles(lat []time.Duration) [4]time.Duration {
+	slices.Sort(lat)
+	q := func(f float64) time.Duration { return lat[min(len(lat)-1, int(f*float64(len(lat))))] }
+	return [4]time.Duration{q(0.5), q(0.99), q(0.999), q(1)}
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
+
+// printLatency prints the quantiles of lat.
+func printLatency(name, labels string, q [4]time.Duration, n int) {
+	fmt.Printf("%s %s p50=%s p99=%s p99.9=%s max=%s n=%d\n", name, labels, ms(q[0]), ms(q[1]), ms(q[2]), ms(q[3]), n)
+}
+
+// payload hands out values: slices of one pool of seeded random bytes, so
+// values are the same on every run, incompressible, and consecutive records
+// do not repeat one another inside a compression window.
+type payload struct {
+	pool  []byte
+	size  int
+	slots int
+}
+
+func newPayload(size int) payload {
+	slots := max(16, min(1024, (64<<20)/size))
+	pool := make([]byte, size*slots)
+	rng := rand.NewChaCha8([32]byte{'d', 'i', 's', 'g', 'w'})
+	_, _ = rng.Read(pool)
+	return payload{pool: pool, size: size, slots: slots}
+}
+
+// value is the value of record i.
+func (p payload) value(i int) []byte {
+	off := (i % p.slots) * p.size
+	return p.pool[off : off+p.size : off+p.size]
+}
