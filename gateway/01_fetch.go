@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -76,6 +77,9 @@ type fetchPart struct {
 	records []protocol.Record
 	bytes   int
 	done    bool
+	// throttled: DIS refused to read the partition for traffic control; it
+	// answers empty and the response asks the client to back off.
+	throttled bool
 }
 
 func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRequest) (kmsg.Response, error) {
@@ -194,6 +198,10 @@ func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp 
 	trimToMaxBytes(parts, maxBytes)
 	fetched := 0
 	for _, p := range parts {
+		if p.throttled {
+			// Kafka's way to ask a client to slow down.
+			resp.ThrottleMillis = throttleHintMillis
+		}
 		if len(p.records) == 0 {
 			continue
 		}
@@ -279,6 +287,10 @@ func (gw *Gateway) fetchPartition(ctx context.Context, p *fetchPart, limit int) 
 			return
 		}
 		if ctx.Err() != nil {
+			return
+		}
+		if isThrottle(disclient.ErrorCode(err)) {
+			p.throttled, p.done = true, true
 			return
 		}
 		gw.log.Warn().Err(err).Str("topic", k.topic).Int32("partition", k.partition).Msg("fetch: reading DIS failed")

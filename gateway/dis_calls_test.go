@@ -185,8 +185,9 @@ func (d *throttlingDIS) PutRecords(ctx context.Context, req *disclient.PutRecord
 	return d.API.PutRecords(ctx, req)
 }
 
-// DIS throttling reaches the client as a retriable error with
-// throttle_time_ms, and the retried records land once.
+// DIS throttling that outlasts a produce timeout reaches the client as a
+// retriable error with throttle_time_ms, and shorter throttling is waited
+// out; either way the records land once.
 func TestThrottlingBecomesRetriableError(t *testing.T) {
 	cl := dislocaltest.Start(t, dislocaltest.WithDIS(func(c *dislocal.Config) { c.Sync = dislocal.SyncNone }),
 		dislocaltest.WithClient(func(c *disclient.Config) { c.Retry = disclient.RetryPolicy{MaxAttempts: 1} })).Client
@@ -197,9 +198,11 @@ func TestThrottlingBecomesRetriableError(t *testing.T) {
 	if err := cl.CreateStream(ctx, &disclient.CreateStreamRequest{StreamName: "hot", PartitionCount: 1}); err != nil {
 		t.Fatal(err)
 	}
-	dis.left.Store(1)
+	// Throttled past the produce timeout: the writer resends until then,
+	// and the producer gets a retriable error.
+	dis.left.Store(1 << 30)
 	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = -1, 5000
+	req.Acks, req.TimeoutMillis = -1, 1000
 	b, _ := protocol.AppendBatch(nil, []protocol.Record{{Value: []byte("v"), Timestamp: 1}}, protocol.CodecNone, -1)
 	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "hot", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: b}}}}
 	kc, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()))

@@ -476,8 +476,22 @@ func callDeadline(ops []*appendOp) time.Time {
 // putTimeout bounds one PutRecords call including the client's retries.
 const putTimeout = 30 * time.Second
 
+// throttleResendPause is how long the writer waits before sending again
+// the records DIS still refused for traffic control after the client's own
+// resends.
+const throttleResendPause = 100 * time.Millisecond
+
 // put sends entries in calls within the per-call limits and returns one
 // result per entry, or a Kafka error code for the whole set.
+//
+// When a call ends with a tail of records DIS refused for traffic control,
+// the tail is sent again after throttleResendPause, until DIS takes it or
+// the deadline passes: throttling becomes latency, and only past the
+// deadline a retriable error (with throttle_time_ms) on the ops not yet
+// written. DIS refuses a partition's records after the first throttled
+// one of a call (the embedded DIS promises it, docs/dis-embedded.md
+// "Quotas"), so resending the tail keeps the partition in order. Past the
+// deadline the entries not yet sent get a throttled result too.
 func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecordsEntry) ([]disclient.PutRecordsResult, int16, string, bool) {
 	ctx, cancel := context.WithDeadline(w.gw.ctx, deadline)
 	defer cancel()
@@ -500,10 +514,55 @@ func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecords
 		if len(resp.Records) != end-start {
 			return nil, kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records", false
 		}
-		results = append(results, resp.Records...)
-		start = end
+		tail := throttledTail(resp.Records)
+		results = append(results, resp.Records[:tail]...)
+		start += tail
+		if start == end {
+			continue
+		}
+		w.gw.metrics.disErrors.WithLabelValues(resp.Records[tail].ErrorCode).Inc()
+		if !sleepCtx(ctx, throttleResendPause) {
+			results = append(results, resp.Records[tail:]...)
+			for range entries[end:] {
+				results = append(results, resp.Records[tail])
+			}
+			return results, 0, "", true
+		}
 	}
 	return results, 0, "", false
+}
+
+// throttledTail returns where the tail of results refused for traffic
+// control begins: len(results) when the last result is not throttled or a
+// result after the first throttled one has another outcome, which leaves
+// the results as they are.
+func throttledTail(results []disclient.PutRecordsResult) int {
+	tail := len(results)
+	for tail > 0 && isThrottle(results[tail-1].ErrorCode) {
+		tail--
+	}
+	for _, r := range results[:tail] {
+		if isThrottle(r.ErrorCode) {
+			return len(results)
+		}
+	}
+	return tail
+}
+
+// sleepCtx waits for d, or reports false at once when ctx ends first or
+// would end before d has passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // isThrottle reports whether a DIS code is traffic control.

@@ -28,6 +28,9 @@ type Options struct {
 	Dir string
 	// Sync is the embedded DIS durability mode (default always).
 	Sync dislocal.SyncMode
+	// Quotas makes the embedded DIS enforce DIS's per-partition traffic
+	// limits (default none).
+	Quotas dislocal.QuotaMode
 	// Logger receives every component's logs; the zero value discards them.
 	Logger zerolog.Logger
 	// Gateway adjusts the gateway configuration before it starts.
@@ -73,7 +76,7 @@ type Cluster struct {
 func Start(o Options) (*Cluster, error) {
 	dis, err := dislocaltest.New(
 		dislocaltest.WithDIS(func(c *dislocal.Config) {
-			c.Dir, c.Sync, c.Logger, c.Credentials = o.Dir, o.Sync, o.Logger, o.Credentials
+			c.Dir, c.Sync, c.Logger, c.Credentials, c.Quotas = o.Dir, o.Sync, o.Logger, o.Credentials, o.Quotas
 		}),
 		dislocaltest.WithClient(func(c *disclient.Config) {
 			c.ProjectID, c.Signer, c.Encoding, c.Logger = ProjectID, o.Signer, o.Encoding, o.Logger

@@ -44,6 +44,7 @@ type options struct {
 	disProjectID, disAK, disSK        string
 	disSecurityToken, disAuthToken    string
 	embeddedAK, embeddedSK            string
+	embeddedQuotas                    string
 	autoCreate, recordFormat          string
 	disEncoding                       string
 	defaultPartitions                 int
@@ -98,6 +99,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.disAuthToken, "dis-auth-token", "", "IAM token sent as X-Auth-Token instead of AK/SK signing (prefer DISGW_DIS_AUTH_TOKEN)")
 	fs.StringVar(&o.embeddedAK, "embedded-dis-ak", "", "access key the embedded DIS server requires signatures with (with --embedded-dis-sk); the gateway signs with it")
 	fs.StringVar(&o.embeddedSK, "embedded-dis-sk", "", "secret key for --embedded-dis-ak (prefer DISGW_EMBEDDED_DIS_SK)")
+	fs.StringVar(&o.embeddedQuotas, "embedded-dis-quotas", "none", "embedded DIS per-partition traffic limits: none, common (as each stream's type says; COMMON by default) or advanced (the same, ADVANCED by default)")
 	fs.StringVar(&o.autoCreate, "auto-create-topics", "auto", "create missing topics on Metadata requests: true, false, or auto (true with the embedded DIS, false with real DIS)")
 	fs.StringVar(&o.recordFormat, "record-format", "kafka", "record format of topics created through the gateway: kafka or raw")
 	fs.StringVar(&o.disEncoding, "dis-encoding", "auto", "PutRecords/GetRecords bodies: json, protobuf, or auto (protobuf with the embedded DIS, json with real DIS)")
@@ -276,8 +278,9 @@ func run(args []string) error {
 	}
 	cfg.GroupMaxSize, cfg.GroupMaxPendingMembers, cfg.MaxGroups = o.groupMaxSize, o.groupMaxPending, o.maxGroups
 	cfg.GroupMaxRebalanceTimeout, cfg.OffsetsRetention = o.groupMaxRebalanceTimeout, o.offsetsRetention
-	if embedded {
-		// The embedded server takes larger calls than a COMMON DIS stream.
+	if quotas, _ := dislocal.ParseQuotaMode(o.embeddedQuotas); embedded && quotas == dislocal.QuotasNone {
+		// The embedded server takes larger calls than a COMMON DIS stream;
+		// with quotas it is held to DIS's limits, and so are the calls.
 		cfg.PutRecordsMaxRecords = 5000
 		cfg.PutRecordsMaxBytes = 8 << 20
 	}
@@ -445,11 +448,16 @@ func startEmbedded(o *options, log zerolog.Logger) (*dislocal.Server, *http.Serv
 	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
 		return nil, nil, "", fmt.Errorf("data directory: %w", err)
 	}
+	quotas, err := dislocal.ParseQuotaMode(o.embeddedQuotas)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("--embedded-dis-quotas: %w", err)
+	}
 	srv, err := dislocal.Open(dislocal.Config{
 		Dir:         o.dataDir,
 		Sync:        dislocal.SyncMode(o.fsync),
 		Logger:      log.With().Str("component", "dislocal").Logger(),
 		Credentials: embeddedCredentials(o),
+		Quotas:      quotas,
 	})
 	if err != nil {
 		return nil, nil, "", err
@@ -466,7 +474,7 @@ func startEmbedded(o *options, log zerolog.Logger) (*dislocal.Server, *http.Serv
 		}
 	}()
 	endpoint := "http://" + ln.Addr().String()
-	log.Info().Str("data_dir", o.dataDir).Str("endpoint", endpoint).Str("fsync", o.fsync).
+	log.Info().Str("data_dir", o.dataDir).Str("endpoint", endpoint).Str("fsync", o.fsync).Str("quotas", string(quotas)).
 		Bool("signatures_required", o.embeddedAK != "").Msg("embedded DIS server started")
 	return srv, hs, endpoint, nil
 }

@@ -70,7 +70,12 @@ func (s *Server) getRecords(w http.ResponseWriter, r *http.Request, project stri
 	if int(n) >= len(st.parts) {
 		return errPartitionNotFound(disclient.PartitionID(n))
 	}
-	earliest, visible := st.parts[n].bounds()
+	part := st.parts[n]
+	limits := limitsFor(st.meta.StreamType)
+	if s.quotaEnforced() && !part.quota.admitRead(s.cfg.Now(), limits) {
+		return errReadThrottled(part)
+	}
+	earliest, visible := part.bounds()
 	if pos < earliest {
 		return errPositionGone(pos, earliest)
 	}
@@ -90,9 +95,13 @@ func (s *Server) getRecords(w http.ResponseWriter, r *http.Request, project stri
 	}()
 	next := pos
 	if pos < visible {
+		start := len(out)
 		out, next, err = s.appendAnswerRecords(out, protobuf, st.meta.Key, n, pos, visible, limit, fetchBytes)
 		if err != nil {
 			return err
+		}
+		if s.quotaEnforced() {
+			part.quota.chargeRead(len(out) - start)
 		}
 	}
 	c.Param.CursorType = disclient.CursorAtSequenceNumber

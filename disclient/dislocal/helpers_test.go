@@ -44,8 +44,10 @@ type env struct {
 	dir   string
 	clock *fakeClock
 	sync  SyncMode
-	srv   *Server
-	hs    *httptest.Server
+	// quotas is the Config.Quotas the server opens with.
+	quotas QuotaMode
+	srv    *Server
+	hs     *httptest.Server
 }
 
 const project = "proj1"
@@ -65,6 +67,7 @@ func (e *env) open() {
 		Sync:                   e.sync,
 		Now:                    e.clock.Now,
 		RetentionCheckInterval: time.Hour,
+		Quotas:                 e.quotas,
 	})
 	if err != nil {
 		e.tb.Fatalf("Open: %v", err)

@@ -21,7 +21,9 @@ const (
 	maxRecordsPerPut = 10000
 )
 
-// putRecords appends records. Sequence numbers are assigned under the
+// putRecords appends records. With quotas enforced, records over their
+// partition's write quota fail with DIS.4303 first (throttleWrites).
+// Sequence numbers are assigned under the
 // partition locks, all records of the request go into one pebble batch, and
 // the answer waits until that batch is as durable as the sync mode promises.
 func (s *Server) putRecords(w http.ResponseWriter, r *http.Request, project string) error {
@@ -53,8 +55,15 @@ func (s *Server) putRecords(w http.ResponseWriter, r *http.Request, project stri
 			continue
 		}
 		targets[i] = n
-		touched = append(touched, n)
 		size += 2*recordKeyLen + recordValueLen(rec.PartitionKey, rec.Data) + 2*indexKeyLen
+	}
+	if s.quotaEnforced() {
+		resp.FailedRecordCount += s.throttleWrites(st, req.Records, targets, resp.Records)
+	}
+	for _, n := range targets {
+		if n >= 0 {
+			touched = append(touched, n)
+		}
 	}
 	if len(touched) > 0 {
 		slices.Sort(touched)

@@ -57,6 +57,9 @@ type Config struct {
 	Credentials map[string]Credential
 	// Tokens are the X-Auth-Token values accepted instead of a signature.
 	Tokens []string
+	// Quotas enforces DIS's per-partition traffic limits (quotas.go);
+	// default QuotasNone. Throttling follows Now.
+	Quotas QuotaMode
 }
 
 // Server is an embedded DIS server. It is an http.Handler; mount it on any
@@ -107,6 +110,11 @@ func Open(cfg Config) (*Server, error) {
 	default:
 		return nil, fmt.Errorf("dislocal: unknown sync mode %q (want %q or %q)", cfg.Sync, SyncAlways, SyncNone)
 	}
+	quotas, err := ParseQuotaMode(string(cfg.Quotas))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Quotas = quotas
 	if cfg.CursorTTL <= 0 {
 		cfg.CursorTTL = 5 * time.Minute
 	}

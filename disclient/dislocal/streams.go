@@ -77,6 +77,9 @@ type partition struct {
 	// before its WAL sync finishes; readers must not serve what a crash
 	// could take back.
 	visible int64
+
+	// quota is the partition's traffic state when quotas are enforced.
+	quota partitionQuota
 }
 
 func newPartition(n int32, ps partitionState) *partition {
@@ -175,7 +178,7 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request, project st
 	streamType := req.StreamType
 	switch streamType {
 	case "":
-		streamType = disclient.StreamTypeCommon
+		streamType = s.cfg.Quotas.defaultStreamType()
 	case disclient.StreamTypeCommon, disclient.StreamTypeAdvanced:
 	default:
 		return errorf(disclient.CodeInvalidRequest, "Invalid stream_type. [%s] must be COMMON or ADVANCED.", streamType)
