@@ -3,6 +3,7 @@ package dislocal
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -91,6 +92,10 @@ func (s *Server) getRecords(w http.ResponseWriter, r *http.Request, project stri
 	next := pos
 	if pos < visible {
 		out, next, err = s.appendAnswerRecords(out, protobuf, st.meta.Key, n, pos, visible, limit, fetchBytes)
+		if errors.Is(err, errSegmentGone) {
+			earliest, _ := st.parts[n].bounds()
+			return errPositionGone(pos, earliest)
+		}
 		if err != nil {
 			return err
 		}
@@ -122,8 +127,8 @@ func errPositionGone(pos, earliest int64) *apiError {
 // protobuf Record fields or as JSON objects of disclient.Record's shape,
 // stopping at limit records or once fetchBytes of key and data are reached
 // (after at least one record). It returns the position after the last
-// record appended. Values are encoded straight from the iterator, without
-// per-record allocations.
+// record appended. Each record is read from the record log into one reused
+// buffer and encoded from there, without per-record allocations.
 func (s *Server) appendAnswerRecords(out []byte, protobuf bool, skey uint64, n int32, pos, visible int64, limit, fetchBytes int) ([]byte, int64, error) {
 	var lower, upper [recordKeyLen]byte
 	it, err := s.db.NewIter(&pebble.IterOptions{
@@ -133,6 +138,12 @@ func (s *Server) appendAnswerRecords(out []byte, protobuf bool, skey uint64, n i
 	if err != nil {
 		return out, pos, err
 	}
+	scratchp := responseBuffers.Get().(*[]byte)
+	scratch := *scratchp
+	defer func() {
+		*scratchp = scratch
+		recycleBuffer(scratchp)
+	}()
 	next := pos
 	count, size := 0, 0
 	for ok := it.First(); ok && count < limit; ok = it.Next() {
@@ -151,9 +162,30 @@ func (s *Server) appendAnswerRecords(out []byte, protobuf bool, skey uint64, n i
 			err = verr
 			break
 		}
-		ts, key, data, valid := decodeRecordValue(v)
+		ref, valid := decodeRecordRef(v)
 		if !valid {
-			err = errors.New("corrupt record value")
+			err = errors.New("corrupt record reference")
+			break
+		}
+		var fskey uint64
+		var fpart int32
+		var fseq int64
+		var value []byte
+		scratch, fskey, fpart, fseq, value, err = s.records.read(scratch, ref)
+		if errors.Is(err, errSegmentGone) {
+			// Retention deleted the segment after the iterator was opened.
+			_ = it.Close()
+			if count == 0 {
+				return out, pos, err
+			}
+			return out, next, nil
+		}
+		if err != nil {
+			break
+		}
+		ts, key, data, valid := decodeRecordValue(value)
+		if !valid || fskey != skey || fpart != n || fseq != seq {
+			err = fmt.Errorf("corrupt record %d in log segment %d at %d", seq, ref.seg, ref.off)
 			break
 		}
 		if count > 0 && size+len(key)+len(data) > fetchBytes {

@@ -57,6 +57,10 @@ type Config struct {
 	Credentials map[string]Credential
 	// Tokens are the X-Auth-Token values accepted instead of a signature.
 	Tokens []string
+
+	// segmentBytes is where the record log rolls to a new segment; default
+	// logSegmentBytes. Tests make it small.
+	segmentBytes int64
 }
 
 // Server is an embedded DIS server. It is an http.Handler; mount it on any
@@ -65,6 +69,7 @@ type Server struct {
 	cfg       Config
 	log       zerolog.Logger
 	db        *pebble.DB
+	records   *recordLog
 	writeOpts *pebble.WriteOptions
 	mux       *http.ServeMux
 
@@ -116,6 +121,9 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.RetentionCheckInterval <= 0 {
 		cfg.RetentionCheckInterval = time.Minute
 	}
+	if cfg.segmentBytes <= 0 {
+		cfg.segmentBytes = logSegmentBytes
+	}
 	db, err := pebble.Open(cfg.Dir, &pebble.Options{
 		Logger: pebbleLogger{cfg.Logger},
 		// Large enough that a maximal PutRecords batch stays an ordinary
@@ -125,10 +133,20 @@ func Open(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dislocal: open %s: %w", cfg.Dir, err)
 	}
+	if err := checkFormat(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("dislocal: open %s: %w", cfg.Dir, err)
+	}
+	rlog, lastSeg, lastLen, err := openRecordLog(cfg.Dir, cfg.segmentBytes)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("dislocal: open record log in %s: %w", cfg.Dir, err)
+	}
 	s := &Server{
 		cfg:          cfg,
 		log:          cfg.Logger,
 		db:           db,
+		records:      rlog,
 		writeOpts:    writeOpts,
 		streams:      make(map[string]*stream),
 		streamsByKey: make(map[uint64]*stream),
@@ -136,8 +154,14 @@ func Open(cfg Config) (*Server, error) {
 		sweepDone:    make(chan struct{}),
 	}
 	if err := s.load(); err != nil {
+		_ = rlog.close()
 		_ = db.Close()
 		return nil, fmt.Errorf("dislocal: load %s: %w", cfg.Dir, err)
+	}
+	if err := s.recoverLog(lastSeg, lastLen); err != nil {
+		_ = rlog.close()
+		_ = db.Close()
+		return nil, fmt.Errorf("dislocal: recover %s: %w", cfg.Dir, err)
 	}
 	s.routes()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -158,7 +182,11 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	return s.db.Close()
+	err := s.db.Close()
+	if lerr := s.records.close(); err == nil {
+		err = lerr
+	}
+	return err
 }
 
 // HTTP timeouts of the embedded server. A client that stalls while
@@ -259,6 +287,34 @@ func (s *Server) routes() {
 			message: fmt.Sprintf("No such API. [%s %s]", r.Method, r.URL.Path),
 		})
 	})
+}
+
+// checkFormat refuses a data directory of another format version, and
+// marks a new one with this version.
+func checkFormat(db *pebble.DB) error {
+	v, closer, err := db.Get(formatKey)
+	switch {
+	case err == nil:
+		defer closer.Close()
+		if len(v) != 8 || binary.BigEndian.Uint64(v) != dataFormat {
+			return fmt.Errorf("data directory format %x, this version reads only format %d", v, dataFormat)
+		}
+		return nil
+	case !errors.Is(err, pebble.ErrNotFound):
+		return err
+	}
+	it, err := db.NewIter(nil)
+	if err != nil {
+		return err
+	}
+	used := it.First()
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if used {
+		return errors.New("data directory written by an older version (record data in pebble); this version keeps record data in a record log and cannot read it: move it away or delete it")
+	}
+	return db.Set(formatKey, binary.BigEndian.AppendUint64(nil, dataFormat), pebble.Sync)
 }
 
 // load reads the catalog (streams, partitions, apps) into memory.
