@@ -44,8 +44,10 @@ type env struct {
 	dir   string
 	clock *fakeClock
 	sync  SyncMode
-	srv   *Server
-	hs    *httptest.Server
+	// segmentBytes, when set, is the record log's Config.segmentBytes.
+	segmentBytes int64
+	srv          *Server
+	hs           *httptest.Server
 }
 
 const project = "proj1"
@@ -65,6 +67,7 @@ func (e *env) open() {
 		Sync:                   e.sync,
 		Now:                    e.clock.Now,
 		RetentionCheckInterval: time.Hour,
+		segmentBytes:           e.segmentBytes,
 	})
 	if err != nil {
 		e.tb.Fatalf("Open: %v", err)
