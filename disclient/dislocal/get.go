@@ -127,8 +127,8 @@ func errPositionGone(pos, earliest int64) *apiError {
 // protobuf Record fields or as JSON objects of disclient.Record's shape,
 // stopping at limit records or once fetchBytes of key and data are reached
 // (after at least one record). It returns the position after the last
-// record appended. Each record is read from the record log into one reused
-// buffer and encoded from there, without per-record allocations.
+// record appended. Records are read from the record log through one reused
+// window and encoded from there, without per-record allocations.
 func (s *Server) appendAnswerRecords(out []byte, protobuf bool, skey uint64, n int32, pos, visible int64, limit, fetchBytes int) ([]byte, int64, error) {
 	var lower, upper [recordKeyLen]byte
 	it, err := s.db.NewIter(&pebble.IterOptions{
@@ -138,11 +138,11 @@ func (s *Server) appendAnswerRecords(out []byte, protobuf bool, skey uint64, n i
 	if err != nil {
 		return out, pos, err
 	}
-	scratchp := responseBuffers.Get().(*[]byte)
-	scratch := *scratchp
+	bufp := responseBuffers.Get().(*[]byte)
+	lr := logReader{log: s.records, buf: (*bufp)[:0]}
 	defer func() {
-		*scratchp = scratch
-		recycleBuffer(scratchp)
+		*bufp = lr.buf
+		recycleBuffer(bufp)
 	}()
 	next := pos
 	count, size := 0, 0
@@ -167,11 +167,8 @@ func (s *Server) appendAnswerRecords(out []byte, protobuf bool, skey uint64, n i
 			err = errors.New("corrupt record reference")
 			break
 		}
-		var fskey uint64
-		var fpart int32
-		var fseq int64
-		var value []byte
-		scratch, fskey, fpart, fseq, value, err = s.records.read(scratch, ref)
+		fskey, fpart, fseq, value, rerr := lr.read(ref)
+		err = rerr
 		if errors.Is(err, errSegmentGone) {
 			// Retention deleted the segment after the iterator was opened.
 			_ = it.Close()

@@ -292,29 +292,59 @@ func (l *recordLog) sync(seg uint64, end int64) error {
 	return nil
 }
 
-// read reads the frame at ref into buf (grown as needed) and returns its
-// checked parts; the slices alias the returned buffer.
-func (l *recordLog) read(buf []byte, ref recordRef) (frame []byte, skey uint64, part int32, seq int64, value []byte, err error) {
-	buf = slices.Grow(buf[:0], int(ref.n))[:ref.n]
-	l.filesMu.RLock()
-	f := l.files[ref.seg]
-	if f == nil {
-		l.filesMu.RUnlock()
-		return buf, 0, 0, 0, nil, errSegmentGone
-	}
-	_, err = f.ReadAt(buf, ref.off)
-	l.filesMu.RUnlock()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+// readAhead is how much a logReader reads at least per read, so that
+// the small records a GetRecords answer holds, which lie one after the
+// other in the log, cost one read between them rather than one each.
+const readAhead = 256 << 10
+
+// logReader reads frames through a window of the log it fills readAhead
+// at a time. It is one reader's, not safe for concurrent use.
+type logReader struct {
+	log *recordLog
+	buf []byte
+	seg uint64
+	off int64 // of buf[0] in segment seg
+}
+
+// read returns the checked parts of the frame at ref; the slices alias
+// the reader's buffer and are valid until the next read.
+func (r *logReader) read(ref recordRef) (skey uint64, part int32, seq int64, value []byte, err error) {
+	end := ref.off + int64(ref.n)
+	if ref.seg != r.seg || ref.off < r.off || end > r.off+int64(len(r.buf)) {
+		if err := r.fill(ref); err != nil {
+			return 0, 0, 0, nil, err
 		}
-		return buf, 0, 0, 0, nil, fmt.Errorf("read record log segment %d at %d: %w", ref.seg, ref.off, err)
 	}
-	skey, part, seq, value, ok := checkFrame(buf)
+	frame := r.buf[ref.off-r.off : end-r.off]
+	skey, part, seq, value, ok := checkFrame(frame)
 	if !ok {
-		return buf, 0, 0, 0, nil, fmt.Errorf("corrupt record in log segment %d at %d", ref.seg, ref.off)
+		return 0, 0, 0, nil, fmt.Errorf("corrupt record in log segment %d at %d", ref.seg, ref.off)
 	}
-	return buf, skey, part, seq, value, nil
+	return skey, part, seq, value, nil
+}
+
+// fill reads the window starting at ref: at least its frame, at most
+// readAhead or the frame, whichever is larger, less at the segment's end.
+func (r *logReader) fill(ref recordRef) error {
+	want := max(int(ref.n), readAhead)
+	r.buf = slices.Grow(r.buf[:0], want)[:want]
+	r.log.filesMu.RLock()
+	f := r.log.files[ref.seg]
+	if f == nil {
+		r.log.filesMu.RUnlock()
+		r.buf = r.buf[:0]
+		return errSegmentGone
+	}
+	n, err := f.ReadAt(r.buf, ref.off)
+	r.log.filesMu.RUnlock()
+	r.buf, r.seg, r.off = r.buf[:n], ref.seg, ref.off
+	if n >= int(ref.n) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("read record log segment %d at %d: %w", ref.seg, ref.off, err)
 }
 
 // removeBefore deletes every segment older than id, never the active one.
