@@ -21,21 +21,24 @@ import (
 type SyncMode string
 
 const (
-	// SyncAlways fsyncs the write-ahead log before answering each write
-	// request; concurrent requests share fsyncs (pebble group-commits them).
-	// An acknowledged write survives a process crash and a power loss.
+	// SyncAlways fsyncs the record log and pebble's write-ahead log before
+	// answering each write request; concurrent requests share fsyncs (group
+	// commit). An acknowledged write survives a process crash and a power
+	// loss.
 	SyncAlways SyncMode = "always"
-	// SyncNone answers once the write is in pebble's memtable and WAL buffer
-	// and leaves flushing to pebble and the OS. It saves the fsync wait, but a
-	// process crash or power loss can lose the writes of the last moments
-	// (pebble buffers the WAL tail in the process before writing it to the
-	// OS). The database itself always stays consistent.
+	// SyncNone answers once the record data is in the OS page cache and its
+	// references in pebble's memtable and WAL buffer, and leaves flushing to
+	// pebble and the OS. It saves the fsync waits, but a process crash or
+	// power loss can lose the writes of the last moments (pebble buffers the
+	// WAL tail in the process before writing it to the OS). The store itself
+	// always stays consistent: Open drops references whose data is not whole.
 	SyncNone SyncMode = "none"
 )
 
 // Config configures an embedded DIS server.
 type Config struct {
-	// Dir is the data directory; the pebble database lives directly in it.
+	// Dir is the data directory; the pebble database lives directly in it,
+	// the record log in its records subdirectory.
 	Dir string
 	// Sync defaults to SyncAlways.
 	Sync SyncMode
