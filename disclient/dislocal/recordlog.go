@@ -368,18 +368,6 @@ func (l *recordLog) removeBefore(id uint64) error {
 	return first
 }
 
-// segments lists the ids of the segments there are, in order.
-func (l *recordLog) segments() []uint64 {
-	l.filesMu.RLock()
-	defer l.filesMu.RUnlock()
-	ids := make([]uint64, 0, len(l.files))
-	for id := range l.files {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
-
 // activeSegment is the id appends go to.
 func (l *recordLog) activeSegment() uint64 {
 	l.mu.Lock()

@@ -177,3 +177,15 @@ func TestOpenRefusesOlderFormat(t *testing.T) {
 		t.Errorf("error %q does not say why", err)
 	}
 }
+
+// segments lists the ids of the segments there are, in order.
+func (l *recordLog) segments() []uint64 {
+	l.filesMu.RLock()
+	defer l.filesMu.RUnlock()
+	ids := make([]uint64, 0, len(l.files))
+	for id := range l.files {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
