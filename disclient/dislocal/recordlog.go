@@ -292,13 +292,10 @@ func (l *recordLog) sync(seg uint64, end int64) error {
 	return nil
 }
 
-// readAhead is how much a logReader reads at least per read, so that
-// the small records a GetRecords answer holds, which lie one after the
-// other in the log, cost one read between them rather than one each.
-const readAhead = 256 << 10
-
-// logReader reads frames through a window of the log it fills readAhead
-// at a time. It is one reader's, not safe for concurrent use.
+// logReader reads frames through a window of the log, so that the records
+// of a GetRecords answer that lie one after the other in the log cost one
+// read between them rather than one each. It is one reader's, not safe for
+// concurrent use.
 type logReader struct {
 	log *recordLog
 	buf []byte
@@ -307,11 +304,13 @@ type logReader struct {
 }
 
 // read returns the checked parts of the frame at ref; the slices alias
-// the reader's buffer and are valid until the next read.
-func (r *logReader) read(ref recordRef) (skey uint64, part int32, seq int64, value []byte, err error) {
+// the reader's buffer and are valid until the next read. span is how many
+// bytes from ref on the caller will read next (at least ref.n), what a
+// window refilled here covers.
+func (r *logReader) read(ref recordRef, span int64) (skey uint64, part int32, seq int64, value []byte, err error) {
 	end := ref.off + int64(ref.n)
 	if ref.seg != r.seg || ref.off < r.off || end > r.off+int64(len(r.buf)) {
-		if err := r.fill(ref); err != nil {
+		if err := r.fill(ref, span); err != nil {
 			return 0, 0, 0, nil, err
 		}
 	}
@@ -323,10 +322,9 @@ func (r *logReader) read(ref recordRef) (skey uint64, part int32, seq int64, val
 	return skey, part, seq, value, nil
 }
 
-// fill reads the window starting at ref: at least its frame, at most
-// readAhead or the frame, whichever is larger, less at the segment's end.
-func (r *logReader) fill(ref recordRef) error {
-	want := max(int(ref.n), readAhead)
+// fill reads span bytes (at least the frame) from ref on into the window.
+func (r *logReader) fill(ref recordRef, span int64) error {
+	want := int(max(span, int64(ref.n)))
 	r.buf = slices.Grow(r.buf[:0], want)[:want]
 	r.log.filesMu.RLock()
 	f := r.log.files[ref.seg]
