@@ -3,6 +3,7 @@ package dislocal
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -97,6 +98,10 @@ func (s *Server) getRecords(w http.ResponseWriter, r *http.Request, project stri
 	if pos < visible {
 		start := len(out)
 		out, next, err = s.appendAnswerRecords(out, protobuf, st.meta.Key, n, pos, visible, limit, fetchBytes)
+		if errors.Is(err, errSegmentGone) {
+			earliest, _ := st.parts[n].bounds()
+			return errPositionGone(pos, earliest)
+		}
 		if err != nil {
 			return err
 		}
@@ -131,8 +136,8 @@ func errPositionGone(pos, earliest int64) *apiError {
 // protobuf Record fields or as JSON objects of disclient.Record's shape,
 // stopping at limit records or once fetchBytes of key and data are reached
 // (after at least one record). It returns the position after the last
-// record appended. Values are encoded straight from the iterator, without
-// per-record allocations.
+// record appended. Records are read from the record log through one reused
+// buffer and encoded from there, without per-record allocations.
 func (s *Server) appendAnswerRecords(out []byte, protobuf bool, skey uint64, n int32, pos, visible int64, limit, fetchBytes int) ([]byte, int64, error) {
 	var lower, upper [recordKeyLen]byte
 	it, err := s.db.NewIter(&pebble.IterOptions{
@@ -142,48 +147,92 @@ func (s *Server) appendAnswerRecords(out []byte, protobuf bool, skey uint64, n i
 	if err != nil {
 		return out, pos, err
 	}
-	next := pos
-	count, size := 0, 0
-	for ok := it.First(); ok && count < limit; ok = it.Next() {
+	// First the references, then the frames: frames that lie one after
+	// the other in the log (a request's records of one partition) are read
+	// with one read between them.
+	var refs []recordRef
+	total := 0
+	for ok := it.First(); ok && len(refs) < limit && (len(refs) == 0 || total < fetchBytes); ok = it.Next() {
 		seq, valid := recordSeq(it.Key())
-		if !valid {
+		if !valid || seq != pos+int64(len(refs)) {
+			if len(refs) == 0 && valid {
+				// Retention removed the position after bounds were read.
+				_ = it.Close()
+				return out, pos, errPositionGone(pos, seq)
+			}
 			err = errors.New("corrupt record key")
 			break
-		}
-		if count == 0 && seq != pos {
-			// Retention removed the position after bounds were read.
-			_ = it.Close()
-			return out, pos, errPositionGone(pos, seq)
 		}
 		v, verr := it.ValueAndErr()
 		if verr != nil {
 			err = verr
 			break
 		}
-		ts, key, data, valid := decodeRecordValue(v)
+		ref, valid := decodeRecordRef(v)
 		if !valid {
-			err = errors.New("corrupt record value")
+			err = errors.New("corrupt record reference")
 			break
 		}
-		if count > 0 && size+len(key)+len(data) > fetchBytes {
+		refs = append(refs, ref)
+		total += int(ref.n) - framePrefixLen - 9
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return out, pos, err
+	}
+
+	bufp := responseBuffers.Get().(*[]byte)
+	lr := logReader{log: s.records, buf: (*bufp)[:0]}
+	defer func() {
+		*bufp = lr.buf
+		recycleBuffer(bufp)
+	}()
+	next := pos
+	size := 0
+	for i, ref := range refs {
+		seq := pos + int64(i)
+		fskey, fpart, fseq, value, err := lr.read(ref, contiguous(refs[i:]))
+		if errors.Is(err, errSegmentGone) {
+			// Retention deleted the segment after the references were read.
+			if i == 0 {
+				return out, pos, err
+			}
+			return out, next, nil
+		}
+		if err != nil {
+			return out, next, err
+		}
+		ts, key, data, valid := decodeRecordValue(value)
+		if !valid || fskey != skey || fpart != n || fseq != seq {
+			return out, next, fmt.Errorf("corrupt record %d in log segment %d at %d", seq, ref.seg, ref.off)
+		}
+		if i > 0 && size+len(key)+len(data) > fetchBytes {
 			break
 		}
 		size += len(key) + len(data)
 		if protobuf {
 			out = disclient.AppendGetRecordsRecord(out, key, seq, data, ts, timestampTypeCreateTime)
 		} else {
-			if count > 0 {
+			if i > 0 {
 				out = append(out, ',')
 			}
 			out = appendRecordJSON(out, key, seq, data, ts)
 		}
-		count++
 		next = seq + 1
 	}
-	if cerr := it.Close(); err == nil {
-		err = cerr
+	return out, next, nil
+}
+
+// contiguous is the length of the run of frames at the start of refs
+// that lie one after the other in one segment.
+func contiguous(refs []recordRef) int64 {
+	n := int64(refs[0].n)
+	for i := 1; i < len(refs) && refs[i].seg == refs[0].seg && refs[i].off == refs[0].off+n; i++ {
+		n += int64(refs[i].n)
 	}
-	return out, next, err
+	return n
 }
 
 // appendRecordJSON appends one record as a JSON object.

@@ -46,8 +46,10 @@ type env struct {
 	sync  SyncMode
 	// quotas is the Config.Quotas the server opens with.
 	quotas QuotaMode
-	srv    *Server
-	hs     *httptest.Server
+	// segmentBytes, when set, is the record log's Config.segmentBytes.
+	segmentBytes int64
+	srv          *Server
+	hs           *httptest.Server
 }
 
 const project = "proj1"
@@ -68,6 +70,7 @@ func (e *env) open() {
 		Now:                    e.clock.Now,
 		RetentionCheckInterval: time.Hour,
 		Quotas:                 e.quotas,
+		segmentBytes:           e.segmentBytes,
 	})
 	if err != nil {
 		e.tb.Fatalf("Open: %v", err)

@@ -6,12 +6,13 @@ import "encoding/binary"
 // numbers are big-endian so that byte order is numeric order and range
 // deletes and bounded iterators cover exactly one stream or partition.
 //
+//	f                                            → data directory format (uint64, dataFormat)
 //	n                                            → next stream key (uint64)
 //	s <project> 0x00 <stream name>               → stream metadata (JSON, streamMeta)
 //	a <project> 0x00 <app name>                  → app metadata (JSON, appMeta)
 //	c <project> 0x00 <app> 0x00 <skey:8> <p:4>   → checkpoint: sequence number (int64) + metadata
 //	p <skey:8> <p:4>                             → partition state: earliest, next, maxTimestamp, lastWriteSecond (4 × int64)
-//	r <skey:8> <p:4> <seq:8>                     → record: timestamp (int64), uvarint key length, key, data
+//	r <skey:8> <p:4> <seq:8>                     → record: where its frame is in the record log (recordRef: segment, offset, length)
 //	t <skey:8> <p:4> <maxTimestamp:8> <seq:8>    → empty: seq is the first record that raised the partition's running maximum timestamp to maxTimestamp
 //	w <skey:8> <p:4> <second:8> <seq:8>          → empty: seq is the first record written in that second (Unix seconds, server clock)
 //
@@ -20,12 +21,16 @@ import "encoding/binary"
 // checkpoints. Names and project ids never contain bytes below 0x20, which
 // keeps the 0x00 separators unambiguous.
 //
+// Record data itself (timestamp, partition key, data) is in the record log
+// beside pebble (recordlog.go), in the form appendRecordValue writes.
+//
 // The t index answers AT_TIMESTAMP: producer timestamps need not be
 // monotonic, but the running maximum is, and the first record whose own
 // timestamp is >= T is exactly the first record whose running maximum is >= T.
 // The w index lets the retention sweeper find the first record to keep
 // without reading record values; it has at most one entry per second.
 const (
+	kindFormat        = 'f'
 	kindStreamCounter = 'n'
 	kindStream        = 's'
 	kindApp           = 'a'
@@ -43,7 +48,16 @@ const (
 	partitionStateLen  = 4 * 8
 )
 
-var streamCounterKey = []byte{kindStreamCounter}
+var (
+	formatKey        = []byte{kindFormat}
+	streamCounterKey = []byte{kindStreamCounter}
+)
+
+// dataFormat is the version of this key schema and of the record log.
+// Version 2 moved record data out of pebble into the record log; a data
+// directory without the f key was written by an older version and is
+// refused rather than misread.
+const dataFormat = 2
 
 // namedKey is kind + project + 0x00 + name: the key of a stream or an app.
 func namedKey(kind byte, project, name string) []byte {
@@ -136,7 +150,8 @@ func prefixEnd(prefix []byte) []byte {
 	return nil
 }
 
-// appendRecordValue appends the stored form of a record.
+// appendRecordValue appends the stored form of a record, as the payload
+// of its record log frame ends.
 func appendRecordValue(b []byte, timestamp int64, key string, data []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(timestamp))
 	b = binary.AppendUvarint(b, uint64(len(key)))

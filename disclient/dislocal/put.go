@@ -23,9 +23,9 @@ const (
 
 // putRecords appends records. With quotas enforced, records over their
 // partition's write quota fail with DIS.4303 first (throttleWrites).
-// Sequence numbers are assigned under the
-// partition locks, all records of the request go into one pebble batch, and
-// the answer waits until that batch is as durable as the sync mode promises.
+// Sequence numbers are assigned under the partition locks, all records of
+// the request go into one record log write and one pebble batch, and the
+// answer waits until both are as durable as the sync mode promises.
 func (s *Server) putRecords(w http.ResponseWriter, r *http.Request, project string) error {
 	var req disclient.PutRecordsRequest
 	protobuf := wantsProtobuf(r)
@@ -55,7 +55,7 @@ func (s *Server) putRecords(w http.ResponseWriter, r *http.Request, project stri
 			continue
 		}
 		targets[i] = n
-		size += 2*recordKeyLen + recordValueLen(rec.PartitionKey, rec.Data) + 2*indexKeyLen
+		size += frameLen(rec.PartitionKey, rec.Data)
 	}
 	if s.quotaEnforced() {
 		resp.FailedRecordCount += s.throttleWrites(st, req.Records, targets, resp.Records)
@@ -220,8 +220,18 @@ func checkRecord(st *stream, rec *disclient.PutRecordsEntry) (int32, *apiError) 
 
 // appendRecords writes the routed records (targets[i] >= 0) of one request
 // and fills in their results. touched lists the partitions involved,
-// sorted, which is also the order they are locked in. Needs st.mu.
-func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, targets, touched []int32, size int, results []disclient.PutRecordsResult) error {
+// sorted, which is also the order they are locked in. frameBytes is the
+// size of the records' log frames. Needs st.mu.
+//
+// The records' frames go to the record log in one write and their
+// references into one pebble batch, both under the partition locks, so
+// that log order, sequence numbers and pebble's WAL order agree. With
+// SyncAlways the answer waits for the log's fsync and then pebble's,
+// outside the locks so that concurrent writers share both; a reference
+// that reached the disk without its frame (a power loss between the two)
+// is dropped when the store is opened (recoverLog), and it was never
+// acknowledged.
+func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, targets, touched []int32, frameBytes int, results []disclient.PutRecordsResult) error {
 	parts := make([]*partition, len(touched))
 	states := make([]partitionState, len(touched))
 	for j, n := range touched {
@@ -243,9 +253,18 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 	now := s.nowMs()
 	second := floorDiv(now, 1000)
 	skey := st.meta.Key
-	b := s.db.NewBatchWithSize(size)
-	defer b.Close()
+	bufp := responseBuffers.Get().(*[]byte)
+	frames := slices.Grow((*bufp)[:0], frameBytes)
+	defer func() {
+		*bufp = frames
+		recycleBuffer(bufp)
+	}()
+	// Each routed record's sequence number and frame, by index.
+	seqs := make([]int64, len(recs))
+	offsets := make([]int, len(recs)+1)
 	var key [indexKeyLen]byte
+	b := s.db.NewBatchWithSize(len(touched)*(partitionPrefixLen+partitionStateLen) + len(recs)*(recordKeyLen+recordRefLen+2*indexKeyLen))
+	defer b.Close()
 	for i := range recs {
 		n := targets[i]
 		if n < 0 {
@@ -260,12 +279,9 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 		if rec.Timestamp != nil {
 			ts = *rec.Timestamp
 		}
-		op := b.SetDeferred(recordKeyLen, recordValueLen(rec.PartitionKey, rec.Data))
-		appendRecordKey(op.Key[:0], skey, n, seq)
-		appendRecordValue(op.Value[:0], ts, rec.PartitionKey, rec.Data)
-		if err := op.Finish(); err != nil {
-			return err
-		}
+		seqs[i], offsets[i] = seq, len(frames)
+		frames = appendFrame(frames, skey, n, seq, ts, rec.PartitionKey, rec.Data)
+		offsets[i+1] = len(frames)
 		if ts > ps.maxTimestamp {
 			if err := b.Set(appendIndexKey(key[:0], kindTimeIndex, skey, n, ts, seq), nil, nil); err != nil {
 				return err
@@ -279,6 +295,21 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 			ps.lastWriteSecond = second
 		}
 		results[i] = disclient.PutRecordsResult{PartitionID: parts[j].id, SequenceNumber: strconv.FormatInt(seq, 10)}
+	}
+	seg, base, err := s.records.append(frames)
+	if err != nil {
+		return err
+	}
+	var ref [recordRefLen]byte
+	for i := range recs {
+		n := targets[i]
+		if n < 0 {
+			continue
+		}
+		r := recordRef{seg: seg, off: base + int64(offsets[i]), n: uint32(offsets[i+1] - offsets[i])}
+		if err := b.Set(appendRecordKey(key[:0], skey, n, seqs[i]), r.encode(ref[:0]), nil); err != nil {
+			return err
+		}
 	}
 	for j, n := range touched {
 		if err := b.Set(partitionKey(skey, n), states[j].encode(), nil); err != nil {
@@ -296,9 +327,6 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 		}
 		return nil
 	}
-	// Pebble orders the WAL in apply order, so applying under the partition
-	// locks keeps sequence numbers and WAL order in step; the fsync wait
-	// happens outside them so that concurrent writers share fsyncs.
 	if err := s.db.ApplyNoSyncWait(b, s.writeOpts); err != nil {
 		return err
 	}
@@ -306,11 +334,14 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 		p.state = states[j]
 	}
 	unlock()
+	if err := s.records.sync(seg, base+int64(len(frames))); err != nil {
+		return err
+	}
 	if err := b.SyncWait(); err != nil {
 		return err
 	}
-	// A finished sync covers every batch before this one in the WAL too, so
-	// visible only ever moves forward.
+	// A finished sync covers every batch before this one too, so visible
+	// only ever moves forward.
 	for j, p := range parts {
 		p.mu.Lock()
 		p.visible = max(p.visible, states[j].next)

@@ -27,8 +27,9 @@ func (s *Server) sweepLoop(ctx context.Context) {
 }
 
 // sweep deletes, in every partition of every stream, the records written
-// more than the stream's data_duration before now, and advances the
-// partitions' earliest sequence numbers. Write times are tracked per second
+// more than the stream's data_duration before now, advances the
+// partitions' earliest sequence numbers, and deletes the record log
+// segments no retained record is in. Write times are tracked per second
 // (the w index), so a record is deleted up to a second after it expires,
 // never before.
 func (s *Server) sweep(ctx context.Context, now time.Time) error {
@@ -58,7 +59,7 @@ func (s *Server) sweep(ctx context.Context, now time.Time) error {
 			return err
 		}
 	}
-	return nil
+	return s.dropSegments()
 }
 
 // sweepPartition deletes the records of one partition written before

@@ -21,21 +21,24 @@ import (
 type SyncMode string
 
 const (
-	// SyncAlways fsyncs the write-ahead log before answering each write
-	// request; concurrent requests share fsyncs (pebble group-commits them).
-	// An acknowledged write survives a process crash and a power loss.
+	// SyncAlways fsyncs the record log and pebble's write-ahead log before
+	// answering each write request; concurrent requests share fsyncs (group
+	// commit). An acknowledged write survives a process crash and a power
+	// loss.
 	SyncAlways SyncMode = "always"
-	// SyncNone answers once the write is in pebble's memtable and WAL buffer
-	// and leaves flushing to pebble and the OS. It saves the fsync wait, but a
-	// process crash or power loss can lose the writes of the last moments
-	// (pebble buffers the WAL tail in the process before writing it to the
-	// OS). The database itself always stays consistent.
+	// SyncNone answers once the record data is in the OS page cache and its
+	// references in pebble's memtable and WAL buffer, and leaves flushing to
+	// pebble and the OS. It saves the fsync waits, but a process crash or
+	// power loss can lose the writes of the last moments (pebble buffers the
+	// WAL tail in the process before writing it to the OS). The store itself
+	// always stays consistent: Open drops references whose data is not whole.
 	SyncNone SyncMode = "none"
 )
 
 // Config configures an embedded DIS server.
 type Config struct {
-	// Dir is the data directory; the pebble database lives directly in it.
+	// Dir is the data directory; the pebble database lives directly in it,
+	// the record log in its records subdirectory.
 	Dir string
 	// Sync defaults to SyncAlways.
 	Sync SyncMode
@@ -60,6 +63,10 @@ type Config struct {
 	// Quotas enforces DIS's per-partition traffic limits (quotas.go);
 	// default QuotasNone. Throttling follows Now.
 	Quotas QuotaMode
+
+	// segmentBytes is where the record log rolls to a new segment; default
+	// logSegmentBytes. Tests make it small.
+	segmentBytes int64
 }
 
 // Server is an embedded DIS server. It is an http.Handler; mount it on any
@@ -68,6 +75,7 @@ type Server struct {
 	cfg       Config
 	log       zerolog.Logger
 	db        *pebble.DB
+	records   *recordLog
 	writeOpts *pebble.WriteOptions
 	mux       *http.ServeMux
 
@@ -124,6 +132,9 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.RetentionCheckInterval <= 0 {
 		cfg.RetentionCheckInterval = time.Minute
 	}
+	if cfg.segmentBytes <= 0 {
+		cfg.segmentBytes = logSegmentBytes
+	}
 	db, err := pebble.Open(cfg.Dir, &pebble.Options{
 		Logger: pebbleLogger{cfg.Logger},
 		// Large enough that a maximal PutRecords batch stays an ordinary
@@ -133,10 +144,20 @@ func Open(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dislocal: open %s: %w", cfg.Dir, err)
 	}
+	if err := checkFormat(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("dislocal: open %s: %w", cfg.Dir, err)
+	}
+	rlog, lastSeg, lastLen, err := openRecordLog(cfg.Dir, cfg.segmentBytes)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("dislocal: open record log in %s: %w", cfg.Dir, err)
+	}
 	s := &Server{
 		cfg:          cfg,
 		log:          cfg.Logger,
 		db:           db,
+		records:      rlog,
 		writeOpts:    writeOpts,
 		streams:      make(map[string]*stream),
 		streamsByKey: make(map[uint64]*stream),
@@ -144,8 +165,14 @@ func Open(cfg Config) (*Server, error) {
 		sweepDone:    make(chan struct{}),
 	}
 	if err := s.load(); err != nil {
+		_ = rlog.close()
 		_ = db.Close()
 		return nil, fmt.Errorf("dislocal: load %s: %w", cfg.Dir, err)
+	}
+	if err := s.recoverLog(lastSeg, lastLen); err != nil {
+		_ = rlog.close()
+		_ = db.Close()
+		return nil, fmt.Errorf("dislocal: recover %s: %w", cfg.Dir, err)
 	}
 	s.routes()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -166,7 +193,11 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	return s.db.Close()
+	err := s.db.Close()
+	if lerr := s.records.close(); err == nil {
+		err = lerr
+	}
+	return err
 }
 
 // HTTP timeouts of the embedded server. A client that stalls while
@@ -267,6 +298,34 @@ func (s *Server) routes() {
 			message: fmt.Sprintf("No such API. [%s %s]", r.Method, r.URL.Path),
 		})
 	})
+}
+
+// checkFormat refuses a data directory of another format version, and
+// marks a new one with this version.
+func checkFormat(db *pebble.DB) error {
+	v, closer, err := db.Get(formatKey)
+	switch {
+	case err == nil:
+		defer closer.Close()
+		if len(v) != 8 || binary.BigEndian.Uint64(v) != dataFormat {
+			return fmt.Errorf("data directory format %x, this version reads only format %d", v, dataFormat)
+		}
+		return nil
+	case !errors.Is(err, pebble.ErrNotFound):
+		return err
+	}
+	it, err := db.NewIter(nil)
+	if err != nil {
+		return err
+	}
+	used := it.First()
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if used {
+		return errors.New("data directory written by an older version (record data in pebble); this version keeps record data in a record log and cannot read it: move it away or delete it")
+	}
+	return db.Set(formatKey, binary.BigEndian.AppendUint64(nil, dataFormat), pebble.Sync)
 }
 
 // load reads the catalog (streams, partitions, apps) into memory.

@@ -1,0 +1,160 @@
+package dislocal
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// recordRefAt reads the reference of record seq of a partition.
+func (s *Server) recordRefAt(skey uint64, n int32, seq int64) (recordRef, error) {
+	var k [recordKeyLen]byte
+	v, closer, err := s.db.Get(appendRecordKey(k[:0], skey, n, seq))
+	if err != nil {
+		return recordRef{}, fmt.Errorf("record %d of partition %d: %w", seq, n, err)
+	}
+	defer closer.Close()
+	ref, ok := decodeRecordRef(v)
+	if !ok {
+		return recordRef{}, fmt.Errorf("record %d of partition %d: corrupt reference", seq, n)
+	}
+	return ref, nil
+}
+
+// recoverLog drops, from every partition, the records whose frames are not
+// whole in the record log: those referenced beyond lastLen in lastSeg, the
+// newest segment openRecordLog found (or in a later one). Only a power loss
+// leaves such references (pebble's WAL reached the disk, the log did not),
+// and with SyncAlways only for writes never acknowledged, since the log is
+// fsynced before pebble's answer is awaited. A partition's references grow
+// with its sequence numbers, so the valid records are a prefix.
+func (s *Server) recoverLog(lastSeg uint64, lastLen int64) error {
+	for _, st := range s.streamsByKey {
+		skey := st.meta.Key
+		for _, p := range st.parts {
+			earliest, next := p.state.earliest, p.state.next
+			if earliest == next {
+				continue
+			}
+			var failed error
+			whole := func(seq int64) bool {
+				ref, err := s.recordRefAt(skey, p.n, seq)
+				if err != nil {
+					failed = err
+					return false
+				}
+				return ref.seg < lastSeg || ref.seg == lastSeg && ref.off+int64(ref.n) <= lastLen
+			}
+			if whole(next - 1) {
+				continue
+			}
+			cut := earliest + int64(sort.Search(int(next-earliest), func(i int) bool { return !whole(earliest + int64(i)) }))
+			if failed != nil {
+				return failed
+			}
+			if err := s.truncatePartition(skey, p, cut); err != nil {
+				return err
+			}
+			s.log.Warn().Uint64("stream_key", skey).Int32("partition", p.n).Int64("from", cut).Int64("to", next).
+				Msg("dislocal: dropped records whose data did not reach the disk before a crash")
+		}
+	}
+	return nil
+}
+
+// truncatePartition deletes the records of a partition from cut on, with
+// their index entries, and sets its state to match. Only recoverLog uses
+// it, before the server serves anything.
+func (s *Server) truncatePartition(skey uint64, p *partition, cut int64) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange(appendRecordKey(nil, skey, p.n, cut), appendRecordKey(nil, skey, p.n, p.state.next), nil); err != nil {
+		return err
+	}
+	state := p.state
+	state.next = cut
+	var err error
+	if state.maxTimestamp, err = s.truncateIndex(b, kindTimeIndex, skey, p.n, cut); err != nil {
+		return err
+	}
+	if state.lastWriteSecond, err = s.truncateIndex(b, kindWriteIndex, skey, p.n, cut); err != nil {
+		return err
+	}
+	if err := b.Set(partitionKey(skey, p.n), state.encode(), nil); err != nil {
+		return err
+	}
+	if err := s.db.Apply(b, pebble.Sync); err != nil {
+		return err
+	}
+	p.state = state
+	p.visible = cut
+	return nil
+}
+
+// truncateIndex adds to b the deletion of a partition's t or w index
+// entries for sequence numbers from cut on, and returns the value of the
+// last entry that stays, -1 if none does.
+func (s *Server) truncateIndex(b *pebble.Batch, kind byte, skey uint64, n int32, cut int64) (int64, error) {
+	prefix := appendPartitionPrefix(nil, kind, skey, n)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return 0, err
+	}
+	last := int64(-1)
+	for ok := it.First(); ok; ok = it.Next() {
+		value, seq, valid := indexEntry(it.Key())
+		if !valid {
+			_ = it.Close()
+			return 0, errors.New("corrupt index key")
+		}
+		if seq < cut {
+			last = value
+			continue
+		}
+		if err := b.Delete(it.Key(), nil); err != nil {
+			_ = it.Close()
+			return 0, err
+		}
+	}
+	return last, it.Close()
+}
+
+// dropSegments deletes the record log segments that hold no retained
+// record: those before the segment of every partition's earliest record.
+// The active segment is read first, so that records written meanwhile, in
+// it or later ones, are never below the floor.
+func (s *Server) dropSegments() error {
+	floor := s.records.activeSegment()
+	s.mu.RLock()
+	streams := make([]*stream, 0, len(s.streams))
+	for _, st := range s.streams {
+		streams = append(streams, st)
+	}
+	s.mu.RUnlock()
+	for _, st := range streams {
+		st.mu.RLock()
+		var err error
+		if !st.deleted {
+			for _, p := range st.parts {
+				p.mu.Lock()
+				earliest, next := p.state.earliest, p.state.next
+				p.mu.Unlock()
+				if earliest == next {
+					continue
+				}
+				var ref recordRef
+				if ref, err = s.recordRefAt(st.meta.Key, p.n, earliest); err != nil {
+					break
+				}
+				floor = min(floor, ref.seg)
+			}
+		}
+		st.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+	}
+	return s.records.removeBefore(floor)
+}

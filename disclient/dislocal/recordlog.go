@@ -1,0 +1,387 @@
+package dislocal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Record data lives in an append-only log beside pebble rather than in
+// pebble itself: pebble would write every byte three times or more (its
+// WAL, the memtable flush, each compaction), the log writes it once.
+// Pebble keeps only a reference per record (the r keys, see keys.go).
+//
+// The log is a directory of segments named <id>.log, ids counting up from 1.
+// A segment is a sequence of frames:
+//
+//	<payload length:4> <crc32c of payload:4> <payload>
+//	payload = <skey:8> <partition:4> <seq:8> <record value, see appendRecordValue>
+//
+// Numbers are big-endian. Appends go to the newest (active) segment; a
+// segment is rolled at segmentBytes and fsynced when rolled, so every
+// segment but the active one is durable in full. Open never appends to a
+// segment it finds: it validates the newest one, cuts off a torn tail,
+// fsyncs it and starts a new segment. Retention deletes whole segments once
+// no partition's earliest record lies in them or before them.
+const (
+	logDirName      = "records"
+	logSegmentBytes = 256 << 20
+	frameHeaderLen  = 8
+	framePrefixLen  = frameHeaderLen + 8 + 4 + 8
+	recordRefLen    = 8 + 8 + 4
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// recordRef locates one frame: segment id, offset and frame length.
+type recordRef struct {
+	seg uint64
+	off int64
+	n   uint32
+}
+
+func (r recordRef) encode(b []byte) []byte {
+	b = binary.BigEndian.AppendUint64(b, r.seg)
+	b = binary.BigEndian.AppendUint64(b, uint64(r.off))
+	return binary.BigEndian.AppendUint32(b, r.n)
+}
+
+func decodeRecordRef(v []byte) (recordRef, bool) {
+	if len(v) != recordRefLen {
+		return recordRef{}, false
+	}
+	return recordRef{
+		seg: binary.BigEndian.Uint64(v),
+		off: int64(binary.BigEndian.Uint64(v[8:])),
+		n:   binary.BigEndian.Uint32(v[16:]),
+	}, true
+}
+
+// appendFrame appends the frame of one record.
+func appendFrame(b []byte, skey uint64, part int32, seq, timestamp int64, key string, data []byte) []byte {
+	start := len(b)
+	b = append(b, make([]byte, frameHeaderLen)...)
+	b = binary.BigEndian.AppendUint64(b, skey)
+	b = binary.BigEndian.AppendUint32(b, uint32(part))
+	b = binary.BigEndian.AppendUint64(b, uint64(seq))
+	b = appendRecordValue(b, timestamp, key, data)
+	payload := b[start+frameHeaderLen:]
+	binary.BigEndian.PutUint32(b[start:], uint32(len(payload)))
+	binary.BigEndian.PutUint32(b[start+4:], crc32.Checksum(payload, castagnoli))
+	return b
+}
+
+// frameLen is the length appendFrame adds.
+func frameLen(key string, data []byte) int {
+	return framePrefixLen + recordValueLen(key, data)
+}
+
+// checkFrame verifies a frame read back from the log and returns its
+// payload's parts.
+func checkFrame(f []byte) (skey uint64, part int32, seq int64, value []byte, ok bool) {
+	if len(f) < framePrefixLen || int(binary.BigEndian.Uint32(f)) != len(f)-frameHeaderLen {
+		return 0, 0, 0, nil, false
+	}
+	payload := f[frameHeaderLen:]
+	if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(f[4:]) {
+		return 0, 0, 0, nil, false
+	}
+	return binary.BigEndian.Uint64(payload), int32(binary.BigEndian.Uint32(payload[8:])),
+		int64(binary.BigEndian.Uint64(payload[12:])), payload[20:], true
+}
+
+// errSegmentGone is a read of a segment retention has deleted.
+var errSegmentGone = errors.New("record log segment deleted")
+
+// recordLog is the set of segments of one data directory.
+type recordLog struct {
+	dir          string
+	segmentBytes int64
+
+	// mu guards the active segment and the size written to it.
+	mu       sync.Mutex
+	active   *os.File
+	activeID uint64
+	size     int64
+
+	// files holds every segment open for reading, by id.
+	filesMu sync.RWMutex
+	files   map[uint64]*os.File
+
+	// syncMu serializes fsyncs of the active segment; synced is how far
+	// it is durable, so that writers arriving during an fsync share the
+	// next one (group commit).
+	syncMu    sync.Mutex
+	syncedID  uint64
+	syncedEnd int64
+}
+
+// openRecordLog opens the log in dir/records, creating it if need be. It
+// returns the newest segment found and its valid length (0, 0 for none):
+// records referenced beyond that point never reached the disk whole and
+// must be dropped by the caller.
+func openRecordLog(dir string, segmentBytes int64) (l *recordLog, lastID uint64, lastLen int64, err error) {
+	log := &recordLog{dir: filepath.Join(dir, logDirName), segmentBytes: segmentBytes, files: make(map[uint64]*os.File)}
+	if err := os.MkdirAll(log.dir, 0o755); err != nil {
+		return nil, 0, 0, err
+	}
+	entries, err := os.ReadDir(log.dir)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	var ids []uint64
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".log")
+		id, perr := strconv.ParseUint(name, 10, 64)
+		if !ok || perr != nil || id == 0 {
+			continue
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	defer func() {
+		if err != nil {
+			_ = log.close()
+		}
+	}()
+	for _, id := range ids {
+		f, err := os.OpenFile(log.segmentPath(id), os.O_RDWR, 0)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		log.files[id] = f
+	}
+	if len(ids) > 0 {
+		lastID = ids[len(ids)-1]
+		f := log.files[lastID]
+		if lastLen, err = validLength(f); err != nil {
+			return nil, 0, 0, fmt.Errorf("segment %d: %w", lastID, err)
+		}
+		if err := f.Truncate(lastLen); err != nil {
+			return nil, 0, 0, err
+		}
+		if err := f.Sync(); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	if err := log.startSegment(lastID + 1); err != nil {
+		return nil, 0, 0, err
+	}
+	return log, lastID, lastLen, nil
+}
+
+// validLength reads a segment frame by frame and returns the length of the
+// prefix made of whole frames with correct checksums.
+func validLength(f *os.File) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	end := st.Size()
+	var off int64
+	var hdr [frameHeaderLen]byte
+	var buf []byte
+	for off+frameHeaderLen <= end {
+		if _, err := f.ReadAt(hdr[:], off); err != nil {
+			return 0, err
+		}
+		n := int64(binary.BigEndian.Uint32(hdr[:]))
+		if n < framePrefixLen-frameHeaderLen || off+frameHeaderLen+n > end {
+			break
+		}
+		buf = slices.Grow(buf[:0], int(frameHeaderLen+n))[:frameHeaderLen+n]
+		if _, err := f.ReadAt(buf, off); err != nil {
+			return 0, err
+		}
+		if _, _, _, _, ok := checkFrame(buf); !ok {
+			break
+		}
+		off += frameHeaderLen + n
+	}
+	return off, nil
+}
+
+func (l *recordLog) segmentPath(id uint64) string {
+	return filepath.Join(l.dir, fmt.Sprintf("%020d.log", id))
+}
+
+// startSegment creates segment id, makes it active and fsyncs the
+// directory so that the new file survives a power loss. Needs l.mu (or
+// sole ownership).
+func (l *recordLog) startSegment(id uint64) error {
+	f, err := os.OpenFile(l.segmentPath(id), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := syncDir(l.dir); err != nil {
+		_ = f.Close()
+		return err
+	}
+	l.filesMu.Lock()
+	l.files[id] = f
+	l.filesMu.Unlock()
+	l.active, l.activeID, l.size = f, id, 0
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// append writes frames (whole frames, one or more) to the active segment
+// in one write and returns where they start. It rolls to a new segment
+// first when they would not fit, fsyncing the old one. The frames are in
+// the OS's page cache when it returns (they survive a process crash);
+// sync makes them durable.
+func (l *recordLog) append(frames []byte) (seg uint64, off int64, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.size > 0 && l.size+int64(len(frames)) > l.segmentBytes {
+		if err := l.active.Sync(); err != nil {
+			return 0, 0, err
+		}
+		if err := l.startSegment(l.activeID + 1); err != nil {
+			return 0, 0, err
+		}
+	}
+	seg, off = l.activeID, l.size
+	n, err := l.active.WriteAt(frames, off)
+	l.size += int64(n)
+	if err != nil {
+		return 0, 0, err
+	}
+	return seg, off, nil
+}
+
+// sync makes everything appended before end (in segment seg) durable.
+// Concurrent callers share fsyncs: one waiting behind another finds its
+// frames already covered.
+func (l *recordLog) sync(seg uint64, end int64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if seg < l.syncedID || seg == l.syncedID && end <= l.syncedEnd {
+		return nil
+	}
+	l.mu.Lock()
+	f, id, size := l.active, l.activeID, l.size
+	l.mu.Unlock()
+	if seg < id {
+		// Rolled since: a segment is fsynced when rolled.
+		return nil
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	l.syncedID, l.syncedEnd = id, size
+	return nil
+}
+
+// logReader reads frames through a window of the log, so that the records
+// of a GetRecords answer that lie one after the other in the log cost one
+// read between them rather than one each. It is one reader's, not safe for
+// concurrent use.
+type logReader struct {
+	log *recordLog
+	buf []byte
+	seg uint64
+	off int64 // of buf[0] in segment seg
+}
+
+// read returns the checked parts of the frame at ref; the slices alias
+// the reader's buffer and are valid until the next read. span is how many
+// bytes from ref on the caller will read next (at least ref.n), what a
+// window refilled here covers.
+func (r *logReader) read(ref recordRef, span int64) (skey uint64, part int32, seq int64, value []byte, err error) {
+	end := ref.off + int64(ref.n)
+	if ref.seg != r.seg || ref.off < r.off || end > r.off+int64(len(r.buf)) {
+		if err := r.fill(ref, span); err != nil {
+			return 0, 0, 0, nil, err
+		}
+	}
+	frame := r.buf[ref.off-r.off : end-r.off]
+	skey, part, seq, value, ok := checkFrame(frame)
+	if !ok {
+		return 0, 0, 0, nil, fmt.Errorf("corrupt record in log segment %d at %d", ref.seg, ref.off)
+	}
+	return skey, part, seq, value, nil
+}
+
+// fill reads span bytes (at least the frame) from ref on into the window.
+func (r *logReader) fill(ref recordRef, span int64) error {
+	want := int(max(span, int64(ref.n)))
+	r.buf = slices.Grow(r.buf[:0], want)[:want]
+	r.log.filesMu.RLock()
+	f := r.log.files[ref.seg]
+	if f == nil {
+		r.log.filesMu.RUnlock()
+		r.buf = r.buf[:0]
+		return errSegmentGone
+	}
+	n, err := f.ReadAt(r.buf, ref.off)
+	r.log.filesMu.RUnlock()
+	r.buf, r.seg, r.off = r.buf[:n], ref.seg, ref.off
+	if n >= int(ref.n) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("read record log segment %d at %d: %w", ref.seg, ref.off, err)
+}
+
+// removeBefore deletes every segment older than id, never the active one.
+func (l *recordLog) removeBefore(id uint64) error {
+	l.mu.Lock()
+	id = min(id, l.activeID)
+	l.mu.Unlock()
+	l.filesMu.Lock()
+	defer l.filesMu.Unlock()
+	var first error
+	for seg, f := range l.files {
+		if seg >= id {
+			continue
+		}
+		_ = f.Close()
+		delete(l.files, seg)
+		if err := os.Remove(l.segmentPath(seg)); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// activeSegment is the id appends go to.
+func (l *recordLog) activeSegment() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.activeID
+}
+
+func (l *recordLog) close() error {
+	l.filesMu.Lock()
+	defer l.filesMu.Unlock()
+	var first error
+	for id, f := range l.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+		delete(l.files, id)
+	}
+	return first
+}
