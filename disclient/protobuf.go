@@ -118,13 +118,18 @@ func countField(b []byte, num protowire.Number) int {
 
 // arena hands out copies of decoded bytes from one allocation sized to the
 // whole message, so the records of an answer cost one allocation instead of
-// one each, and none of them aliases the caller's buffer.
+// one each, and none of them aliases the caller's buffer. A shared arena
+// copies nothing and hands out the message's own bytes.
 type arena struct {
-	buf  []byte
-	size int
+	buf    []byte
+	size   int
+	shared bool
 }
 
 func (a *arena) clone(b []byte) []byte {
+	if a.shared {
+		return b[:len(b):len(b)]
+	}
 	if a.buf == nil {
 		a.buf = make([]byte, 0, a.size)
 	}
@@ -232,11 +237,22 @@ func ProtobufPutRecordsCount(b []byte) int { return countField(b, fieldPutRecord
 // UnmarshalProtobuf decodes a protobuf PutRecordsRequest into r, replacing
 // its contents. Record data is copied out of b.
 func (r *PutRecordsRequest) UnmarshalProtobuf(b []byte) error {
+	return r.unmarshalProtobuf(b, &arena{size: len(b)})
+}
+
+// UnmarshalProtobufShared is UnmarshalProtobuf with every record's Data
+// aliasing b instead of a copy of it: for a server that keeps the body
+// until it is done with the request, and so need not allocate the body's
+// size again per call.
+func (r *PutRecordsRequest) UnmarshalProtobufShared(b []byte) error {
+	return r.unmarshalProtobuf(b, &arena{shared: true})
+}
+
+func (r *PutRecordsRequest) unmarshalProtobuf(b []byte, data *arena) error {
 	*r = PutRecordsRequest{}
 	if n := countField(b, fieldPutRecords); n > 0 {
 		r.Records = make([]PutRecordsEntry, 0, n)
 	}
-	data := arena{size: len(b)}
 	err := forEachField(b, func(f protoField) error {
 		switch {
 		case f.typ != protowire.BytesType:
@@ -246,7 +262,7 @@ func (r *PutRecordsRequest) UnmarshalProtobuf(b []byte) error {
 			r.StreamID = string(f.b)
 		case f.num == fieldPutRecords:
 			var e PutRecordsEntry
-			if err := e.unmarshalProtobuf(f.b, &data); err != nil {
+			if err := e.unmarshalProtobuf(f.b, data); err != nil {
 				return err
 			}
 			r.Records = append(r.Records, e)

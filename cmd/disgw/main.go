@@ -15,9 +15,11 @@ import (
 	"math"
 	"net"
 	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -66,6 +68,8 @@ type options struct {
 	maxTenants, maxDescribes          int
 	maxCheckpointReads                int
 	logLevel, logFormat               string
+	pprof                             bool
+	memoryLimit                       int64
 }
 
 func main() {
@@ -127,6 +131,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.unknownTopicTTL, "unknown-topic-ttl", 2*time.Second, "how long a topic DIS does not have is remembered as missing")
 	fs.IntVar(&o.maxDescribes, "max-describes-per-request", 1000, "DescribeStream calls one request may make for topics not cached")
 	fs.IntVar(&o.maxCheckpointReads, "max-checkpoint-reads-per-request", 5000, "GetCheckpoint calls one OffsetFetch request may make")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve Go's profiling handlers under /debug/pprof/ on the admin listener")
+	fs.Int64Var(&o.memoryLimit, "memory-limit", 200<<20, "soft limit in bytes on the Go runtime's memory, past which the GC works harder (runtime/debug.SetMemoryLimit); 0 for none; GOMEMLIMIT in the environment wins")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
 	if err := fs.Parse(args); err != nil {
@@ -194,6 +200,9 @@ func run(args []string) error {
 	log, err := newLogger(o)
 	if err != nil {
 		return err
+	}
+	if limit, from := applyMemoryLimit(o.memoryLimit, os.Getenv("GOMEMLIMIT")); from != "" {
+		log.Info().Int64("bytes", limit).Str("from", from).Msg("Go memory limit")
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -304,7 +313,7 @@ func run(args []string) error {
 
 	var admin *http.Server
 	if o.adminListen != "" {
-		admin, err = startAdmin(o.adminListen, reg, dis, log)
+		admin, err = startAdmin(o.adminListen, adminHandler(reg, dis, o.pprof), log)
 		if err != nil {
 			return err
 		}
@@ -479,8 +488,25 @@ func startEmbedded(o *options, log zerolog.Logger) (*dislocal.Server, *http.Serv
 	return srv, hs, endpoint, nil
 }
 
-// startAdmin serves health and metrics.
-func startAdmin(addr string, reg *prometheus.Registry, dis disclient.API, log zerolog.Logger) (*http.Server, error) {
+// applyMemoryLimit sets the Go runtime's soft memory limit from
+// --memory-limit unless GOMEMLIMIT (env, the variable's value) is set: the
+// runtime has applied that one already, and an operator who set it meant
+// it. It returns the limit in force and where it came from ("flag",
+// "GOMEMLIMIT"), or "" when there is none.
+func applyMemoryLimit(flagBytes int64, env string) (int64, string) {
+	if env != "" {
+		return debug.SetMemoryLimit(-1), "GOMEMLIMIT"
+	}
+	if flagBytes <= 0 {
+		return 0, ""
+	}
+	debug.SetMemoryLimit(flagBytes)
+	return flagBytes, "flag"
+}
+
+// adminHandler routes health, metrics and, with pprof, Go's profiling
+// handlers; without it /debug/pprof/ is not served at all.
+func adminHandler(reg *prometheus.Registry, dis disclient.API, pprof bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
@@ -495,11 +521,23 @@ func startAdmin(addr string, reg *prometheus.Registry, dis disclient.API, log ze
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if pprof {
+		mux.HandleFunc("/debug/pprof/", httppprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", httppprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", httppprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", httppprof.Trace)
+	}
+	return mux
+}
+
+// startAdmin serves the admin handler on addr.
+func startAdmin(addr string, h http.Handler, log zerolog.Logger) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin listener: %w", err)
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error().Err(err).Msg("admin server stopped")

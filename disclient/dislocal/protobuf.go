@@ -25,35 +25,42 @@ func wantsProtobuf(r *http.Request) bool {
 }
 
 // decodePutRecords reads a PutRecords body in the encoding its Content-Type
-// names.
-func decodePutRecords(w http.ResponseWriter, r *http.Request, protobuf bool, req *disclient.PutRecordsRequest) error {
+// names. A protobuf body's records alias a pooled buffer: the caller calls
+// release once it is done with req, and not before.
+func decodePutRecords(w http.ResponseWriter, r *http.Request, protobuf bool, req *disclient.PutRecordsRequest) (release func(), err error) {
 	if !protobuf {
-		return decodePutRecordsJSON(w, r, req)
+		return func() {}, decodePutRecordsJSON(w, r, req)
 	}
 	bufp := responseBuffers.Get().(*[]byte)
-	defer recycleBuffer(bufp)
+	release = func() { recycleBuffer(bufp) }
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	buf := bytes.NewBuffer((*bufp)[:0])
 	if n := r.ContentLength; n > 0 && n <= maxPutBodyBytes {
 		buf.Grow(int(n))
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxPutBodyBytes))
+	_, err = buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxPutBodyBytes))
 	*bufp = buf.Bytes()
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		return errorf(disclient.CodeInvalidRequest, "Request body exceeds %d bytes.", maxPutBodyBytes)
+		return nil, errorf(disclient.CodeInvalidRequest, "Request body exceeds %d bytes.", maxPutBodyBytes)
 	case err != nil:
-		return errorf(disclient.CodeInvalidRequest, "Invalid request body. [%v]", err)
+		return nil, errorf(disclient.CodeInvalidRequest, "Invalid request body. [%v]", err)
 	}
 	// Count before decoding: a body of many tiny records must not cost a
 	// struct per record first.
 	if n := disclient.ProtobufPutRecordsCount(buf.Bytes()); n > maxRecordsPerPut {
-		return errTooManyRecords(n)
+		return nil, errTooManyRecords(n)
 	}
-	if err := req.UnmarshalProtobuf(buf.Bytes()); err != nil {
-		return errorf(disclient.CodeInvalidRequest, "Invalid request body. [%v]", err)
+	// Sharing the body saves a copy of it per request.
+	if err := req.UnmarshalProtobufShared(buf.Bytes()); err != nil {
+		return nil, errorf(disclient.CodeInvalidRequest, "Invalid request body. [%v]", err)
 	}
-	return nil
+	return release, nil
 }
 
 // writePutRecords sends a PutRecords answer in the request's encoding.

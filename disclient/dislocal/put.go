@@ -29,9 +29,11 @@ const (
 func (s *Server) putRecords(w http.ResponseWriter, r *http.Request, project string) error {
 	var req disclient.PutRecordsRequest
 	protobuf := wantsProtobuf(r)
-	if err := decodePutRecords(w, r, protobuf, &req); err != nil {
+	release, err := decodePutRecords(w, r, protobuf, &req)
+	if err != nil {
 		return err
 	}
+	defer release()
 	if len(req.Records) == 0 {
 		return errorf(disclient.CodeEmptyRequest, "Empty request: no records.")
 	}

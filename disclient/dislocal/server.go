@@ -35,6 +35,21 @@ const (
 	SyncNone SyncMode = "none"
 )
 
+// Pebble's memory, allocated outside the Go heap (and so outside the
+// gateway's --memory-limit): the block cache, and up to pebbleMemTables
+// memtables of pebbleMemTableBytes (the active one and those queued for
+// flushing) plus one kept for reuse. Pebble holds only references and
+// metadata, about 100 bytes a record (record data is in the record log), so
+// a 4 MiB memtable takes some 40 000 records and the largest PutRecords
+// (maxRecordsPerPut records, about 1 MB of keys) is an ordinary write. At
+// most 8 + 5×4 = 28 MiB, sized for a gateway of 256 MiB in all
+// (docs/dis-embedded.md, Memory).
+const (
+	pebbleCacheBytes    = 8 << 20
+	pebbleMemTableBytes = 4 << 20
+	pebbleMemTables     = 4
+)
+
 // Config configures an embedded DIS server.
 type Config struct {
 	// Dir is the data directory; the pebble database lives directly in it,
@@ -136,10 +151,10 @@ func Open(cfg Config) (*Server, error) {
 		cfg.segmentBytes = logSegmentBytes
 	}
 	db, err := pebble.Open(cfg.Dir, &pebble.Options{
-		Logger: pebbleLogger{cfg.Logger},
-		// Large enough that a maximal PutRecords batch stays an ordinary
-		// memtable write instead of forcing a flush.
-		MemTableSize: 64 << 20,
+		Logger:                      pebbleLogger{cfg.Logger},
+		CacheSize:                   pebbleCacheBytes,
+		MemTableSize:                pebbleMemTableBytes,
+		MemTableStopWritesThreshold: pebbleMemTables,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dislocal: open %s: %w", cfg.Dir, err)
