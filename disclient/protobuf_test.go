@@ -262,6 +262,35 @@ func TestProtobufDataIsCopied(t *testing.T) {
 	}
 }
 
+// TestPutRecordsShared checks that UnmarshalProtobufShared decodes what
+// UnmarshalProtobuf does, with record data aliasing the body, and that
+// UnmarshalProtobuf's does not.
+func TestPutRecordsShared(t *testing.T) {
+	ts := int64(5)
+	req := PutRecordsRequest{StreamName: "s", Records: []PutRecordsEntry{
+		{Data: []byte("abc"), PartitionKey: "k", Timestamp: &ts},
+		{Data: []byte("defg"), PartitionID: "shardId-0000000001"},
+	}}
+	b := req.AppendProtobuf(nil)
+	var copied, shared PutRecordsRequest
+	if err := copied.UnmarshalProtobuf(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := shared.UnmarshalProtobufShared(b); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(copied, shared) || !reflect.DeepEqual(shared, req) {
+		t.Fatalf("shared %+v, copied %+v, want %+v", shared, copied, req)
+	}
+	if d := shared.Records[1].Data; cap(d) != len(d) {
+		t.Fatalf("shared data has spare capacity %d: an append would overwrite the body", cap(d)-len(d))
+	}
+	clear(b)
+	if string(copied.Records[0].Data) != "abc" || string(shared.Records[0].Data) != "\x00\x00\x00" {
+		t.Fatalf("after clearing the body: copied %q, shared %q", copied.Records[0].Data, shared.Records[0].Data)
+	}
+}
+
 // unknownFields holds one field of every wire type under numbers message.proto
 // does not use, a known number with the wrong wire type, and the Java SDK's
 // extendedInfo (7), which this package does not model.

@@ -3,10 +3,16 @@ package main
 import (
 	"crypto/tls"
 	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway"
@@ -150,5 +156,75 @@ func TestSASLMode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAdminPprof checks that /debug/pprof/ is served only with --pprof,
+// while the admin endpoints are served either way.
+func TestAdminPprof(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	for _, on := range []bool{false, true} {
+		srv := httptest.NewServer(adminHandler(reg, nil, on))
+		profiles := http.StatusNotFound
+		if on {
+			profiles = http.StatusOK
+		}
+		for path, want := range map[string]int{
+			"/debug/pprof/":        profiles,
+			"/debug/pprof/heap":    profiles,
+			"/debug/pprof/cmdline": profiles,
+			"/healthz":             http.StatusOK,
+			"/metrics":             http.StatusOK,
+		} {
+			resp, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("pprof %v: GET %s = %d, want %d", on, path, resp.StatusCode, want)
+			}
+		}
+		srv.Close()
+	}
+}
+
+// TestMemoryLimit checks --memory-limit: its default, that 0 sets no
+// limit, that a set GOMEMLIMIT wins over the flag, and that a bad value is
+// refused.
+func TestMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+
+	o, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.memoryLimit != 200<<20 {
+		t.Fatalf("default --memory-limit %d", o.memoryLimit)
+	}
+	if o, err = parseFlags([]string{"--memory-limit", "0"}); err != nil || o.memoryLimit != 0 {
+		t.Fatalf("--memory-limit 0: %d, %v", o.memoryLimit, err)
+	}
+	if _, err := parseFlags([]string{"--memory-limit", "lots"}); err == nil {
+		t.Fatal("a non-numeric --memory-limit was accepted")
+	}
+	t.Setenv("DISGW_MEMORY_LIMIT", "1000")
+	if o, err = parseFlags(nil); err != nil || o.memoryLimit != 1000 {
+		t.Fatalf("DISGW_MEMORY_LIMIT: %d, %v", o.memoryLimit, err)
+	}
+
+	debug.SetMemoryLimit(math.MaxInt64)
+	if got, from := applyMemoryLimit(150<<20, ""); got != 150<<20 || from != "flag" || debug.SetMemoryLimit(-1) != 150<<20 {
+		t.Fatalf("flag: %d from %q, runtime %d", got, from, debug.SetMemoryLimit(-1))
+	}
+	debug.SetMemoryLimit(math.MaxInt64)
+	if got, from := applyMemoryLimit(0, ""); from != "" || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Fatalf("0: %d from %q, runtime %d", got, from, debug.SetMemoryLimit(-1))
+	}
+	// The runtime read GOMEMLIMIT at start; the flag must leave it alone.
+	debug.SetMemoryLimit(300 << 20)
+	if got, from := applyMemoryLimit(150<<20, "300MiB"); got != 300<<20 || from != "GOMEMLIMIT" || debug.SetMemoryLimit(-1) != 300<<20 {
+		t.Fatalf("GOMEMLIMIT: %d from %q, runtime %d", got, from, debug.SetMemoryLimit(-1))
 	}
 }

@@ -32,10 +32,10 @@ func decodePutRecords(w http.ResponseWriter, r *http.Request, protobuf bool, req
 		return func() {}, decodePutRecordsJSON(w, r, req)
 	}
 	bufp := responseBuffers.Get().(*[]byte)
-	release = func() { recycleBuffer(bufp) }
+	free := func() { recycleBuffer(bufp) }
 	defer func() {
 		if err != nil {
-			release()
+			free()
 		}
 	}()
 	buf := bytes.NewBuffer((*bufp)[:0])
@@ -60,7 +60,7 @@ func decodePutRecords(w http.ResponseWriter, r *http.Request, protobuf bool, req
 	if err := req.UnmarshalProtobufShared(buf.Bytes()); err != nil {
 		return nil, errorf(disclient.CodeInvalidRequest, "Invalid request body. [%v]", err)
 	}
-	return release, nil
+	return free, nil
 }
 
 // writePutRecords sends a PutRecords answer in the request's encoding.
