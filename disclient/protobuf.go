@@ -116,13 +116,20 @@ func countField(b []byte, num protowire.Number) int {
 	return count
 }
 
-// arena hands out copies of decoded bytes from one allocation sized to the
-// whole message, so the records of an answer cost one allocation instead of
-// one each, and none of them aliases the caller's buffer. A shared arena
-// copies nothing and hands out the message's own bytes.
+// arenaChunk is the most memory one copied record can keep alive besides
+// its own bytes. A reader that keeps some records of an answer and drops
+// the rest (a read cache trimming its oldest records) would otherwise keep
+// the whole answer, up to max_fetch_bytes, for one record of it.
+const arenaChunk = 64 << 10
+
+// arena hands out copies of decoded bytes, so that none of them aliases
+// the caller's buffer. Small values share chunks of arenaChunk bytes (the
+// records of an answer cost a few allocations instead of one each); a
+// value larger than a quarter chunk gets an allocation of its own. A
+// shared arena copies nothing and hands out the message's own bytes.
 type arena struct {
 	buf    []byte
-	size   int
+	size   int // bytes of the message not yet handed out, to size the last chunk
 	shared bool
 }
 
@@ -130,11 +137,12 @@ func (a *arena) clone(b []byte) []byte {
 	if a.shared {
 		return b[:len(b):len(b)]
 	}
-	if a.buf == nil {
-		a.buf = make([]byte, 0, a.size)
+	a.size -= len(b)
+	if len(b) > arenaChunk/4 {
+		return append(make([]byte, 0, len(b)), b...)
 	}
-	if len(a.buf)+len(b) > cap(a.buf) {
-		return append([]byte(nil), b...)
+	if a.buf == nil || len(a.buf)+len(b) > cap(a.buf) {
+		a.buf = make([]byte, 0, max(len(b), min(arenaChunk, a.size+len(b))))
 	}
 	start := len(a.buf)
 	a.buf = append(a.buf, b...)

@@ -443,3 +443,35 @@ func TestIsProtobuf(t *testing.T) {
 		}
 	}
 }
+
+// TestArenaChunks checks that a decoded answer's values come from chunks
+// of at most arenaChunk bytes, and large values from allocations of their
+// own, so that a kept record cannot keep the whole answer alive.
+func TestArenaChunks(t *testing.T) {
+	small := bytes.Repeat([]byte{1}, 1000)
+	large := bytes.Repeat([]byte{2}, arenaChunk/4+1)
+	a := arena{size: 300*len(small) + len(large)}
+	var chunks int
+	var prev []byte
+	for i := range 300 {
+		v := a.clone(small)
+		if !bytes.Equal(v, small) || cap(v) != len(v) {
+			t.Fatalf("value %d: %d bytes, cap %d", i, len(v), cap(v))
+		}
+		if cap(a.buf) > arenaChunk {
+			t.Fatalf("chunk of %d bytes", cap(a.buf))
+		}
+		if len(a.buf) == len(small) {
+			chunks++
+		}
+		if i == 150 {
+			prev = a.buf
+			if v := a.clone(large); !bytes.Equal(v, large) || len(a.buf) != len(prev) {
+				t.Fatalf("a large value went into the chunk (%d bytes, was %d)", len(a.buf), len(prev))
+			}
+		}
+	}
+	if want := (300*len(small) + arenaChunk - 1) / arenaChunk; chunks < want {
+		t.Fatalf("%d chunks, want at least %d", chunks, want)
+	}
+}
