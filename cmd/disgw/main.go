@@ -202,7 +202,9 @@ func run(args []string) error {
 		return err
 	}
 	if limit, from := applyMemoryLimit(o.memoryLimit, os.Getenv("GOMEMLIMIT")); from != "" {
-		log.Info().Int64("bytes", limit).Str("from", from).Msg("Go memory limit")
+		log.Info().Int64("bytes", limit).Str("from", from).Msg("Go memory limit set")
+	} else {
+		log.Info().Msg("no Go memory limit")
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
