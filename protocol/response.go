@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -19,6 +20,7 @@ const apiVersionsKey = 18
 // with a v0 response, pass a copy of the header with Version 0.
 func AppendResponse(dst []byte, hdr RequestHeader, resp kmsg.Response) []byte {
 	start := len(dst)
+	dst = slices.Grow(dst, sizeHint(resp))
 	dst = append(dst, 0, 0, 0, 0)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(hdr.CorrelationID))
 	resp.SetVersion(hdr.Version)
@@ -28,4 +30,26 @@ func AppendResponse(dst []byte, hdr RequestHeader, resp kmsg.Response) []byte {
 	dst = resp.AppendTo(dst)
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 	return dst
+}
+
+// sizeHint is about the encoded size of a Fetch response, which is mostly
+// its record batches, so that it is encoded into one allocation: grown by
+// appends, a response of n bytes would allocate about 2n on the way. Other
+// responses are small and get 0.
+func sizeHint(resp kmsg.Response) int {
+	f, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return 0
+	}
+	const topicBytes, partitionBytes = 32, 64 // ids, codes, offsets, tags
+	n := 64
+	for i := range f.Topics {
+		t := &f.Topics[i]
+		n += topicBytes + len(t.Topic)
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			n += partitionBytes + len(p.RecordBatches) + 32*len(p.AbortedTransactions)
+		}
+	}
+	return n
 }

@@ -78,3 +78,34 @@ func TestAppendResponseHeaderVersions(t *testing.T) {
 		})
 	}
 }
+
+// TestFetchResponseOneAllocation checks that a Fetch response of large
+// record batches is encoded into one allocation, not grown append by
+// append to about twice its size.
+func TestFetchResponseOneAllocation(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes allocation counts")
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	for _, name := range []string{"a", "bb"} {
+		topic := kmsg.NewFetchResponseTopic()
+		topic.Topic = name
+		for p := range int32(3) {
+			part := kmsg.NewFetchResponseTopicPartition()
+			part.Partition = p
+			part.RecordBatches = make([]byte, 300<<10)
+			topic.Partitions = append(topic.Partitions, part)
+		}
+		resp.Topics = append(resp.Topics, topic)
+	}
+	for _, v := range []int16{4, 11, 12, 16} {
+		hdr := RequestHeader{Key: 1, Version: v, CorrelationID: 7}
+		var frame []byte
+		if n := testing.AllocsPerRun(5, func() { frame = AppendResponse(nil, hdr, resp) }); n != 1 {
+			t.Errorf("v%d: %v allocations", v, n)
+		}
+		if extra := cap(frame) - len(frame); extra > 64<<10 {
+			t.Errorf("v%d: %d bytes allocated past the %d-byte frame", v, extra, len(frame))
+		}
+	}
+}
