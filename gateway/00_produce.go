@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -196,6 +197,53 @@ func awaitAppend(ctx context.Context, w producePending) bool {
 	return false
 }
 
+// batchOp checks the batches of one partition of a kafka-format topic as a
+// Kafka broker checks what it appends, and makes the op that stores each as
+// one DIS record, as sent (docs/record-formats.md); the writer sets the
+// base offsets. The DIS record's timestamp is the batch's max timestamp, so
+// AT_TIMESTAMP cursors find the first batch that may hold a timestamp.
+func (gw *Gateway) batchOp(t *topicMeta, p int32, batches []protocol.Batch) (*appendOp, int16, string) {
+	op := &appendOp{producerID: -1, kafka: true, done: make(chan struct{})}
+	policy := timestampPolicyOf(&gw.cfg, t)
+	op.logAppendTime = policy.logAppendTime
+	now := time.Now().UnixMilli()
+	pid := disclient.PartitionID(p)
+	for bi := range batches {
+		b := &batches[bi]
+		switch {
+		case b.Transactional():
+			return nil, kerr.InvalidRecord.Code, "disgw does not support transactions"
+		case b.Control():
+			return nil, kerr.InvalidRecord.Code, "clients may not write control batches"
+		case b.ProducerID >= 0 && len(batches) > 1:
+			return nil, kerr.InvalidRecord.Code, "an idempotent producer must send one batch per partition"
+		case len(b.Raw) > gw.cfg.MaxRecordBytes:
+			return nil, kerr.MessageTooLarge.Code, fmt.Sprintf("record batch of %d bytes exceeds the %d-byte DIS record limit (max.message.bytes)", len(b.Raw), gw.cfg.MaxRecordBytes)
+		}
+		maxTS := int64(-1)
+		for i := range b.Records {
+			ts := b.Records[i].Timestamp
+			if !policy.allows(ts, now) {
+				return nil, kerr.InvalidTimestamp.Code, fmt.Sprintf("record %d of a batch has timestamp %d, outside what the topic's message.timestamp.* configs allow", i, ts)
+			}
+			maxTS = max(maxTS, ts)
+		}
+		if !b.LogAppendTime() && b.MaxTimestamp != maxTS {
+			// Kafka sets the max timestamp to what the records hold.
+			protocol.SetMaxTimestamp(b.Raw, maxTS)
+		}
+		if b.ProducerID >= 0 {
+			op.producerID, op.epoch, op.firstSeq = b.ProducerID, b.ProducerEpoch, b.BaseSequence
+			info, _ := protocol.ParseBatchInfo(b.Raw)
+			op.lastSeq = info.LastSequence()
+		}
+		ts := maxTS
+		op.entries = append(op.entries, disclient.PutRecordsEntry{PartitionID: pid, Data: b.Raw, Timestamp: &ts})
+		op.bytes += len(b.Raw)
+	}
+	return op, 0, ""
+}
+
 // startAppend decodes one partition's batches, decompressing within the
 // request's budget, and queues them, waiting for queue room until ctx is
 // done. It returns the op to wait for and
@@ -225,6 +273,14 @@ func (gw *Gateway) startAppend(ctx context.Context, t *topicMeta, rp *kmsg.Produ
 	if len(batches) == 0 {
 		return fail(kerr.InvalidRecord.Code, "the produce request holds no record batch")
 	}
+	if t.format == FormatKafka {
+		op, code, msg := gw.batchOp(t, rp.Partition, batches)
+		if code != 0 {
+			return fail(code, msg)
+		}
+		op.deadline, _ = ctx.Deadline()
+		return gw.enqueueAppend(ctx, t, rp.Partition, op, sp)
+	}
 	op := &appendOp{producerID: -1, done: make(chan struct{})}
 	op.deadline, _ = ctx.Deadline()
 	pid := disclient.PartitionID(rp.Partition)
@@ -248,7 +304,7 @@ func (gw *Gateway) startAppend(ctx context.Context, t *topicMeta, rp *kmsg.Produ
 		}
 		for i := range b.Records {
 			rec := &b.Records[i]
-			e, err := t.format.toEntry(rec, pid, gw.cfg.MaxRecordBytes)
+			e, err := toRawEntry(rec, pid, gw.cfg.MaxRecordBytes)
 			if err != nil {
 				var re *recordError
 				code := kerr.InvalidRecord.Code
@@ -269,7 +325,19 @@ func (gw *Gateway) startAppend(ctx context.Context, t *topicMeta, rp *kmsg.Produ
 	if len(op.entries) == 0 {
 		return fail(kerr.InvalidRecord.Code, "the record batches hold no records")
 	}
-	w := gw.writerFor(t.key(rp.Partition))
+	return gw.enqueueAppend(ctx, t, rp.Partition, op, sp)
+}
+
+// enqueueAppend queues op on the partition's writer; see startAppend.
+func (gw *Gateway) enqueueAppend(ctx context.Context, t *topicMeta, p int32, op *appendOp, sp *kmsg.ProduceResponseTopicPartition) (*appendOp, bool) {
+	fail := func(code int16, msg string) (*appendOp, bool) {
+		sp.ErrorCode = code
+		if msg != "" {
+			sp.ErrorMessage = kmsg.StringPtr(msg)
+		}
+		return nil, false
+	}
+	w := gw.writerFor(t.key(p))
 	dup, code := w.enqueue(ctx, op)
 	switch {
 	case code == kerr.RequestTimedOut.Code:

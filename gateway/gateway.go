@@ -113,7 +113,9 @@ type Config struct {
 	// record is returned even when it alone is larger, so a consumer
 	// always makes progress.
 	FetchMaxBytes int32
-	// ReadCacheBytes is the per-partition read-ahead cache.
+	// ReadCacheBytes bounds the record batches all partitions cache, one
+	// budget for the gateway (--read-cache-bytes); a raw-format
+	// partition's record cache takes at most 8 MiB of it.
 	ReadCacheBytes int
 	// PollInterval is how often an idle long-poll fetch looks for records
 	// written by someone else than this gateway.
@@ -232,7 +234,7 @@ func (c *Config) setDefaults() {
 		c.FetchMaxBytes = 55 << 20
 	}
 	if c.ReadCacheBytes <= 0 {
-		c.ReadCacheBytes = 8 << 20
+		c.ReadCacheBytes = 64 << 20
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 200 * time.Millisecond
@@ -302,6 +304,8 @@ type Gateway struct {
 	groupForApp sync.Map
 
 	queues *writeQueues
+	// readCache is the gateway-wide budget of cached batches.
+	readCache *readCache
 
 	tenantsMu sync.Mutex
 	tenants   map[string]*tenant // passthrough tenants by id
@@ -331,6 +335,7 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	}
 	gw.metrics = newMetrics(cfg.Registry, func() float64 { return float64(gw.inflight.Load()) })
 	gw.queues = newWriteQueues(&gw.cfg, gw.metrics)
+	gw.readCache = newReadCache(gw.cfg.ReadCacheBytes)
 	gw.tenant = newTenant(gw, "", dis)
 	gw.groups = newGroupDriver(gw)
 	return gw, nil

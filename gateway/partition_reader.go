@@ -18,21 +18,22 @@ import (
 // Huawei's own adapter does after 270 s.
 const cursorRefreshAge = 270 * time.Second
 
-// partitionReader serves Fetch for one partition (docs/design.md §4). It keeps the
+// partitionReader serves Fetch for one partition of a raw-format stream,
+// whose offsets are DIS sequence numbers (docs/design.md §4). It keeps the
 // DIS cursor for the offset it will read next, so sequential consumers cost
 // one GetRecords per fetch and no GetCursor; a read-ahead cache of recent
 // records serves several consumers at once and hands records just produced
 // through this gateway to fetchers without a DIS round trip.
 type partitionReader struct {
-	gw  *Gateway
-	key partitionKey
-	pid string
+	gw    *Gateway
+	key   partitionKey
+	state *partitionState // whose waiters appends wake
+	pid   string
 
 	mu         sync.Mutex
 	cache      []protocol.Record // consecutive offsets
 	cacheBytes int
-	hwm        int64 // next offset known to exist; -1 unknown
-	notify     chan struct{}
+	hwm        int64     // next offset known to exist; -1 unknown
 	lastEmpty  time.Time // when DIS last had nothing at hwm
 
 	readMu       sync.Mutex  // one DIS read at a time
@@ -42,11 +43,9 @@ type partitionReader struct {
 	cursorAt     time.Time
 }
 
-func (gw *Gateway) readerFor(k partitionKey) *partitionReader {
-	return k.tenant.readers.get(k, func() *partitionReader {
-		return &partitionReader{gw: gw, key: k, pid: disclient.PartitionID(k.partition), hwm: -1, notify: make(chan struct{})}
-	})
-}
+// rawCacheBytes bounds one raw partition's record cache, within the
+// gateway's read cache budget.
+func (pr *partitionReader) rawCacheBytes() int { return min(pr.gw.cfg.ReadCacheBytes, 8<<20) }
 
 // recordSize estimates a record's share of a fetch response.
 func recordSize(r *protocol.Record) int {
@@ -140,7 +139,7 @@ func (pr *partitionReader) addLocked(recs []protocol.Record) {
 		pr.cacheBytes += recordSize(&recs[i])
 	}
 	drop := 0
-	for pr.cacheBytes > pr.gw.cfg.ReadCacheBytes && drop < len(pr.cache)-1 {
+	for pr.cacheBytes > pr.rawCacheBytes() && drop < len(pr.cache)-1 {
 		pr.cacheBytes -= recordSize(&pr.cache[drop])
 		drop++
 	}
@@ -154,8 +153,7 @@ func (pr *partitionReader) addLocked(recs []protocol.Record) {
 func (pr *partitionReader) raiseHWMLocked(next int64) {
 	if next > pr.hwm {
 		pr.hwm = next
-		close(pr.notify)
-		pr.notify = make(chan struct{})
+		pr.state.wake()
 	}
 }
 
@@ -189,14 +187,6 @@ func (pr *partitionReader) fromCacheLocked(offset int64, maxBytes int) ([]protoc
 	out := make([]protocol.Record, j-i)
 	copy(out, pr.cache[i:j])
 	return out, true
-}
-
-// waitChan is closed when records beyond the current high watermark arrive
-// through this gateway.
-func (pr *partitionReader) waitChan() <-chan struct{} {
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	return pr.notify
 }
 
 // knownHWM returns the high watermark this reader has seen, or -1.
@@ -295,7 +285,7 @@ func (pr *partitionReader) enoughAheadLocked(next int64) bool {
 
 // readAheadTarget is how much a reader keeps loaded ahead of its consumers:
 // half the cache, so what a consumer is about to read is never evicted.
-func (pr *partitionReader) readAheadTarget() int { return pr.gw.cfg.ReadCacheBytes / 2 }
+func (pr *partitionReader) readAheadTarget() int { return pr.rawCacheBytes() / 2 }
 
 // load reads from DIS into the cache until enough is loaded after next;
 // one runs at a time per partition.
@@ -363,7 +353,7 @@ func (pr *partitionReader) readDIS(ctx context.Context, format RecordFormat, off
 		}
 		recs := make([]protocol.Record, 0, len(resp.Records))
 		for i := range resp.Records {
-			r, err := format.fromDIS(&resp.Records[i])
+			r, err := fromRawDIS(&resp.Records[i])
 			if err != nil {
 				pr.cursor = ""
 				return nil, err

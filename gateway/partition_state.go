@@ -1,0 +1,690 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/protocol"
+)
+
+// partitionState is everything the gateway holds for one partition, in one
+// place: its writer and reader, and for kafka-format streams the offset
+// bookkeeping they share (docs/design.md §2): the next Kafka offset and DIS
+// sequence number, a sparse index from offsets to sequence numbers learned
+// from writes and reads, the largest timestamp, the cached batches, and the
+// fetches waiting for appends. It is owned by the tenant's partition map and
+// evicted from it when idle; writer and reader never outlive it.
+type partitionState struct {
+	gw     *Gateway
+	key    partitionKey
+	writer *partitionWriter
+	reader *partitionReader // raw streams' record reader
+
+	// recoverMu makes one recovery at a time; recovery reads DIS with mu
+	// released.
+	recoverMu sync.Mutex
+
+	mu        sync.Mutex
+	recovered bool
+	next      int64 // next Kafka offset: the high watermark
+	nextSeq   int64 // DIS sequence number of the next record
+	// earliestSeq and earliestOff are the first readable record and its
+	// base offset, as last learned; earliestSeq -1 when unknown.
+	earliestSeq, earliestOff int64
+	index                    []batchLoc // sparse, ascending by seq and offset
+	// maxTS is the largest batch max timestamp and maxTSSeq the first
+	// record holding it (-1 none), for ListOffsets -3; maxTSKnown says
+	// whether they cover the whole partition.
+	maxTS, maxTSSeq int64
+	maxTSKnown      bool
+	waiters         []chan struct{}
+	lastEmpty       time.Time // when DIS last had nothing at nextSeq
+	// window holds the batches of consecutive DIS records last written
+	// or read, counted against the gateway-wide read cache.
+	window      []cachedBatch
+	windowBytes int
+	// watermark is the next offset the watermark checkpoint holds, -1
+	// when unknown or none; watermarkAt when it was last written.
+	watermark   int64
+	watermarkAt time.Time
+	watermarkDo bool // a delayed watermark write is scheduled
+
+	// readMu serialises kafka-format DIS reads and guards the cursor.
+	readMu    sync.Mutex
+	cursor    string
+	cursorSeq int64
+	cursorAt  time.Time
+	// busy counts kafka-format reads in progress, which keep eviction away.
+	busy atomic.Int32
+	// evicted is set under the tenant's partition map lock when the state
+	// is dropped.
+	evicted bool
+}
+
+// batchLoc places one DIS record of a kafka-format stream: its sequence
+// number and the Kafka offsets it holds.
+type batchLoc struct {
+	seq, base, last int64
+}
+
+// cachedBatch is one stored record batch in the read cache, a copy that
+// aliases no request frame: for a DIS record that is not a batch, the
+// one-record batch built from it.
+type cachedBatch struct {
+	batchLoc
+	maxTS int64
+	data  []byte
+}
+
+func (gw *Gateway) partitionFor(k partitionKey) *partitionState {
+	return k.tenant.parts.get(k, func() *partitionState {
+		ps := &partitionState{gw: gw, key: k, earliestSeq: -1, watermark: -1, maxTSSeq: -1}
+		ps.writer = &partitionWriter{gw: gw, key: k, state: ps, producers: make(map[int64]*producerState)}
+		ps.reader = &partitionReader{gw: gw, key: k, state: ps, pid: disclient.PartitionID(k.partition), hwm: -1}
+		return ps
+	})
+}
+
+func (gw *Gateway) writerFor(k partitionKey) *partitionWriter { return gw.partitionFor(k).writer }
+
+func (gw *Gateway) readerFor(k partitionKey) *partitionReader { return gw.partitionFor(k).reader }
+
+// idle reports whether nothing runs on the state, so that eviction may drop
+// it; called under the partition map lock.
+func (ps *partitionState) idle() bool {
+	w := ps.writer
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running || len(w.queue) > 0 || ps.reader.loading.Load() || ps.busy.Load() > 0 {
+		return false
+	}
+	w.evicted = true
+	ps.evicted = true
+	return true
+}
+
+// dropped releases what an evicted state holds in the read cache.
+func (ps *partitionState) dropped() {
+	ps.mu.Lock()
+	n := ps.windowBytes
+	ps.window, ps.windowBytes = nil, 0
+	ps.mu.Unlock()
+	ps.gw.readCache.charge(ps, -n)
+	ps.gw.readCache.forget(ps)
+}
+
+// register adds a waiter that the next append to the partition wakes.
+func (ps *partitionState) register(c chan struct{}) {
+	ps.mu.Lock()
+	ps.waiters = append(ps.waiters, c)
+	ps.mu.Unlock()
+}
+
+// unregister removes a waiter that was not woken.
+func (ps *partitionState) unregister(c chan struct{}) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for i, w := range ps.waiters {
+		if w == c {
+			last := len(ps.waiters) - 1
+			ps.waiters[i] = ps.waiters[last]
+			ps.waiters[last] = nil
+			ps.waiters = ps.waiters[:last]
+			return
+		}
+	}
+}
+
+// wakeLocked wakes every waiter; each is woken once and forgotten.
+func (ps *partitionState) wakeLocked() {
+	for i, c := range ps.waiters {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+		ps.waiters[i] = nil
+	}
+	ps.waiters = ps.waiters[:0]
+}
+
+// wake wakes the partition's waiters.
+func (ps *partitionState) wake() {
+	ps.mu.Lock()
+	ps.wakeLocked()
+	ps.mu.Unlock()
+}
+
+// Recovery bounds: how far back a writer's first use reads the partition's
+// tail for its next offset and its producers' state.
+const (
+	tailChunk      = 32
+	tailMaxRecords = 4096
+	tailMaxBytes   = 4 << 20
+)
+
+// errNotRecovered is a read of a partition whose offsets could not be
+// recovered from DIS.
+var errNotRecovered = errors.New("the partition's offsets could not be recovered from DIS")
+
+// ensure recovers the partition's offsets on first use (docs/record-formats.md):
+// the next offset follows the last batch in the partition's tail, or, for
+// a partition retention emptied, comes from its watermark checkpoint. The
+// tail also rebuilds the state of the idempotent producers that wrote it.
+func (ps *partitionState) ensure(ctx context.Context) error {
+	ps.mu.Lock()
+	ok := ps.recovered
+	ps.mu.Unlock()
+	if ok {
+		return nil
+	}
+	ps.recoverMu.Lock()
+	defer ps.recoverMu.Unlock()
+	ps.mu.Lock()
+	ok = ps.recovered
+	ps.mu.Unlock()
+	if ok {
+		return nil
+	}
+	return ps.recover(ctx)
+}
+
+// forget makes the next use recover again, after a write whose outcome the
+// gateway cannot know.
+func (ps *partitionState) forget() {
+	ps.mu.Lock()
+	ps.recovered = false
+	ps.mu.Unlock()
+}
+
+func (ps *partitionState) recover(ctx context.Context) error {
+	t, err := ps.key.tenant.catalog.refresh(ctx, ps.key.topic)
+	if err != nil {
+		return err
+	}
+	if int(ps.key.partition) >= len(t.partitions) {
+		return errNotRecovered
+	}
+	pm := t.partitions[ps.key.partition]
+	earliest, nextSeq := pm.earliest, pm.next
+	wm, err := ps.readWatermark(ctx)
+	if err != nil {
+		return err
+	}
+	next := max(wm, nextSeq)
+	var tail []cachedBatch
+	if nextSeq > earliest {
+		recs, err := ps.readTail(ctx, earliest, nextSeq)
+		if err != nil {
+			return err
+		}
+		lastBatch := -1
+		for i := range recs {
+			if _, ok := protocol.ParseBatchInfo(recs[i].Data); ok {
+				lastBatch = i
+			}
+		}
+		if lastBatch >= 0 {
+			info, _ := protocol.ParseBatchInfo(recs[lastBatch].Data)
+			next = max(next, info.LastOffset()+1+int64(len(recs)-1-lastBatch))
+		}
+		tail, err = labelRecords(recs, func(seq int64) int64 { return next - (nextSeq - seq) })
+		if err != nil {
+			return err
+		}
+	}
+	ps.mu.Lock()
+	ps.recovered = true
+	ps.next, ps.nextSeq = max(ps.next, next), nextSeq
+	ps.watermark = wm
+	if earliest == nextSeq {
+		ps.earliestSeq, ps.earliestOff = earliest, ps.next
+	}
+	for i := range tail {
+		ps.learnLocked(tail[i].batchLoc)
+	}
+	if len(tail) > 0 && tail[0].seq == earliest {
+		ps.earliestSeq, ps.earliestOff = earliest, tail[0].base
+		ps.learnMaxTSLocked(tail)
+		ps.maxTSKnown = true
+	}
+	need := ps.next > wm && nextSeq > earliest
+	ps.mu.Unlock()
+	ps.writer.rebuildProducers(tail)
+	if need {
+		ps.writeWatermark(ctx)
+	}
+	return nil
+}
+
+// readTail reads the last records of [earliest, nextSeq), going back in
+// chunks until it has found a batch and enough of the tail for producer
+// state, or reached a bound.
+func (ps *partitionState) readTail(ctx context.Context, earliest, nextSeq int64) ([]disclient.Record, error) {
+	var out []disclient.Record
+	hi, bytes, chunk := nextSeq, 0, int64(tailChunk)
+	found := false
+	for hi > earliest {
+		lo := max(earliest, hi-chunk)
+		recs, err := ps.readRange(ctx, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		for i := range recs {
+			bytes += len(recs[i].Data)
+			if _, ok := protocol.ParseBatchInfo(recs[i].Data); ok {
+				found = true
+			}
+		}
+		out = append(recs, out...)
+		hi = lo
+		if (found && (bytes >= tailMaxBytes || len(out) >= 8*tailChunk)) || len(out) >= tailMaxRecords {
+			break
+		}
+		chunk *= 2
+	}
+	return out, nil
+}
+
+// readBytes is what one GetRecords asks for: more than the largest record,
+// since DIS returns nothing when the next record is larger than asked.
+func (ps *partitionState) readBytes() int { return max(ps.gw.cfg.MaxRecordBytes+64<<10, 2<<20) }
+
+// readRange reads the records of [from, to), fewer when DIS has fewer.
+func (ps *partitionState) readRange(ctx context.Context, from, to int64) ([]disclient.Record, error) {
+	dis := ps.key.tenant.dis
+	c, err := dis.GetCursor(ctx, &disclient.GetCursorRequest{
+		StreamName: ps.key.topic, PartitionID: disclient.PartitionID(ps.key.partition),
+		CursorType: disclient.CursorAtSequenceNumber, StartingSequenceNumber: strconv.FormatInt(from, 10),
+	})
+	if err != nil {
+		return nil, err
+	}
+	cursor := c.PartitionCursor
+	var out []disclient.Record
+	for cursor != "" {
+		resp, err := dis.GetRecords(ctx, cursor, ps.readBytes())
+		if err != nil {
+			return nil, err
+		}
+		done := len(resp.Records) == 0
+		for _, r := range resp.Records {
+			seq, err := strconv.ParseInt(r.SequenceNumber, 10, 64)
+			if err != nil {
+				return nil, errors.New("DIS returned sequence number " + strconv.Quote(r.SequenceNumber))
+			}
+			if seq >= to {
+				done = true
+				break
+			}
+			out = append(out, r)
+		}
+		if done {
+			break
+		}
+		cursor = resp.NextPartitionCursor
+	}
+	return out, nil
+}
+
+// labelRecords places consecutive DIS records of a kafka stream. A batch
+// holds the offsets its header says; any other record (written by a
+// DIS-native producer) holds one offset, the one after the batch before it,
+// or before the batch after it; fallback places a run with no batch.
+// Non-batch records become one-record batches.
+func labelRecords(recs []disclient.Record, fallback func(seq int64) int64) ([]cachedBatch, error) {
+	out := make([]cachedBatch, len(recs))
+	infos := make([]protocol.BatchInfo, len(recs))
+	isBatch := make([]bool, len(recs))
+	for i := range recs {
+		seq, err := strconv.ParseInt(recs[i].SequenceNumber, 10, 64)
+		if err != nil {
+			return nil, errors.New("DIS returned sequence number " + strconv.Quote(recs[i].SequenceNumber))
+		}
+		out[i].seq = seq
+		infos[i], isBatch[i] = protocol.ParseBatchInfo(recs[i].Data)
+		if isBatch[i] {
+			out[i].base, out[i].last, out[i].maxTS = infos[i].BaseOffset, infos[i].LastOffset(), infos[i].MaxTimestamp
+			out[i].data = recs[i].Data
+		}
+	}
+	// Forward from a batch, then backward from the first batch.
+	prev := -1
+	for i := range recs {
+		if isBatch[i] {
+			prev = i
+			continue
+		}
+		if prev >= 0 {
+			out[i].base = out[prev].last + int64(i-prev)
+		}
+	}
+	first := -1
+	for i := range recs {
+		if isBatch[i] {
+			first = i
+			break
+		}
+	}
+	for i := range recs {
+		if isBatch[i] || (first >= 0 && i > first) {
+			continue
+		}
+		if first >= 0 {
+			out[i].base = out[first].base - int64(first-i)
+		} else {
+			out[i].base = fallback(out[i].seq)
+		}
+	}
+	for i := range recs {
+		if isBatch[i] {
+			continue
+		}
+		b, err := nativeBatch(&recs[i], out[i].base)
+		if err != nil {
+			return nil, err
+		}
+		out[i].last, out[i].maxTS, out[i].data = out[i].base, recs[i].Timestamp, b
+	}
+	return out, nil
+}
+
+// nativeBatch serves a DIS record that is not a record batch as a batch of
+// one record at offset: its data as the value, its partition key as the key.
+func nativeBatch(r *disclient.Record, offset int64) ([]byte, error) {
+	rec := protocol.Record{Offset: offset, Timestamp: r.Timestamp, Value: r.Data}
+	if rec.Value == nil {
+		rec.Value = []byte{}
+	}
+	if r.PartitionKey != "" {
+		rec.Key = []byte(r.PartitionKey)
+	}
+	return protocol.AppendBatch(nil, []protocol.Record{rec}, protocol.CodecNone, 0)
+}
+
+// maxIndexEntries bounds the sparse index of one partition.
+const maxIndexEntries = 4096
+
+// learnLocked adds loc to the sparse index. When the index is full its older
+// three quarters are thinned to every other entry, so recent positions stay
+// exact and old ones a search away.
+func (ps *partitionState) learnLocked(loc batchLoc) {
+	n := len(ps.index)
+	if n == 0 || loc.seq > ps.index[n-1].seq {
+		ps.index = append(ps.index, loc)
+	} else {
+		i := sort.Search(n, func(i int) bool { return ps.index[i].seq >= loc.seq })
+		if i < n && ps.index[i].seq == loc.seq {
+			ps.index[i] = loc
+			return
+		}
+		ps.index = append(ps.index, batchLoc{})
+		copy(ps.index[i+1:], ps.index[i:])
+		ps.index[i] = loc
+	}
+	if len(ps.index) > maxIndexEntries {
+		old := len(ps.index) * 3 / 4
+		j := 0
+		for i := 0; i < old; i += 2 {
+			ps.index[j] = ps.index[i]
+			j++
+		}
+		j += copy(ps.index[j:], ps.index[old:])
+		ps.index = ps.index[:j]
+	}
+}
+
+// learnMaxTSLocked takes the largest timestamp of batches.
+func (ps *partitionState) learnMaxTSLocked(batches []cachedBatch) {
+	for i := range batches {
+		if b := &batches[i]; b.maxTS > ps.maxTS || ps.maxTSSeq < 0 {
+			ps.maxTS, ps.maxTSSeq = b.maxTS, b.seq
+		}
+	}
+}
+
+// appended takes batches this gateway just wrote at the end of the
+// partition: it advances the next offset, learns their places, caches them
+// and wakes the fetches waiting.
+func (ps *partitionState) appended(batches []cachedBatch) {
+	if len(batches) == 0 {
+		return
+	}
+	ps.mu.Lock()
+	last := &batches[len(batches)-1]
+	ps.next = max(ps.next, last.last+1)
+	ps.nextSeq = max(ps.nextSeq, last.seq+1)
+	if ps.earliestSeq == batches[0].seq {
+		// Written into an empty partition: it starts here.
+		ps.earliestOff = batches[0].base
+	}
+	for i := range batches {
+		ps.learnLocked(batches[i].batchLoc)
+	}
+	if ps.maxTSKnown {
+		ps.learnMaxTSLocked(batches)
+	}
+	delta := ps.addWindowLocked(batches)
+	ps.wakeLocked()
+	ps.mu.Unlock()
+	ps.gw.readCache.charge(ps, delta)
+}
+
+// addWindowLocked puts batches into the partition's cache window: ones that
+// continue it extend it, others replace it. It returns the change in bytes.
+func (ps *partitionState) addWindowLocked(batches []cachedBatch) int {
+	before := ps.windowBytes
+	if n := len(ps.window); n > 0 {
+		end := ps.window[n-1].seq + 1
+		switch {
+		case batches[0].seq == end:
+		case batches[0].seq > end || batches[len(batches)-1].seq < ps.window[0].seq || batches[0].seq < ps.window[0].seq:
+			ps.window, ps.windowBytes = nil, 0
+		default:
+			skip := int(end - batches[0].seq)
+			if skip >= len(batches) {
+				return 0
+			}
+			batches = batches[skip:]
+		}
+	}
+	for i := range batches {
+		ps.window = append(ps.window, batches[i])
+		ps.windowBytes += len(batches[i].data)
+	}
+	// One partition keeps at most half the gateway's budget.
+	drop := 0
+	for ps.windowBytes > ps.gw.cfg.ReadCacheBytes/2 && drop < len(ps.window)-1 {
+		ps.windowBytes -= len(ps.window[drop].data)
+		ps.window[drop] = cachedBatch{}
+		drop++
+	}
+	ps.window = ps.window[drop:]
+	return ps.windowBytes - before
+}
+
+// trimWindow drops the oldest cached batches until at least n bytes are
+// freed or the window is empty; it returns the bytes freed.
+func (ps *partitionState) trimWindow(n int) int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	freed, drop := 0, 0
+	for drop < len(ps.window) && freed < n {
+		freed += len(ps.window[drop].data)
+		ps.window[drop] = cachedBatch{}
+		drop++
+	}
+	ps.window = ps.window[drop:]
+	ps.windowBytes -= freed
+	return freed
+}
+
+// fromWindowLocked returns the cached batches from the one holding offset
+// on, up to maxBytes (at least one), when the window holds offset.
+func (ps *partitionState) fromWindowLocked(offset int64, maxBytes int) []cachedBatch {
+	n := len(ps.window)
+	if n == 0 || offset < ps.window[0].base || offset > ps.window[n-1].last {
+		return nil
+	}
+	i := sort.Search(n, func(i int) bool { return ps.window[i].last >= offset })
+	j, bytes := i, 0
+	for j < n && (j == i || bytes+len(ps.window[j].data) <= maxBytes) {
+		bytes += len(ps.window[j].data)
+		j++
+	}
+	return append([]cachedBatch(nil), ps.window[i:j]...)
+}
+
+// locateLocked finds the DIS record holding offset from the index: its
+// sequence number when known, or the range [lo, hi] it must be in.
+func (ps *partitionState) locateLocked(offset int64) (seq, lo, hi int64, exact bool) {
+	n := len(ps.index)
+	i := sort.Search(n, func(i int) bool { return ps.index[i].base > offset }) // first after
+	lo, hi = ps.earliestSeq, ps.nextSeq-1
+	if lo < 0 {
+		lo = 0
+	}
+	if i > 0 {
+		e := ps.index[i-1]
+		if e.last >= offset {
+			return e.seq, 0, 0, true
+		}
+		lo = max(lo, e.seq+1)
+	}
+	if i < n {
+		hi = min(hi, ps.index[i].seq-1)
+	}
+	if lo == hi {
+		return lo, 0, 0, true
+	}
+	return 0, lo, hi, false
+}
+
+// seqFor returns the sequence number of the DIS record holding offset,
+// which must be below the next offset: from the index, or by binary search
+// over the partition, reading single records at a sequence number.
+func (ps *partitionState) seqFor(ctx context.Context, offset int64) (int64, error) {
+	for range 64 {
+		ps.mu.Lock()
+		seq, lo, hi, exact := ps.locateLocked(offset)
+		next, nextSeq := ps.next, ps.nextSeq
+		ps.mu.Unlock()
+		if exact {
+			return seq, nil
+		}
+		if lo > hi {
+			return 0, errOutOfRange
+		}
+		mid := lo + (hi-lo)/2
+		recs, err := ps.probe(ctx, mid)
+		if err != nil {
+			return 0, err
+		}
+		if len(recs) == 0 {
+			return 0, errOutOfRange
+		}
+		batches, err := labelRecords(recs, func(seq int64) int64 { return next - (nextSeq - seq) })
+		if err != nil {
+			return 0, err
+		}
+		ps.mu.Lock()
+		for i := range batches {
+			ps.learnLocked(batches[i].batchLoc)
+		}
+		ps.mu.Unlock()
+	}
+	return 0, errors.New("the search for an offset in DIS did not converge")
+}
+
+// probe reads a few records from seq on, for the binary search.
+func (ps *partitionState) probe(ctx context.Context, seq int64) ([]disclient.Record, error) {
+	dis := ps.key.tenant.dis
+	c, err := dis.GetCursor(ctx, &disclient.GetCursorRequest{
+		StreamName: ps.key.topic, PartitionID: disclient.PartitionID(ps.key.partition),
+		CursorType: disclient.CursorAtSequenceNumber, StartingSequenceNumber: strconv.FormatInt(seq, 10),
+	})
+	if err != nil {
+		if disclient.IsCode(err, disclient.CodeSequenceOutOfRange) {
+			return nil, errOutOfRange
+		}
+		return nil, err
+	}
+	resp, err := dis.GetRecords(ctx, c.PartitionCursor, ps.readBytes())
+	if err != nil {
+		return nil, err
+	}
+	return resp.Records, nil
+}
+
+// earliestOffset is the partition's log start offset: the base offset of
+// the batch at its earliest sequence number, or the next offset when it is
+// empty. earliestSeq comes from the catalog.
+func (ps *partitionState) earliestOffset(ctx context.Context, earliestSeq int64) (int64, error) {
+	if err := ps.ensure(ctx); err != nil {
+		return 0, err
+	}
+	ps.mu.Lock()
+	if earliestSeq >= ps.nextSeq {
+		defer ps.mu.Unlock()
+		return ps.next, nil
+	}
+	if ps.earliestSeq == earliestSeq {
+		defer ps.mu.Unlock()
+		return ps.earliestOff, nil
+	}
+	i := sort.Search(len(ps.index), func(i int) bool { return ps.index[i].seq >= earliestSeq })
+	if i < len(ps.index) && ps.index[i].seq == earliestSeq {
+		ps.earliestSeq, ps.earliestOff = earliestSeq, ps.index[i].base
+		defer ps.mu.Unlock()
+		return ps.earliestOff, nil
+	}
+	next, nextSeq := ps.next, ps.nextSeq
+	ps.mu.Unlock()
+	recs, err := ps.probe(ctx, earliestSeq)
+	if errors.Is(err, errOutOfRange) {
+		// Retention moved on since the catalog looked.
+		return ps.earliestOffset(ctx, earliestSeq+1)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(recs) == 0 {
+		return next, nil
+	}
+	batches, err := labelRecords(recs, func(seq int64) int64 { return next - (nextSeq - seq) })
+	if err != nil {
+		return 0, err
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for i := range batches {
+		ps.learnLocked(batches[i].batchLoc)
+	}
+	ps.earliestSeq, ps.earliestOff = batches[0].seq, batches[0].base
+	return ps.earliestOff, nil
+}
+
+// nextOffset is the high watermark, recovering it on first use.
+func (ps *partitionState) nextOffset(ctx context.Context) (int64, error) {
+	if err := ps.ensure(ctx); err != nil {
+		return 0, err
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.next, nil
+}
+
+// knownNext is the high watermark when recovered, or -1.
+func (ps *partitionState) knownNext() int64 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if !ps.recovered {
+		return -1
+	}
+	return ps.next
+}

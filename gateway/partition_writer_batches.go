@@ -1,0 +1,146 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/protocol"
+)
+
+// writeBatches writes the ops of a kafka-format partition in one PutRecords
+// call: each batch, as its producer sent it, is one DIS record, and the
+// writer gives it its base offset, in order, from the partition's next
+// offset (recovered from DIS on first use). Only the base offset and the
+// partition leader epoch change, both outside the CRC.
+func (w *partitionWriter) writeBatches(ops []*appendOp) {
+	ps := w.state
+	deadline := callDeadline(ops)
+	var cost int64
+	for _, op := range ops {
+		cost += op.queueCost()
+	}
+	ctx, cancel := context.WithDeadline(w.gw.ctx, deadline)
+	err := ps.ensure(ctx)
+	cancel()
+	if err != nil {
+		w.gw.log.Warn().Err(err).Str("topic", w.key.topic).Int32("partition", w.key.partition).
+			Msg("recovering the partition's next offset from DIS failed")
+		code := kerr.KafkaStorageError.Code
+		var de *disclient.Error
+		if errors.As(err, &de) {
+			code = kafkaCodeForDIS(err)
+		}
+		for _, op := range ops {
+			op.fail(code, "disgw could not recover the partition's offsets from DIS: "+err.Error())
+			if op.producerID >= 0 {
+				w.producerFailed(op)
+			}
+		}
+		w.gw.queues.release(w, cost)
+		for _, op := range ops {
+			op.finish()
+		}
+		return
+	}
+	ps.mu.Lock()
+	off, wantSeq := ps.next, ps.nextSeq
+	ps.mu.Unlock()
+	now := time.Now().UnixMilli()
+	var entries []disclient.PutRecordsEntry
+	for _, op := range ops {
+		op.baseOffset = off
+		for i := range op.entries {
+			e := &op.entries[i]
+			protocol.StampBatch(e.Data, off, 0)
+			if op.logAppendTime {
+				protocol.SetLogAppendTime(e.Data, now)
+				ts := now
+				e.Timestamp = &ts
+			}
+			info, _ := protocol.ParseBatchInfo(e.Data)
+			off = info.LastOffset() + 1
+		}
+		entries = append(entries, op.entries...)
+	}
+	results, code, msg, throttled := w.put(deadline, entries)
+	if code == 0 && len(results) != len(entries) {
+		code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
+	}
+	if code != 0 {
+		// DIS may have stored some of them: read the tail again before
+		// the next write rather than assume.
+		ps.forget()
+	}
+	var written []cachedBatch
+	i := 0
+	for _, op := range ops {
+		n := len(op.entries)
+		if code != 0 {
+			op.fail(code, msg)
+			op.throttled = throttled
+		} else {
+			written = op.takeBatchResults(results[i:i+n], written)
+		}
+		i += n
+		if op.errCode != 0 {
+			if op.producerID >= 0 {
+				w.producerFailed(op)
+			}
+			continue
+		}
+		for j := range op.entries {
+			info, _ := protocol.ParseBatchInfo(op.entries[j].Data)
+			w.gw.metrics.producedRecs.Add(float64(info.NumRecords))
+		}
+	}
+	for j := range written {
+		if written[j].seq != wantSeq+int64(j) {
+			w.gw.log.Warn().Str("topic", w.key.topic).Int32("partition", w.key.partition).
+				Int64("sequence_number", written[j].seq).Int64("expected", wantSeq+int64(j)).
+				Msg("someone else wrote this partition between two writes of this gateway; offsets are recovered again from DIS")
+			ps.forget()
+			break
+		}
+	}
+	ps.appended(written)
+	if len(written) > 0 {
+		ps.scheduleWatermark()
+	}
+	w.gw.queues.release(w, cost)
+	for _, op := range ops {
+		op.finish()
+	}
+}
+
+// takeBatchResults takes the per-record results of a kafka op: every batch
+// DIS stored goes into written, as a copy that aliases no request frame;
+// the op fails with the first record's error.
+func (op *appendOp) takeBatchResults(results []disclient.PutRecordsResult, written []cachedBatch) []cachedBatch {
+	for j, r := range results {
+		if r.ErrorCode != "" {
+			if op.errCode == 0 {
+				op.fail(kafkaCodeForDIS(&disclient.Error{Code: r.ErrorCode, Message: r.ErrorMessage}), r.ErrorCode+": "+r.ErrorMessage)
+				op.throttled = isThrottle(r.ErrorCode)
+			}
+			continue
+		}
+		seq, err := strconv.ParseInt(r.SequenceNumber, 10, 64)
+		if err != nil {
+			op.fail(kerr.UnknownServerError.Code, "DIS returned sequence number "+strconv.Quote(r.SequenceNumber))
+			continue
+		}
+		data := op.entries[j].Data
+		info, _ := protocol.ParseBatchInfo(data)
+		written = append(written, cachedBatch{
+			batchLoc: batchLoc{seq: seq, base: info.BaseOffset, last: info.LastOffset()},
+			maxTS:    info.MaxTimestamp,
+			data:     append([]byte(nil), data...),
+		})
+	}
+	return written
+}
