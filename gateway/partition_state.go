@@ -688,3 +688,56 @@ func (ps *partitionState) knownNext() int64 {
 	}
 	return ps.next
 }
+
+// checkpointSeq is the sequence number a committed offset's checkpoint
+// holds (docs/groups.md): the DIS record holding the offset, or the last
+// record when the offset is the end, so it is inside the partition's valid
+// range as DIS requires.
+func (ps *partitionState) checkpointSeq(ctx context.Context, earliestSeq, offset int64) (int64, error) {
+	next, err := ps.nextOffset(ctx)
+	if err != nil {
+		return 0, err
+	}
+	ps.mu.Lock()
+	nextSeq := ps.nextSeq
+	ps.mu.Unlock()
+	if nextSeq <= earliestSeq {
+		return nextSeq, nil
+	}
+	if offset >= next {
+		return nextSeq - 1, nil
+	}
+	earliest, err := ps.earliestOffset(ctx, earliestSeq)
+	if err != nil {
+		return 0, err
+	}
+	if offset <= earliest {
+		return earliestSeq, nil
+	}
+	seq, err := ps.seqFor(ctx, offset)
+	if errors.Is(err, errOutOfRange) {
+		return earliestSeq, nil
+	}
+	return seq, err
+}
+
+// offsetOfSeq is the first offset of the DIS record at seq, or the next
+// offset when there is none.
+func (ps *partitionState) offsetOfSeq(ctx context.Context, seq int64) (int64, error) {
+	next, err := ps.nextOffset(ctx)
+	if err != nil {
+		return 0, err
+	}
+	recs, err := ps.probe(ctx, seq)
+	if err != nil || len(recs) == 0 {
+		return next, nil
+	}
+	ps.mu.Lock()
+	nextSeq := ps.nextSeq
+	ps.mu.Unlock()
+	batches, err := labelRecords(recs[:1], func(s int64) int64 { return next - (nextSeq - s) })
+	if err != nil {
+		return 0, err
+	}
+	return batches[0].base, nil
+}

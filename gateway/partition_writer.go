@@ -144,6 +144,15 @@ func (w *partitionWriter) enqueue(ctx context.Context, op *appendOp) (dup *appen
 	if len(op.entries) == 0 {
 		return nil, kerr.InvalidRecord.Code
 	}
+	if op.kafka && op.producerID >= 0 {
+		// The producer's state comes from the partition's tail: recover
+		// it before judging the batch's sequence.
+		if err := w.state.ensure(ctx); err != nil {
+			w.gw.log.Warn().Err(err).Str("topic", w.key.topic).Int32("partition", w.key.partition).
+				Msg("recovering the partition's producers from DIS failed")
+			return nil, kerr.KafkaStorageError.Code
+		}
+	}
 	cost := op.queueCost()
 	if !w.gw.queues.reserve(ctx, w, cost) {
 		return nil, kerr.RequestTimedOut.Code
