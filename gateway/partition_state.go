@@ -540,27 +540,30 @@ func (ps *partitionState) fromWindowLocked(offset int64, maxBytes int) []cachedB
 	return append([]cachedBatch(nil), ps.window[i:j]...)
 }
 
-// locateLocked finds the DIS record holding offset from the index: its
-// sequence number when known, or the range [lo, hi] it must be in.
+// locateLocked finds the DIS record holding offset (the first whose last
+// offset is at or after it) from the index: its sequence number when the
+// index tells, or the range [lo, hi] it must be in.
 func (ps *partitionState) locateLocked(offset int64) (seq, lo, hi int64, exact bool) {
 	n := len(ps.index)
-	i := sort.Search(n, func(i int) bool { return ps.index[i].base > offset }) // first after
-	lo, hi = ps.earliestSeq, ps.nextSeq-1
-	if lo < 0 {
-		lo = 0
+	j := sort.Search(n, func(i int) bool { return ps.index[i].last >= offset })
+	lo, hi = max(ps.earliestSeq, 0), ps.nextSeq-1
+	if j > 0 {
+		prev := ps.index[j-1]
+		if prev.last+1 == offset {
+			// Right after a known record, as a following consumer asks.
+			return prev.seq + 1, 0, 0, true
+		}
+		lo = max(lo, prev.seq+1)
 	}
-	if i > 0 {
-		e := ps.index[i-1]
-		if e.last >= offset {
+	if j < n {
+		e := ps.index[j]
+		if e.base <= offset || e.seq <= lo {
 			return e.seq, 0, 0, true
 		}
-		lo = max(lo, e.seq+1)
+		hi = e.seq
 	}
-	if i < n {
-		hi = min(hi, ps.index[i].seq-1)
-	}
-	if lo == hi {
-		return lo, 0, 0, true
+	if lo >= hi {
+		return hi, 0, 0, true
 	}
 	return 0, lo, hi, false
 }
@@ -576,9 +579,6 @@ func (ps *partitionState) seqFor(ctx context.Context, offset int64) (int64, erro
 		ps.mu.Unlock()
 		if exact {
 			return seq, nil
-		}
-		if lo > hi {
-			return 0, errOutOfRange
 		}
 		mid := lo + (hi-lo)/2
 		recs, err := ps.probe(ctx, mid)

@@ -1,0 +1,154 @@
+package gateway
+
+import (
+	"context"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/disgw/disgw/protocol"
+)
+
+// batchesOf builds n batches of per records each, valueBytes a value, back
+// to back: what one produce partition may carry.
+func batchesOf(t testing.TB, n, per, valueBytes int) []byte {
+	t.Helper()
+	var out []byte
+	for range n {
+		recs := make([]protocol.Record, per)
+		for i := range recs {
+			recs[i] = protocol.Record{Offset: int64(i), Timestamp: time.Now().UnixMilli(), Value: make([]byte, valueBytes)}
+		}
+		var err error
+		if out, err = protocol.AppendBatch(out, recs, protocol.CodecNone, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func produceRaw(t testing.TB, cl *kgo.Client, topic string, records []byte) int64 {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 20000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 {
+		t.Fatalf("produce: error %d", p.ErrorCode)
+	}
+	return resp.Topics[0].Partitions[0].BaseOffset
+}
+
+// fetchAt fetches partition 0 from offset and returns the first and last
+// offsets of the batches that came back, and the high watermark.
+func fetchAt(t testing.TB, cl *kgo.Client, topic string, offset int64) (first, last, hwm int64) {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = 11, -1, 1<<20, 10
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset = offset, 256<<10, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 {
+		t.Fatalf("fetch at %d: error %d", offset, p.ErrorCode)
+	}
+	first, last = -1, -1
+	for data := p.RecordBatches; len(data) > 0; {
+		n := 12 + int(binary.BigEndian.Uint32(data[8:]))
+		info, ok := protocol.ParseBatchInfo(data[:n])
+		if !ok {
+			t.Fatalf("fetch at %d: a batch that does not parse", offset)
+		}
+		if first < 0 {
+			first = info.BaseOffset
+		}
+		last = info.LastOffset()
+		data = data[n:]
+	}
+	return first, last, p.HighWatermark
+}
+
+// Seeks to the start, middle and end of a long partition find the batch
+// holding the offset on a gateway that has never seen the partition, and a
+// consumer that then follows the log opens no further DIS cursor.
+func TestSeeksInLongPartition(t *testing.T) {
+	gw, dis := startCounted(t)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "long", 1, 1
+	create.Topics = append(create.Topics, ct)
+	if resp, err := create.RequestWith(context.Background(), prod); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create topic: %v %v", resp, err)
+	}
+	produceRaw(t, prod, "long", batchesOf(t, 1, 1, 1))
+	const batches, per = 2000, 3
+	for range batches / 250 {
+		produceRaw(t, prod, "long", batchesOf(t, 250, per, 2000))
+	}
+	end := int64(1 + batches*per)
+
+	fresh, err := New(Config{Listen: "127.0.0.1:0"}, dis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close(context.Background())
+	// Fetch v12 names topics, not topic ids.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(fresh.Addr().String()), kgo.MaxVersions(kversion.V3_0_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, off := range []int64{0, 1, 2, end / 2, end/2 + 1, end - 2, end - 1} {
+		first, last, hwm := fetchAt(t, cl, "long", off)
+		if first > off || last < off || hwm != end {
+			t.Errorf("fetch at %d returned batches %d..%d, high watermark %d (want %d)", off, first, last, hwm, end)
+		}
+	}
+	if first, _, hwm := fetchAt(t, cl, "long", end); first != -1 || hwm != end {
+		t.Errorf("fetch at the end returned a batch at %d, high watermark %d", first, hwm)
+	}
+
+	// A consumer seeking to the middle, then following the log.
+	first, last, _ := fetchAt(t, cl, "long", end/3)
+	if first > end/3 || last < end/3 {
+		t.Fatalf("seek to %d returned %d..%d", end/3, first, last)
+	}
+	cursors := dis.getCursor.Load()
+	for next := last + 1; next < end; {
+		f, l, _ := fetchAt(t, cl, "long", next)
+		if f > next || l < next {
+			t.Fatalf("fetch at %d returned %d..%d", next, f, l)
+		}
+		next = l + 1
+	}
+	if n := dis.getCursor.Load() - cursors; n != 0 {
+		t.Errorf("a consumer following the log opened %d DIS cursors", n)
+	}
+}
