@@ -216,6 +216,7 @@ func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp 
 			b := make([]byte, 0, n)
 			for i := range p.batches {
 				b = append(b, p.batches[i].data...)
+				fetched += int(p.batches[i].last - p.batches[i].base + 1)
 			}
 			p.resp.RecordBatches = b
 			continue

@@ -482,6 +482,7 @@ func (gw *Gateway) close(ctx context.Context) error {
 	gw.drainOnce.Do(func() { close(gw.draining) })
 	gw.groups.close()
 	gw.handlersRun.wait(ctx)
+	gw.flushWatermarks(ctx)
 	gw.cancel()
 	if gw.swept != nil {
 		<-gw.swept

@@ -237,6 +237,30 @@ func (ps *partitionState) scheduleWatermark() {
 	})
 }
 
+// flushWatermarks writes the watermark checkpoints still behind their
+// partitions' next offsets, as the gateway stops, within ctx.
+func (gw *Gateway) flushWatermarks(ctx context.Context) {
+	gw.forEachTenant(func(tn *tenant) {
+		tn.parts.mu.Lock()
+		var behind []*partitionState
+		for _, e := range tn.parts.m {
+			ps := e.v
+			ps.mu.Lock()
+			if ps.recovered && ps.next > ps.watermark && ps.nextSeq > 0 {
+				behind = append(behind, ps)
+			}
+			ps.mu.Unlock()
+		}
+		tn.parts.mu.Unlock()
+		for _, ps := range behind {
+			if ctx.Err() != nil {
+				return
+			}
+			ps.writeWatermark(ctx)
+		}
+	})
+}
+
 // readCache bounds the batches all kafka-format partitions cache with one
 // gateway-wide byte budget (Config.ReadCacheBytes): past it, the windows
 // of the partitions read least recently give up their oldest batches.

@@ -132,15 +132,18 @@ func Start(o Options) (*Cluster, error) {
 }
 
 // RestartGateway stops the gateway and starts a new one with the same
-// configuration in front of the same embedded DIS server, on a new port:
-// what a gateway restart leaves, the DIS data, is all the new one has.
+// configuration in front of the same embedded DIS server, on the same
+// address, so clients reconnect to it: what a gateway restart leaves, the
+// DIS data, is all the new one has.
 func (c *Cluster) RestartGateway() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.Gateway.Close(ctx); err != nil {
 		return err
 	}
-	gw, err := gateway.New(c.cfg, c.api)
+	cfg := c.cfg
+	cfg.Listen = c.Addr
+	gw, err := gateway.New(cfg, c.api)
 	if err == nil {
 		err = gw.Start()
 	}
