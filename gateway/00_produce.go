@@ -143,6 +143,9 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 			sp.LogStartOffset = 0
 			if t, err := r.s.tenant.catalog.get(ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.partitions) {
 				sp.LogStartOffset = t.partitions[sp.Partition].earliest
+				if t.format == FormatKafka {
+					sp.LogStartOffset = gw.partitionFor(t.key(sp.Partition)).knownEarliest()
+				}
 			}
 		}
 		return resp, nil

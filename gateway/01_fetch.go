@@ -398,11 +398,12 @@ func (gw *Gateway) fetchBatches(ctx context.Context, p *fetchPart, limit int) {
 		// before refusing.
 		if t, err := p.topic.tenant.catalog.refresh(ctx, p.topic.name); err == nil && int(k.partition) < len(t.partitions) {
 			p.topic = t
-			if _, err := ps.readBatches(ctx, next, 1); err == nil {
-				earliest, next, err = bounds(t)
+			_, rerr := ps.readBatches(ctx, next, 1)
+			if rerr == nil {
+				earliest, next, rerr = bounds(t)
 			}
-			if err != nil {
-				fail(err)
+			if rerr != nil {
+				fail(rerr)
 				return
 			}
 		}

@@ -23,6 +23,7 @@ func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxByte
 	defer ps.busy.Add(-1)
 	ps.mu.Lock()
 	if out := ps.fromWindowLocked(offset, maxBytes); out != nil {
+		ps.readAheadLocked(out[len(out)-1].last)
 		ps.mu.Unlock()
 		ps.gw.readCache.charge(ps, 0)
 		return out, nil
@@ -83,6 +84,9 @@ func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxByte
 	}
 	delta := ps.addWindowLocked(batches)
 	out := ps.fromWindowLocked(offset, maxBytes)
+	if out != nil {
+		ps.readAheadLocked(out[len(out)-1].last)
+	}
 	ps.mu.Unlock()
 	ps.gw.readCache.charge(ps, delta)
 	if out == nil {
@@ -100,6 +104,61 @@ func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxByte
 		}
 	}
 	return out, nil
+}
+
+// readAheadLocked loads the records after the cache window while a
+// consumer that was just served up to offset served works through them, so
+// that its next fetch finds them cached; it does nothing when the window
+// holds a read's worth after served, or ends at the partition's end.
+func (ps *partitionState) readAheadLocked(served int64) {
+	n := len(ps.window)
+	if n == 0 || ps.window[n-1].seq+1 >= ps.nextSeq {
+		return
+	}
+	ahead := 0
+	for i := n - 1; i >= 0 && ps.window[i].last > served; i-- {
+		ahead += len(ps.window[i].data)
+	}
+	if ahead >= ps.readBytes() || !ps.ahead.CompareAndSwap(false, true) {
+		return
+	}
+	ps.busy.Add(1)
+	ps.gw.goSafe("partition read-ahead", func() {
+		defer ps.busy.Add(-1)
+		defer ps.ahead.Store(false)
+		ctx, cancel := context.WithTimeout(ps.gw.ctx, putTimeout)
+		defer cancel()
+		ps.loadAfterWindow(ctx)
+	})
+}
+
+// loadAfterWindow reads the records that follow the cache window into it.
+func (ps *partitionState) loadAfterWindow(ctx context.Context) {
+	ps.readMu.Lock()
+	defer ps.readMu.Unlock()
+	ps.mu.Lock()
+	n := len(ps.window)
+	if n == 0 || ps.window[n-1].seq+1 >= ps.nextSeq {
+		ps.mu.Unlock()
+		return
+	}
+	seq, anchor := ps.window[n-1].seq+1, ps.window[n-1].last+1
+	ps.mu.Unlock()
+	recs, err := ps.readAt(ctx, seq)
+	if err != nil || len(recs) == 0 {
+		return
+	}
+	batches, err := labelRecords(recs, func(s int64) int64 { return anchor + (s - seq) })
+	if err != nil {
+		return
+	}
+	ps.mu.Lock()
+	for i := range batches {
+		ps.learnLocked(batches[i].batchLoc)
+	}
+	delta := ps.addWindowLocked(batches)
+	ps.mu.Unlock()
+	ps.gw.readCache.charge(ps, delta)
 }
 
 // readAt reads records from seq on with the partition's cursor, opening a

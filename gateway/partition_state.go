@@ -60,8 +60,10 @@ type partitionState struct {
 	cursor    string
 	cursorSeq int64
 	cursorAt  time.Time
-	// busy counts kafka-format reads in progress, which keep eviction away.
-	busy atomic.Int32
+	// busy counts kafka-format reads in progress, which keep eviction away;
+	// ahead is set while a read-ahead is queued or running.
+	busy  atomic.Int32
+	ahead atomic.Bool
 	// evicted is set under the tenant's partition map lock when the state
 	// is dropped.
 	evicted bool
@@ -677,6 +679,17 @@ func (ps *partitionState) nextOffset(ctx context.Context) (int64, error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	return ps.next, nil
+}
+
+// knownEarliest is the log start offset as last learned, or -1: what a
+// produce answer says without a DIS call.
+func (ps *partitionState) knownEarliest() int64 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.earliestSeq < 0 {
+		return -1
+	}
+	return ps.earliestOff
 }
 
 // knownNext is the high watermark when recovered, or -1.
