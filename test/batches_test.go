@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -277,5 +279,44 @@ func TestKafkaIdempotentProducerAcrossRestarts(t *testing.T) {
 	}
 	if off, _ := listOffset(t, cons, "idem", -1); off != n {
 		t.Fatalf("end offset %d, want %d", off, n)
+	}
+}
+
+// A kafka-format topic takes a batch up to one DIS record, whatever its
+// records, and says so in max.message.bytes; a batch over it is refused
+// with MESSAGE_TOO_LARGE and not written.
+func TestKafkaBatchSizeLimit(t *testing.T) {
+	c := startCluster(t, nil)
+	cl := newClient(t, c)
+	createTopic(t, c, "sized", 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, "sized")
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := -1
+	for _, cfg := range rcs[0].Configs {
+		if cfg.Key == "max.message.bytes" {
+			limit, _ = strconv.Atoi(*cfg.Value)
+		}
+	}
+	if limit != 1<<20 {
+		t.Fatalf("max.message.bytes %d, want %d", limit, 1<<20)
+	}
+	values := func(n, size int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = string(make([]byte, size))
+		}
+		return out
+	}
+	over := testBatch(-1, 0, 0, time.Now().UnixMilli(), values(1100, 1000)...)
+	if _, code := produceBatch(t, cl, "sized", over); code != kerr.MessageTooLarge.Code {
+		t.Fatalf("a %d-byte batch of small records: code %d, want MESSAGE_TOO_LARGE", len(over), code)
+	}
+	under := testBatch(-1, 0, 0, time.Now().UnixMilli(), values(1000, 1000)...)
+	if base, code := produceBatch(t, cl, "sized", under); code != 0 || base != 0 {
+		t.Fatalf("a %d-byte batch: base %d code %d", len(under), base, code)
 	}
 }
