@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/binary"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/disclient/dislocal"
+	"github.com/disgw/disgw/disclient/dislocal/dislocaltest"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -219,5 +223,59 @@ func TestSparseIndexThinning(t *testing.T) {
 		if exact && seq != want || !exact && (want < lo || want > hi) {
 			t.Fatalf("offset %d located as %d [%d, %d] exact %v, want %d", off, seq, lo, hi, exact, want)
 		}
+	}
+}
+
+// lyingDIS stores the records of its first PutRecords calls but answers
+// them with an error, as a DIS that times out after writing does.
+type lyingDIS struct {
+	disclient.API
+	lies atomic.Int32
+}
+
+func (d *lyingDIS) PutRecords(ctx context.Context, req *disclient.PutRecordsRequest) (*disclient.PutRecordsResponse, error) {
+	resp, err := d.API.PutRecords(ctx, req)
+	if err == nil && d.lies.Add(-1) >= 0 {
+		return nil, &disclient.Error{Status: 500, Code: "DIS.5000", Message: "timed out, but wrote"}
+	}
+	return resp, err
+}
+
+// A PutRecords call that failed after DIS stored its batches is answered
+// as written, with the offsets the batches got: a retry then never stores
+// them twice, and the offsets stay dense.
+func TestFailedCallThatLandedIsAnsweredAsWritten(t *testing.T) {
+	cl := dislocaltest.Start(t, dislocaltest.WithDIS(func(c *dislocal.Config) { c.Sync = dislocal.SyncNone })).Client
+	dis := &lyingDIS{API: cl}
+	gw, err := New(Config{Listen: "127.0.0.1:0"}, dis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close(context.Background())
+	kc, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()), kgo.MaxVersions(kversion.V3_0_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "lied", 1, 1
+	create.Topics = append(create.Topics, ct)
+	if resp, err := create.RequestWith(context.Background(), kc); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create topic: %v %v", resp, err)
+	}
+	dis.lies.Store(1)
+	if base := produceRaw(t, kc, "lied", batchesOf(t, 2, 3, 10)); base != 0 {
+		t.Fatalf("the call DIS failed after writing answered base offset %d, want 0", base)
+	}
+	if base := produceRaw(t, kc, "lied", batchesOf(t, 1, 3, 10)); base != 6 {
+		t.Fatalf("the next batch got base offset %d, want 6", base)
+	}
+	first, last, hwm := fetchAt(t, kc, "lied", 0)
+	if first != 0 || last != 8 || hwm != 9 {
+		t.Fatalf("the partition holds %d..%d, high watermark %d; want 0..8 and 9", first, last, hwm)
 	}
 }

@@ -313,25 +313,29 @@ func (w *partitionWriter) producerFailed(op *appendOp) {
 // rebuildProducers takes the idempotent producers' state from the
 // partition's tail, read when the writer starts: a retry of a batch written
 // before a restart, or by another gateway, is answered with its original
-// offsets rather than written twice.
+// offsets rather than written twice. Producers the writer already tracks
+// keep their state, which follows their queued batches too.
 func (w *partitionWriter) rebuildProducers(tail []cachedBatch) {
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	rebuilt := make(map[int64]bool)
 	for i := range tail {
 		info, ok := protocol.ParseBatchInfo(tail[i].data)
 		if !ok || info.ProducerID < 0 {
 			continue
 		}
 		st := w.producers[info.ProducerID]
-		if st == nil || info.ProducerEpoch > st.epoch {
-			if st == nil && len(w.producers) >= w.gw.cfg.MaxProducersPerPartition {
-				continue
-			}
+		switch {
+		case st != nil && !rebuilt[info.ProducerID]:
+			continue
+		case st == nil && len(w.producers) >= w.gw.cfg.MaxProducersPerPartition:
+			continue
+		case st == nil || info.ProducerEpoch > st.epoch:
 			st = &producerState{epoch: info.ProducerEpoch}
 			w.producers[info.ProducerID] = st
-		}
-		if info.ProducerEpoch < st.epoch {
+			rebuilt[info.ProducerID] = true
+		case info.ProducerEpoch < st.epoch:
 			continue
 		}
 		op := &appendOp{producerID: info.ProducerID, epoch: info.ProducerEpoch, firstSeq: info.BaseSequence,

@@ -68,13 +68,20 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 		entries = append(entries, op.entries...)
 	}
 	results, code, msg, throttled := w.put(deadline, entries)
+	var lost *callFailure
 	if code == 0 && len(results) != len(entries) {
 		code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
 	}
 	if code != 0 {
-		// DIS may have stored some of them: read the tail again before
-		// the next write rather than assume.
-		ps.forget()
+		// The call failed as a whole, yet DIS may have stored some of
+		// its records: look, so that what landed is answered as written
+		// and what did not as failed, never both.
+		if landed, ok := w.landed(entries, wantSeq); ok {
+			results, lost = landed, &callFailure{code: code, msg: msg, throttled: throttled}
+			code = 0
+		} else {
+			ps.forget()
+		}
 	}
 	var written []cachedBatch
 	i := 0
@@ -84,7 +91,7 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 			op.fail(code, msg)
 			op.throttled = throttled
 		} else {
-			written = op.takeBatchResults(results[i:i+n], written)
+			written = op.takeBatchResults(results[i:i+n], lost, written)
 		}
 		i += n
 		if op.errCode != 0 {
@@ -117,11 +124,28 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 	}
 }
 
+// callFailure is how a PutRecords call failed whose stored records were
+// then found (partitionWriter.landed): the records not found failed so.
+type callFailure struct {
+	code      int16
+	msg       string
+	throttled bool
+}
+
 // takeBatchResults takes the per-record results of a kafka op: every batch
 // DIS stored goes into written, as a copy that aliases no request frame;
-// the op fails with the first record's error.
-func (op *appendOp) takeBatchResults(results []disclient.PutRecordsResult, written []cachedBatch) []cachedBatch {
+// the op fails with the first record's error. A result with neither a
+// sequence number nor an error is a record of the failed call lost that
+// did not land.
+func (op *appendOp) takeBatchResults(results []disclient.PutRecordsResult, lost *callFailure, written []cachedBatch) []cachedBatch {
 	for j, r := range results {
+		if r.ErrorCode == "" && r.SequenceNumber == "" && lost != nil {
+			if op.errCode == 0 {
+				op.fail(lost.code, lost.msg)
+				op.throttled = lost.throttled
+			}
+			continue
+		}
 		if r.ErrorCode != "" {
 			if op.errCode == 0 {
 				op.fail(kafkaCodeForDIS(&disclient.Error{Code: r.ErrorCode, Message: r.ErrorMessage}), r.ErrorCode+": "+r.ErrorMessage)
@@ -143,4 +167,52 @@ func (op *appendOp) takeBatchResults(results []disclient.PutRecordsResult, writt
 		})
 	}
 	return written
+}
+
+// landedTimeout bounds the look at what a failed PutRecords stored.
+const landedTimeout = 5 * time.Second
+
+// landed reads what DIS stored from wantSeq on after a failed PutRecords
+// call and makes per-record results of it: a record whose batch (same base
+// offset, length and CRC) is there succeeded; the others have an empty
+// result, failed as the call did.
+// ok is false when DIS could not be read, or holds records that are none of
+// these batches.
+func (w *partitionWriter) landed(entries []disclient.PutRecordsEntry, wantSeq int64) ([]disclient.PutRecordsResult, bool) {
+	ctx, cancel := context.WithTimeout(w.gw.ctx, landedTimeout)
+	defer cancel()
+	t, err := w.key.tenant.catalog.refresh(ctx, w.key.topic)
+	if err != nil || int(w.key.partition) >= len(t.partitions) {
+		return nil, false
+	}
+	var stored []disclient.Record
+	if next := t.partitions[w.key.partition].next; next > wantSeq {
+		if stored, err = w.state.readRange(ctx, wantSeq, next); err != nil {
+			return nil, false
+		}
+	}
+	results := make([]disclient.PutRecordsResult, len(entries))
+	j := 0
+	for _, r := range stored {
+		for j < len(entries) && !sameBatch(entries[j].Data, r.Data) {
+			j++
+		}
+		if j == len(entries) {
+			return nil, false
+		}
+		results[j] = disclient.PutRecordsResult{PartitionID: disclient.PartitionID(w.key.partition), SequenceNumber: r.SequenceNumber}
+		j++
+	}
+	if len(stored) > 0 {
+		w.gw.log.Warn().Str("topic", w.key.topic).Int32("partition", w.key.partition).Int("stored", len(stored)).Int("sent", len(entries)).
+			Msg("a failed PutRecords call stored some of its batches; they are answered as written")
+	}
+	return results, true
+}
+
+// sameBatch reports whether stored is the batch sent: the same base offset,
+// length and CRC.
+func sameBatch(sent, stored []byte) bool {
+	return len(sent) == len(stored) && len(sent) >= protocol.BatchHeaderSize &&
+		string(sent[:8]) == string(stored[:8]) && string(sent[17:21]) == string(stored[17:21])
 }
