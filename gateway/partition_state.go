@@ -32,8 +32,11 @@ type partitionState struct {
 
 	mu        sync.Mutex
 	recovered bool
-	next      int64 // next Kafka offset: the high watermark
-	nextSeq   int64 // DIS sequence number of the next record
+	// producersKnown is set once the writer's producers were rebuilt
+	// from the tail; from then on its own state follows them.
+	producersKnown bool
+	next           int64 // next Kafka offset: the high watermark
+	nextSeq        int64 // DIS sequence number of the next record
 	// earliestSeq and earliestOff are the first readable record and its
 	// base offset, as last learned; earliestSeq -1 when unknown.
 	earliestSeq, earliestOff int64
@@ -176,24 +179,32 @@ var errNotRecovered = errors.New("the partition's offsets could not be recovered
 
 // ensure recovers the partition's offsets on first use (docs/record-formats.md):
 // the next offset follows the last batch in the partition's tail, or, for
-// a partition retention emptied, comes from its watermark checkpoint. The
-// tail also rebuilds the state of the idempotent producers that wrote it.
+// a partition retention emptied, comes from its watermark checkpoint.
 func (ps *partitionState) ensure(ctx context.Context) error {
-	ps.mu.Lock()
-	ok := ps.recovered
-	ps.mu.Unlock()
-	if ok {
+	return ps.ensureWith(ctx, false)
+}
+
+// ensureProducers is ensure for a writer that needs its idempotent
+// producers' state too: it reads enough of the tail to rebuild it, once.
+func (ps *partitionState) ensureProducers(ctx context.Context) error {
+	return ps.ensureWith(ctx, true)
+}
+
+func (ps *partitionState) ensureWith(ctx context.Context, producers bool) error {
+	done := func() bool {
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		return ps.recovered && (!producers || ps.producersKnown)
+	}
+	if done() {
 		return nil
 	}
 	ps.recoverMu.Lock()
 	defer ps.recoverMu.Unlock()
-	ps.mu.Lock()
-	ok = ps.recovered
-	ps.mu.Unlock()
-	if ok {
+	if done() {
 		return nil
 	}
-	return ps.recover(ctx)
+	return ps.recover(ctx, producers)
 }
 
 // forget makes the next use recover again, after a write whose outcome the
@@ -204,7 +215,10 @@ func (ps *partitionState) forget() {
 	ps.mu.Unlock()
 }
 
-func (ps *partitionState) recover(ctx context.Context) error {
+// recover reads the partition's range, its watermark checkpoint and its
+// tail: up to its last batch, or with producers up to tailMaxBytes or
+// 8 chunks, from which the writer rebuilds its producers' state.
+func (ps *partitionState) recover(ctx context.Context, producers bool) error {
 	t, err := ps.key.tenant.catalog.refresh(ctx, ps.key.topic)
 	if err != nil {
 		return err
@@ -221,7 +235,7 @@ func (ps *partitionState) recover(ctx context.Context) error {
 	next := max(wm, nextSeq)
 	var tail []cachedBatch
 	if nextSeq > earliest {
-		recs, err := ps.readTail(ctx, earliest, nextSeq)
+		recs, err := ps.readTail(ctx, earliest, nextSeq, producers)
 		if err != nil {
 			return err
 		}
@@ -242,7 +256,7 @@ func (ps *partitionState) recover(ctx context.Context) error {
 	}
 	ps.mu.Lock()
 	ps.recovered = true
-	ps.next, ps.nextSeq = max(ps.next, next), nextSeq
+	ps.next, ps.nextSeq = max(ps.next, next), max(ps.nextSeq, nextSeq)
 	ps.watermark = wm
 	if earliest == nextSeq {
 		ps.earliestSeq, ps.earliestOff = earliest, ps.next
@@ -256,8 +270,11 @@ func (ps *partitionState) recover(ctx context.Context) error {
 		ps.maxTSKnown = true
 	}
 	need := ps.next > wm && nextSeq > earliest
+	ps.producersKnown = ps.producersKnown || producers
 	ps.mu.Unlock()
-	ps.writer.rebuildProducers(tail)
+	if producers {
+		ps.writer.rebuildProducers(tail)
+	}
 	if need {
 		ps.writeWatermark(ctx)
 	}
@@ -265,9 +282,9 @@ func (ps *partitionState) recover(ctx context.Context) error {
 }
 
 // readTail reads the last records of [earliest, nextSeq), going back in
-// chunks until it has found a batch and enough of the tail for producer
-// state, or reached a bound.
-func (ps *partitionState) readTail(ctx context.Context, earliest, nextSeq int64) ([]disclient.Record, error) {
+// chunks until it has found a batch and, with producers, enough of the
+// tail for producer state, or reached a bound.
+func (ps *partitionState) readTail(ctx context.Context, earliest, nextSeq int64, producers bool) ([]disclient.Record, error) {
 	var out []disclient.Record
 	hi, bytes, chunk := nextSeq, 0, int64(tailChunk)
 	found := false
@@ -285,7 +302,7 @@ func (ps *partitionState) readTail(ctx context.Context, earliest, nextSeq int64)
 		}
 		out = append(recs, out...)
 		hi = lo
-		if (found && (bytes >= tailMaxBytes || len(out) >= 8*tailChunk)) || len(out) >= tailMaxRecords {
+		if (found && (!producers || bytes >= tailMaxBytes || len(out) >= 8*tailChunk)) || len(out) >= tailMaxRecords {
 			break
 		}
 		chunk *= 2

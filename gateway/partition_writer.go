@@ -147,7 +147,7 @@ func (w *partitionWriter) enqueue(ctx context.Context, op *appendOp) (dup *appen
 	if op.kafka && op.producerID >= 0 {
 		// The producer's state comes from the partition's tail: recover
 		// it before judging the batch's sequence.
-		if err := w.state.ensure(ctx); err != nil {
+		if err := w.state.ensureProducers(ctx); err != nil {
 			w.gw.log.Warn().Err(err).Str("topic", w.key.topic).Int32("partition", w.key.partition).
 				Msg("recovering the partition's producers from DIS failed")
 			return nil, kerr.KafkaStorageError.Code
