@@ -95,6 +95,12 @@ type Config struct {
 	// limits for COMMON streams; the embedded server takes much more.
 	PutRecordsMaxRecords int
 	PutRecordsMaxBytes   int
+	// PutRecordsKeepsOrder says DIS fails every later record of a
+	// partition in a PutRecords call once one fails, as the embedded
+	// server does; a call may then hold several batches of one idempotent
+	// producer. Real DIS may store a record after a failed one, so without
+	// it each call holds at most one batch per producer and partition.
+	PutRecordsKeepsOrder bool
 	// MaxPartitionQueueBytes and MaxQueueBytes bound produced records
 	// waiting for DIS per partition and overall; a produce that finds no
 	// room stops its connection being read until there is room or its

@@ -275,16 +275,18 @@ func (w *partitionWriter) forgetProducer(id int64) {
 func (w *partitionWriter) producerFailed(op *appendOp) {
 	w.mu.Lock()
 	if st := w.producers[op.producerID]; st != nil && st.epoch == op.epoch {
+		// An earlier failed batch of the producer may already have taken
+		// the sequence back past this one.
 		for i, r := range st.recent {
 			if r == op {
 				clear(st.recent[i:])
 				st.recent = st.recent[:i]
+				st.lastSeq = op.firstSeq - 1
+				if op.firstSeq == 0 {
+					st.lastSeq = -1
+				}
 				break
 			}
-		}
-		st.lastSeq = op.firstSeq - 1
-		if op.firstSeq == 0 {
-			st.lastSeq = -1
 		}
 	}
 	var later []*appendOp
@@ -422,10 +424,10 @@ func (w *partitionWriter) take() (ops, cancelled []*appendOp) {
 		if len(ops) > 0 && (recs+len(op.entries) > maxRecs || bytes+op.bytes > maxBytes || op.kafka != ops[0].kafka) {
 			break
 		}
-		// DIS may fail one record of a call and store a later one, so a
-		// producer's second batch waits for the next call: its order in
-		// the log is then its order of sending.
-		if op.producerID >= 0 && producers[op.producerID] {
+		// DIS may fail one record of a call and store a later one, so
+		// unless it keeps order a producer's second batch waits for the
+		// next call: its order in the log is then its order of sending.
+		if op.producerID >= 0 && producers[op.producerID] && !w.gw.cfg.PutRecordsKeepsOrder {
 			break
 		}
 		if !op.state.CompareAndSwap(opQueued, opTaken) {

@@ -84,6 +84,7 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 		}
 	}
 	var written []cachedBatch
+	failed := make(map[int64]bool) // producers with a failed batch in this call
 	i := 0
 	for _, op := range ops {
 		n := len(op.entries)
@@ -94,8 +95,14 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 			written = op.takeBatchResults(results[i:i+n], lost, written)
 		}
 		i += n
+		if op.producerID >= 0 && failed[op.producerID] && op.errCode == 0 {
+			w.gw.log.Error().Str("topic", w.key.topic).Int32("partition", w.key.partition).Int64("producer_id", op.producerID).
+				Int64("base_offset", op.baseOffset).
+				Msg("DIS failed a batch of an idempotent producer and stored a later one of the same call: the log holds this producer's batches out of order (Config.PutRecordsKeepsOrder is wrong for this DIS)")
+		}
 		if op.errCode != 0 {
 			if op.producerID >= 0 {
+				failed[op.producerID] = true
 				w.producerFailed(op)
 			}
 			continue

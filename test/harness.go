@@ -97,6 +97,7 @@ func Start(o Options) (*Cluster, error) {
 		Logger:               o.Logger,
 		PutRecordsMaxRecords: 5000,
 		PutRecordsMaxBytes:   8 << 20,
+		PutRecordsKeepsOrder: true,
 		// Tests start group members one after another; Kafka's 3 s wait
 		// for more members would only slow them down.
 		InitialRebalanceDelay: 100 * time.Millisecond,

@@ -280,9 +280,12 @@ func run(args []string) error {
 	cfg.GroupMaxSize, cfg.GroupMaxPendingMembers, cfg.MaxGroups = o.groupMaxSize, o.groupMaxPending, o.maxGroups
 	cfg.GroupMaxRebalanceTimeout, cfg.OffsetsRetention = o.groupMaxRebalanceTimeout, o.offsetsRetention
 	if embedded {
-		// The embedded server takes larger calls than a COMMON DIS stream.
+		// The embedded server takes larger calls than a COMMON DIS stream,
+		// and fails every later record of a partition in a call once one
+		// fails.
 		cfg.PutRecordsMaxRecords = 5000
 		cfg.PutRecordsMaxBytes = 8 << 20
+		cfg.PutRecordsKeepsOrder = true
 	}
 	tlsCfg, err := loadTLS(o.tlsCertFile, o.tlsKeyFile)
 	if err != nil {
