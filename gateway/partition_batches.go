@@ -95,6 +95,9 @@ func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxByte
 		for i < len(batches) && batches[i].last < offset {
 			i++
 		}
+		if i == len(batches) {
+			return nil, nil
+		}
 		out = batches[i:]
 		for j, n := 1, len(out[0].data); j < len(out); j++ {
 			if n += len(out[j].data); n > maxBytes {

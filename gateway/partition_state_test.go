@@ -279,3 +279,19 @@ func TestFailedCallThatLandedIsAnsweredAsWritten(t *testing.T) {
 		t.Fatalf("the partition holds %d..%d, high watermark %d; want 0..8 and 9", first, last, hwm)
 	}
 }
+
+// Batches written go into the read cache as copies: the produce request's
+// frame they came from is not kept alive, nor changed under the cache.
+func TestWrittenBatchesDoNotAliasTheFrame(t *testing.T) {
+	frame := batchesOf(t, 1, 2, 5)
+	op := &appendOp{kafka: true, producerID: -1, entries: []disclient.PutRecordsEntry{{Data: frame}}}
+	written := op.takeBatchResults([]disclient.PutRecordsResult{{SequenceNumber: "9"}}, nil, nil)
+	if len(written) != 1 || written[0].seq != 9 || written[0].last != 1 {
+		t.Fatalf("written %+v", written)
+	}
+	want := string(frame)
+	clear(frame)
+	if string(written[0].data) != want {
+		t.Fatal("the cached batch aliases the request frame")
+	}
+}
