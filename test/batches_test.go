@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"encoding/binary"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -318,5 +319,60 @@ func TestKafkaBatchSizeLimit(t *testing.T) {
 	under := testBatch(-1, 0, 0, time.Now().UnixMilli(), values(1000, 1000)...)
 	if base, code := produceBatch(t, cl, "sized", under); code != 0 || base != 0 {
 		t.Fatalf("a %d-byte batch: base %d code %d", len(under), base, code)
+	}
+}
+
+// Every kind of batch a Kafka broker refuses is refused with Kafka's error
+// on a kafka-format topic, and none of them is stored.
+func TestKafkaMalformedBatchesRefused(t *testing.T) {
+	c := startCluster(t, nil)
+	cl := newClient(t, c)
+	createTopic(t, c, "malformed", 1, nil)
+	good := func() kmsg.RecordBatch {
+		b := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, LastOffsetDelta: 1, NumRecords: 2,
+			ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, FirstTimestamp: 1, MaxTimestamp: 1}
+		b.Records = appendRecord(appendRecord(nil, kmsg.Record{Value: []byte("a")}), kmsg.Record{OffsetDelta: 1, Value: []byte("b")})
+		return b
+	}
+	with := func(change func(*kmsg.RecordBatch)) []byte {
+		b := good()
+		change(&b)
+		return rawBatch(b)
+	}
+	badCRC := rawBatch(good())
+	badCRC[len(badCRC)-1] ^= 1
+	short := rawBatch(good())
+	binary.BigEndian.PutUint32(short[8:], 10)
+	for _, c := range []struct {
+		name  string
+		batch []byte
+		code  int16
+	}{
+		{"bad CRC", badCRC, kerr.CorruptMessage.Code},
+		{"length below the minimum", short, kerr.CorruptMessage.Code},
+		{"truncated", rawBatch(good())[:40], kerr.InvalidRecord.Code},
+		{"trailing bytes", append(rawBatch(good()), 0, 0, 0), kerr.InvalidRecord.Code},
+		{"magic 1", with(func(b *kmsg.RecordBatch) { b.Magic = 1 }), kerr.InvalidRecord.Code},
+		{"count against last offset delta", with(func(b *kmsg.RecordBatch) { b.LastOffsetDelta = 5 }), kerr.InvalidRecord.Code},
+		{"fewer records than announced", with(func(b *kmsg.RecordBatch) { b.NumRecords, b.LastOffsetDelta = 3, 2 }), kerr.InvalidRecord.Code},
+		{"offset deltas out of order", with(func(b *kmsg.RecordBatch) {
+			b.Records = appendRecord(appendRecord(nil, kmsg.Record{Value: []byte("a")}), kmsg.Record{OffsetDelta: 7, Value: []byte("b")})
+		}), kerr.InvalidRecord.Code},
+		{"producer id without a sequence", with(func(b *kmsg.RecordBatch) { b.ProducerID, b.ProducerEpoch = 5, 0 }), kerr.InvalidRecord.Code},
+		{"transactional", with(func(b *kmsg.RecordBatch) {
+			b.Attributes, b.ProducerID, b.ProducerEpoch, b.FirstSequence = 0x10, 5, 0, 0
+		}), kerr.InvalidRecord.Code},
+		{"control", with(func(b *kmsg.RecordBatch) { b.Attributes = 0x20 }), kerr.InvalidRecord.Code},
+		{"unknown codec", with(func(b *kmsg.RecordBatch) { b.Attributes = 6 }), kerr.InvalidRecord.Code},
+	} {
+		if _, code := produceBatch(t, cl, "malformed", c.batch); code != c.code {
+			t.Errorf("%s: code %d (%v), want %d (%v)", c.name, code, kerr.ErrorForCode(code), c.code, kerr.ErrorForCode(c.code))
+		}
+	}
+	if off, _ := listOffset(t, cl, "malformed", -1); off != 0 {
+		t.Fatalf("end offset %d after refused batches, want 0", off)
+	}
+	if base, code := produceBatch(t, cl, "malformed", rawBatch(good())); code != 0 || base != 0 {
+		t.Fatalf("a good batch after them: base %d code %d", base, code)
 	}
 }
