@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -70,6 +71,7 @@ func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxByte
 		return nil, err
 	}
 	ps.mu.Lock()
+	ps.staleAfterLocked(batches)
 	last := &batches[len(batches)-1]
 	if last.seq >= ps.nextSeq {
 		// Written by someone else than this gateway's writer.
@@ -95,18 +97,28 @@ func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxByte
 		for i < len(batches) && batches[i].last < offset {
 			i++
 		}
-		if i == len(batches) {
-			return nil, nil
-		}
-		out = batches[i:]
-		for j, n := 1, len(out[0].data); j < len(out); j++ {
-			if n += len(out[j].data); n > maxBytes {
-				out = out[:j]
-				break
+		for n := 0; i < len(batches) && (len(out) == 0 || n+len(batches[i].data) <= maxBytes); i++ {
+			if batches[i].data != nil {
+				n += len(batches[i].data)
+				out = append(out, batches[i])
 			}
 		}
 	}
 	return out, nil
+}
+
+// staleAfterLocked marks the batches of a read stale whose offsets overlap
+// those of the record before the read, when the index knows it.
+func (ps *partitionState) staleAfterLocked(batches []cachedBatch) {
+	prev := batches[0].seq - 1
+	i := sort.Search(len(ps.index), func(i int) bool { return ps.index[i].seq >= prev })
+	if i == len(ps.index) || ps.index[i].seq != prev {
+		return
+	}
+	top := ps.index[i].last
+	for j := range batches {
+		top = markStale(&batches[j], top)
+	}
 }
 
 // readAheadLocked loads the records after the cache window while a
@@ -156,6 +168,7 @@ func (ps *partitionState) loadAfterWindow(ctx context.Context) {
 		return
 	}
 	ps.mu.Lock()
+	ps.staleAfterLocked(batches)
 	for i := range batches {
 		ps.learnLocked(batches[i].batchLoc)
 	}

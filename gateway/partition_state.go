@@ -232,6 +232,8 @@ func (ps *partitionState) recover(ctx context.Context, producers bool) error {
 	if err != nil {
 		return err
 	}
+	// A partition without batches has offsets that end where its
+	// sequence numbers do, or the watermark says.
 	next := max(wm, nextSeq)
 	var tail []cachedBatch
 	if nextSeq > earliest {
@@ -239,19 +241,12 @@ func (ps *partitionState) recover(ctx context.Context, producers bool) error {
 		if err != nil {
 			return err
 		}
-		lastBatch := -1
-		for i := range recs {
-			if _, ok := protocol.ParseBatchInfo(recs[i].Data); ok {
-				lastBatch = i
-			}
-		}
-		if lastBatch >= 0 {
-			info, _ := protocol.ParseBatchInfo(recs[lastBatch].Data)
-			next = max(next, info.LastOffset()+1+int64(len(recs)-1-lastBatch))
-		}
-		tail, err = labelRecords(recs, func(seq int64) int64 { return next - (nextSeq - seq) })
-		if err != nil {
+		base := next
+		if tail, err = labelRecords(recs, func(seq int64) int64 { return base - (nextSeq - seq) }); err != nil {
 			return err
+		}
+		if len(tail) > 0 {
+			next = max(next, tail[len(tail)-1].last+1)
 		}
 	}
 	ps.mu.Lock()
@@ -353,64 +348,68 @@ func (ps *partitionState) readRange(ctx context.Context, from, to int64) ([]disc
 
 // labelRecords places consecutive DIS records of a kafka stream. A batch
 // holds the offsets its header says; any other record (written by a
-// DIS-native producer) holds one offset, the one after the batch before it,
-// or before the batch after it; fallback places a run with no batch.
-// Non-batch records become one-record batches.
+// DIS-native producer) holds one offset, the one after the record before
+// it, or before the batch after it; fallback places a run with no batch.
+// Non-batch records become one-record batches. A batch whose offsets
+// overlap those of a record before it is a stale copy a writer wrote again
+// after finding that someone else had written first (docs/design.md §6):
+// it holds no offsets and is never served (see markStale).
 func labelRecords(recs []disclient.Record, fallback func(seq int64) int64) ([]cachedBatch, error) {
 	out := make([]cachedBatch, len(recs))
-	infos := make([]protocol.BatchInfo, len(recs))
 	isBatch := make([]bool, len(recs))
+	first := -1
 	for i := range recs {
 		seq, err := strconv.ParseInt(recs[i].SequenceNumber, 10, 64)
 		if err != nil {
 			return nil, errors.New("DIS returned sequence number " + strconv.Quote(recs[i].SequenceNumber))
 		}
 		out[i].seq = seq
-		infos[i], isBatch[i] = protocol.ParseBatchInfo(recs[i].Data)
-		if isBatch[i] {
-			out[i].base, out[i].last, out[i].maxTS = infos[i].BaseOffset, infos[i].LastOffset(), infos[i].MaxTimestamp
+		var info protocol.BatchInfo
+		if info, isBatch[i] = protocol.ParseBatchInfo(recs[i].Data); isBatch[i] {
+			out[i].base, out[i].last, out[i].maxTS = info.BaseOffset, info.LastOffset(), info.MaxTimestamp
 			out[i].data = recs[i].Data
+			if first < 0 {
+				first = i
+			}
 		}
 	}
-	// Forward from a batch, then backward from the first batch.
-	prev := -1
+	// Before the first batch, backward from it; after it, forward.
+	top := int64(-1)
 	for i := range recs {
-		if isBatch[i] {
-			prev = i
-			continue
-		}
-		if prev >= 0 {
-			out[i].base = out[prev].last + int64(i-prev)
-		}
-	}
-	first := -1
-	for i := range recs {
-		if isBatch[i] {
-			first = i
-			break
-		}
-	}
-	for i := range recs {
-		if isBatch[i] || (first >= 0 && i > first) {
-			continue
-		}
-		if first >= 0 {
-			out[i].base = out[first].base - int64(first-i)
-		} else {
+		switch {
+		case first < 0:
 			out[i].base = fallback(out[i].seq)
-		}
-	}
-	for i := range recs {
-		if isBatch[i] {
+		case i < first:
+			out[i].base = out[first].base - int64(first-i)
+		case i == first:
+			top = out[i].last
 			continue
+		case isBatch[i]:
+			top = markStale(&out[i], top)
+			continue
+		default:
+			out[i].base = top + 1
 		}
 		b, err := nativeBatch(&recs[i], out[i].base)
 		if err != nil {
 			return nil, err
 		}
 		out[i].last, out[i].maxTS, out[i].data = out[i].base, recs[i].Timestamp, b
+		top = max(top, out[i].last)
 	}
 	return out, nil
+}
+
+// markStale marks b stale when its offsets overlap those up to top, the
+// last offset the records before it hold, and returns the new top. A stale
+// batch holds the empty range after top, so offsets still grow with
+// sequence numbers, and has no data.
+func markStale(b *cachedBatch, top int64) int64 {
+	if b.data == nil || b.base > top {
+		return max(top, b.last)
+	}
+	b.base, b.last, b.maxTS, b.data = top+1, top, -1, nil
+	return top
 }
 
 // nativeBatch serves a DIS record that is not a record batch as a batch of
@@ -551,12 +550,15 @@ func (ps *partitionState) fromWindowLocked(offset int64, maxBytes int) []cachedB
 		return nil
 	}
 	i := sort.Search(n, func(i int) bool { return ps.window[i].last >= offset })
-	j, bytes := i, 0
-	for j < n && (j == i || bytes+len(ps.window[j].data) <= maxBytes) {
-		bytes += len(ps.window[j].data)
-		j++
+	var out []cachedBatch
+	for bytes := 0; i < n && (len(out) == 0 || bytes+len(ps.window[i].data) <= maxBytes); i++ {
+		if ps.window[i].data == nil {
+			continue // stale: never served
+		}
+		bytes += len(ps.window[i].data)
+		out = append(out, ps.window[i])
 	}
-	return append([]cachedBatch(nil), ps.window[i:j]...)
+	return out
 }
 
 // locateLocked finds the DIS record holding offset (the first whose last
@@ -600,7 +602,10 @@ func (ps *partitionState) seqFor(ctx context.Context, offset int64) (int64, erro
 			return seq, nil
 		}
 		mid := lo + (hi-lo)/2
-		recs, err := ps.probe(ctx, mid)
+		// One record before mid gives the run the context that tells a
+		// stale copy (labelRecords); it is not learned itself.
+		from := max(mid-1, ps.earliestSeqOr(lo))
+		recs, err := ps.probe(ctx, from)
 		if err != nil {
 			return 0, err
 		}
@@ -611,6 +616,9 @@ func (ps *partitionState) seqFor(ctx context.Context, offset int64) (int64, erro
 		if err != nil {
 			return 0, err
 		}
+		if from < mid && len(batches) > 1 {
+			batches = batches[1:]
+		}
 		ps.mu.Lock()
 		for i := range batches {
 			ps.learnLocked(batches[i].batchLoc)
@@ -618,6 +626,16 @@ func (ps *partitionState) seqFor(ctx context.Context, offset int64) (int64, erro
 		ps.mu.Unlock()
 	}
 	return 0, errors.New("the search for an offset in DIS did not converge")
+}
+
+// earliestSeqOr is the earliest sequence number known, or lo.
+func (ps *partitionState) earliestSeqOr(lo int64) int64 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.earliestSeq < 0 {
+		return lo
+	}
+	return ps.earliestSeq
 }
 
 // probe reads a few records from seq on, for the binary search.
@@ -717,6 +735,47 @@ func (ps *partitionState) knownNext() int64 {
 		return -1
 	}
 	return ps.next
+}
+
+// readBack reads the partition from the record before wantSeq to its end,
+// learns where everything is, and returns the sequence numbers of the
+// stale batches among them (see labelRecords).
+func (ps *partitionState) readBack(ctx context.Context, wantSeq int64) (map[int64]bool, error) {
+	t, err := ps.key.tenant.catalog.refresh(ctx, ps.key.topic)
+	if err != nil {
+		return nil, err
+	}
+	if int(ps.key.partition) >= len(t.partitions) {
+		return nil, errNotRecovered
+	}
+	pm := t.partitions[ps.key.partition]
+	from := max(wantSeq-1, pm.earliest, 0)
+	recs, err := ps.readRange(ctx, from, pm.next)
+	if err != nil {
+		return nil, err
+	}
+	ps.mu.Lock()
+	next := ps.next
+	ps.mu.Unlock()
+	labels, err := labelRecords(recs, func(seq int64) int64 { return next + (seq - from) })
+	if err != nil {
+		return nil, err
+	}
+	stale := make(map[int64]bool)
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for i := range labels {
+		if labels[i].data == nil {
+			stale[labels[i].seq] = true
+		}
+		ps.learnLocked(labels[i].batchLoc)
+	}
+	if n := len(labels); n > 0 {
+		ps.next = max(ps.next, labels[n-1].last+1)
+	}
+	ps.nextSeq = max(ps.nextSeq, pm.next)
+	ps.recovered = true
+	return stale, nil
 }
 
 // checkpointSeq is the sequence number a committed offset's checkpoint

@@ -3,8 +3,12 @@ package gateway
 import (
 	"context"
 	"errors"
+	"slices"
+	"sort"
 	"strconv"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -84,6 +88,7 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 		}
 	}
 	var written []cachedBatch
+	var owners []*appendOp         // the op of each written batch
 	failed := make(map[int64]bool) // producers with a failed batch in this call
 	i := 0
 	for _, op := range ops {
@@ -92,7 +97,11 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 			op.fail(code, msg)
 			op.throttled = throttled
 		} else {
+			before := len(written)
 			written = op.takeBatchResults(results[i:i+n], lost, written)
+			for range len(written) - before {
+				owners = append(owners, op)
+			}
 		}
 		i += n
 		if op.producerID >= 0 && failed[op.producerID] && op.errCode == 0 {
@@ -116,8 +125,8 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 		if written[j].seq != wantSeq+int64(j) {
 			w.gw.log.Warn().Str("topic", w.key.topic).Int32("partition", w.key.partition).
 				Int64("sequence_number", written[j].seq).Int64("expected", wantSeq+int64(j)).
-				Msg("someone else wrote this partition between two writes of this gateway; offsets are recovered again from DIS")
-			ps.forget()
+				Msg("someone else wrote this partition between two writes of this gateway; batches whose offsets overlap theirs are written again after them")
+			written = w.fence(deadline, written, owners, wantSeq)
 			break
 		}
 	}
@@ -222,4 +231,113 @@ func (w *partitionWriter) landed(entries []disclient.PutRecordsEntry, wantSeq in
 func sameBatch(sent, stored []byte) bool {
 	return len(sent) == len(stored) && len(sent) >= protocol.BatchHeaderSize &&
 		string(sent[:8]) == string(stored[:8]) && string(sent[17:21]) == string(stored[17:21])
+}
+
+// fenceAttempts bounds how often a writer writes batches again after
+// finding that someone else wrote first.
+const fenceAttempts = 3
+
+// fence handles a call whose batches DIS did not store right after the
+// records the writer knew of: someone else (another gateway, another
+// tenant's writer, a DIS-native producer) wrote in between (docs/design.md
+// §6). It reads what was written from wantSeq on; the batches of this call
+// whose offsets overlap records before them are stale copies that readers
+// skip, so it writes them again after everything, with new offsets, and
+// only then are their producers answered. It returns the batches written,
+// in sequence order; owners are their ops, which it updates.
+func (w *partitionWriter) fence(deadline time.Time, written []cachedBatch, owners []*appendOp, wantSeq int64) []cachedBatch {
+	ps := w.state
+	ctx, cancel := context.WithDeadline(w.gw.ctx, deadline)
+	defer cancel()
+	logf := func() *zerolog.Event {
+		return w.gw.log.Warn().Str("topic", w.key.topic).Int32("partition", w.key.partition)
+	}
+	// drop fails the ops of the batches at idx and forgets the batches.
+	drop := func(idx []int, code int16, msg string) {
+		gone := make(map[int]bool, len(idx))
+		for _, i := range idx {
+			gone[i] = true
+			if op := owners[i]; op.errCode == 0 {
+				op.fail(code, msg)
+				if op.producerID >= 0 {
+					w.producerFailed(op)
+				}
+			}
+		}
+		var keptW []cachedBatch
+		var keptO []*appendOp
+		for i := range written {
+			if !gone[i] {
+				keptW, keptO = append(keptW, written[i]), append(keptO, owners[i])
+			}
+		}
+		written, owners = keptW, keptO
+	}
+	for attempt := 0; ; attempt++ {
+		// From the record before the call each time, so that every
+		// batch is judged against all that precedes it.
+		stale, err := ps.readBack(ctx, wantSeq)
+		if err != nil {
+			logf().Err(err).Msg("reading back a partition someone else wrote failed; its offsets are recovered again before the next write")
+			ps.forget()
+			break
+		}
+		var again []int
+		for i := range written {
+			if stale[written[i].seq] {
+				again = append(again, i)
+			}
+		}
+		if len(again) == 0 {
+			break
+		}
+		if attempt == fenceAttempts {
+			drop(again, kerr.KafkaStorageError.Code, "others kept writing this partition before disgw could place the batch; retry")
+			break
+		}
+		ps.mu.Lock()
+		off := ps.next
+		ps.mu.Unlock()
+		entries := make([]disclient.PutRecordsEntry, len(again))
+		for k, i := range again {
+			b := &written[i]
+			protocol.StampBatch(b.data, off, 0)
+			info, _ := protocol.ParseBatchInfo(b.data)
+			b.base, b.last = off, info.LastOffset()
+			off = b.last + 1
+			ts := b.maxTS
+			entries[k] = disclient.PutRecordsEntry{PartitionID: disclient.PartitionID(w.key.partition), Data: b.data, Timestamp: &ts}
+		}
+		results, code, msg, _ := w.put(deadline, entries)
+		if code == 0 && len(results) != len(entries) {
+			code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
+		}
+		if code != 0 {
+			ps.forget()
+			drop(again, code, msg)
+			break
+		}
+		var failedIdx []int
+		for k, i := range again {
+			seq, err := strconv.ParseInt(results[k].SequenceNumber, 10, 64)
+			if results[k].ErrorCode != "" || err != nil {
+				failedIdx = append(failedIdx, i)
+				continue
+			}
+			written[i].seq = seq
+		}
+		for k, i := range again {
+			if op := owners[i]; slices.Index(owners, op) == i {
+				op.baseOffset = written[i].base
+			} else if k == 0 || again[k-1] != i-1 {
+				logf().Int64("base_offset", written[i].base).
+					Msg("a produce of several batches was written again in part: the base offset answered covers its first batch only")
+			}
+		}
+		if len(failedIdx) > 0 {
+			drop(failedIdx, kerr.KafkaStorageError.Code, "DIS refused the batch when disgw wrote it again; retry")
+		}
+	}
+	sort.Slice(written, func(a, b int) bool { return written[a].seq < written[b].seq })
+	return written
 }
