@@ -67,9 +67,6 @@ type partitionState struct {
 	// ahead is set while a read-ahead is queued or running.
 	busy  atomic.Int32
 	ahead atomic.Bool
-	// evicted is set under the tenant's partition map lock when the state
-	// is dropped.
-	evicted bool
 }
 
 // batchLoc places one DIS record of a kafka-format stream: its sequence
@@ -80,7 +77,8 @@ type batchLoc struct {
 
 // cachedBatch is one stored record batch in the read cache, a copy that
 // aliases no request frame: for a DIS record that is not a batch, the
-// one-record batch built from it.
+// one-record batch built from it; no data for a stale copy, which holds no
+// offsets and is never served (labelRecords).
 type cachedBatch struct {
 	batchLoc
 	maxTS int64
@@ -110,7 +108,6 @@ func (ps *partitionState) idle() bool {
 		return false
 	}
 	w.evicted = true
-	ps.evicted = true
 	return true
 }
 
