@@ -341,7 +341,7 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	}
 	gw.metrics = newMetrics(cfg.Registry, func() float64 { return float64(gw.inflight.Load()) })
 	gw.queues = newWriteQueues(&gw.cfg, gw.metrics)
-	gw.readCache = newReadCache(gw.cfg.ReadCacheBytes)
+	gw.readCache = newReadCache(gw.cfg.ReadCacheBytes, gw.metrics.readCacheBytes)
 	gw.tenant = newTenant(gw, "", dis)
 	gw.groups = newGroupDriver(gw)
 	return gw, nil

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/disgw/disgw/disclient"
 )
 
@@ -341,6 +343,7 @@ func (gw *Gateway) flushWatermarks(ctx context.Context) {
 // of the partitions read least recently give up their oldest batches.
 type readCache struct {
 	budget int64
+	gauge  prometheus.Gauge
 
 	mu    sync.Mutex
 	used  int64
@@ -348,8 +351,8 @@ type readCache struct {
 	elems map[*partitionState]*list.Element
 }
 
-func newReadCache(budget int) *readCache {
-	return &readCache{budget: int64(budget), elems: make(map[*partitionState]*list.Element)}
+func newReadCache(budget int, gauge prometheus.Gauge) *readCache {
+	return &readCache{budget: int64(budget), gauge: gauge, elems: make(map[*partitionState]*list.Element)}
 }
 
 // charge records that ps's window changed by delta bytes and marks it
@@ -377,6 +380,7 @@ func (c *readCache) charge(ps *partitionState, delta int) {
 			}
 		}
 	}
+	c.gauge.Set(float64(c.used))
 	c.mu.Unlock()
 }
 

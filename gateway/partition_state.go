@@ -602,6 +602,7 @@ func (ps *partitionState) seqFor(ctx context.Context, offset int64) (int64, erro
 		// One record before mid gives the run the context that tells a
 		// stale copy (labelRecords); it is not learned itself.
 		from := max(mid-1, ps.earliestSeqOr(lo))
+		ps.gw.metrics.offsetProbes.Inc()
 		recs, err := ps.probe(ctx, from)
 		if err != nil {
 			return 0, err

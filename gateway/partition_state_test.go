@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -16,6 +18,13 @@ import (
 	"github.com/disgw/disgw/disclient/dislocal/dislocaltest"
 	"github.com/disgw/disgw/protocol"
 )
+
+// counterValue reads a counter.
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	_ = c.Write(&m)
+	return m.GetCounter().GetValue()
+}
 
 // batchesOf builds n batches of per records each, valueBytes a value, back
 // to back: what one produce partition may carry.
@@ -144,7 +153,7 @@ func TestSeeksInLongPartition(t *testing.T) {
 	if first > end/3 || last < end/3 {
 		t.Fatalf("seek to %d returned %d..%d", end/3, first, last)
 	}
-	cursors := dis.getCursor.Load()
+	cursors, probes := dis.getCursor.Load(), counterValue(fresh.metrics.offsetProbes)
 	for next := last + 1; next < end; {
 		f, l, _ := fetchAt(t, cl, "long", next)
 		if f > next || l < next {
@@ -154,6 +163,9 @@ func TestSeeksInLongPartition(t *testing.T) {
 	}
 	if n := dis.getCursor.Load() - cursors; n != 0 {
 		t.Errorf("a consumer following the log opened %d DIS cursors", n)
+	}
+	if n := counterValue(fresh.metrics.offsetProbes) - probes; n != 0 {
+		t.Errorf("a consumer following the log made %v offset-search reads", n)
 	}
 }
 
@@ -357,6 +369,9 @@ func TestWriterFencesAnotherWriter(t *testing.T) {
 	}
 	if base := produceRaw(t, kc, "shared", batchesOf(t, 1, 1, 4)); base != 6 {
 		t.Fatalf("the next batch answered base offset %d, want 6", base)
+	}
+	if n := counterValue(gw.metrics.fencedBatches); n != 1 {
+		t.Fatalf("%v batches written again, want 1", n)
 	}
 	check := func(cl *kgo.Client, who string) {
 		t.Helper()

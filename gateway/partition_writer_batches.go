@@ -308,6 +308,7 @@ func (w *partitionWriter) fence(deadline time.Time, written []cachedBatch, owner
 			ts := b.maxTS
 			entries[k] = disclient.PutRecordsEntry{PartitionID: disclient.PartitionID(w.key.partition), Data: b.data, Timestamp: &ts}
 		}
+		w.gw.metrics.fencedBatches.Add(float64(len(entries)))
 		results, code, msg, _ := w.put(deadline, entries)
 		if code == 0 && len(results) != len(entries) {
 			code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
