@@ -338,9 +338,10 @@ func (gw *Gateway) flushWatermarks(ctx context.Context) {
 	})
 }
 
-// readCache bounds the batches all kafka-format partitions cache with one
-// gateway-wide byte budget (Config.ReadCacheBytes): past it, the windows
-// of the partitions read least recently give up their oldest batches.
+// readCache bounds what all partitions cache, kafka-format batches and
+// raw-format records, with one gateway-wide byte budget
+// (Config.ReadCacheBytes): past it, the partitions read least recently give
+// up their oldest first.
 type readCache struct {
 	budget int64
 	gauge  prometheus.Gauge
@@ -370,7 +371,7 @@ func (c *readCache) charge(ps *partitionState, delta int) {
 		victim := c.lru.Back().Value.(*partitionState)
 		over := c.used - c.budget
 		c.mu.Unlock()
-		freed := victim.trimWindow(int(over))
+		freed := victim.trim(int(over))
 		c.mu.Lock()
 		c.used -= int64(freed)
 		if int64(freed) < over {

@@ -35,6 +35,9 @@ type partitionReader struct {
 	cacheBytes int
 	hwm        int64     // next offset known to exist; -1 unknown
 	lastEmpty  time.Time // when DIS last had nothing at hwm
+	// charged is how much of cacheBytes the gateway-wide read cache
+	// counts; settle brings it up to date outside the lock.
+	charged int
 
 	readMu       sync.Mutex  // one DIS read at a time
 	loading      atomic.Bool // a read-ahead is queued or running
@@ -60,6 +63,7 @@ func recordSize(r *protocol.Record) int {
 // fetches. The records alias their produce request's frame, so the cache
 // gets a compact copy: a large frame must not stay alive for a small record.
 func (pr *partitionReader) appended(recs []protocol.Record) {
+	defer pr.settle()
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	if len(pr.cache) > 0 && pr.cacheEnd() < pr.hwm && recs[0].Offset > pr.cacheEnd() {
@@ -163,6 +167,37 @@ func (pr *partitionReader) invalidate() {
 	pr.mu.Lock()
 	pr.cache, pr.cacheBytes = nil, 0
 	pr.mu.Unlock()
+	pr.settle()
+}
+
+// settle charges the change of the record cache's size to the gateway-wide
+// read cache; it must be called without pr.mu held.
+func (pr *partitionReader) settle() {
+	pr.mu.Lock()
+	d := pr.cacheBytes - pr.charged
+	pr.charged = pr.cacheBytes
+	pr.mu.Unlock()
+	if d != 0 {
+		pr.gw.readCache.charge(pr.state, d)
+	}
+}
+
+// trimCache drops the oldest cached records until at least n bytes are
+// freed or none is left, for the gateway-wide read cache, and returns the
+// bytes freed.
+func (pr *partitionReader) trimCache(n int) int {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	freed, drop := 0, 0
+	for drop < len(pr.cache) && freed < n {
+		freed += recordSize(&pr.cache[drop])
+		drop++
+	}
+	clear(pr.cache[:drop])
+	pr.cache = pr.cache[drop:]
+	pr.cacheBytes -= freed
+	pr.charged -= freed
+	return freed
 }
 
 func (pr *partitionReader) cacheEnd() int64 {
@@ -209,6 +244,7 @@ var errOutOfRange = errors.New("offset out of range")
 // read returns records from offset on, up to maxBytes (at least one record
 // when any is there). An empty answer means nothing is there yet.
 func (pr *partitionReader) read(ctx context.Context, format RecordFormat, offset int64, maxBytes int) ([]protocol.Record, error) {
+	defer pr.settle()
 	pr.mu.Lock()
 	if recs, ok := pr.fromCacheLocked(offset, maxBytes); ok {
 		pr.mu.Unlock()
@@ -291,6 +327,7 @@ func (pr *partitionReader) readAheadTarget() int { return pr.rawCacheBytes() / 2
 // one runs at a time per partition.
 func (pr *partitionReader) load(format RecordFormat, next int64, maxBytes int) {
 	defer pr.loading.Store(false)
+	defer pr.settle()
 	pr.readMu.Lock()
 	defer pr.readMu.Unlock()
 	ctx, cancel := context.WithTimeout(pr.gw.ctx, putTimeout)

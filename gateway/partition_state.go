@@ -117,8 +117,23 @@ func (ps *partitionState) dropped() {
 	n := ps.windowBytes
 	ps.window, ps.windowBytes = nil, 0
 	ps.mu.Unlock()
+	pr := ps.reader
+	pr.mu.Lock()
+	n += pr.charged
+	pr.cache, pr.cacheBytes, pr.charged = nil, 0, 0
+	pr.mu.Unlock()
 	ps.gw.readCache.charge(ps, -n)
 	ps.gw.readCache.forget(ps)
+}
+
+// trim frees at least n bytes of the partition's cached batches, then of
+// its cached raw records, or all of them; it returns the bytes freed.
+func (ps *partitionState) trim(n int) int {
+	freed := ps.trimWindow(n)
+	if freed < n {
+		freed += ps.reader.trimCache(n - freed)
+	}
+	return freed
 }
 
 // register adds a waiter that the next append to the partition wakes.

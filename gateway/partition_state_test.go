@@ -408,3 +408,33 @@ func TestWriterFencesAnotherWriter(t *testing.T) {
 	defer fc.Close()
 	check(fc, "a fresh gateway")
 }
+
+// Raw-format partitions' record caches count against the same budget and
+// give up records when kafka-format batches need the room.
+func TestReadCacheCountsRawRecords(t *testing.T) {
+	gw, err := New(Config{ReadCacheBytes: 100_000}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := gw.readerFor(partitionKey{tenant: gw.tenant, topic: "r", partition: 0})
+	var recs []protocol.Record
+	for i := range 60 {
+		recs = append(recs, protocol.Record{Offset: int64(i), Value: make([]byte, 1000)})
+	}
+	raw.appended(recs)
+	if gw.readCache.used != int64(raw.cacheBytes) || raw.cacheBytes == 0 {
+		t.Fatalf("cache counts %d bytes, the raw partition holds %d", gw.readCache.used, raw.cacheBytes)
+	}
+	ps := gw.partitionFor(partitionKey{tenant: gw.tenant, topic: "k", partition: 0})
+	var bs []cachedBatch
+	for i := range int64(5) {
+		bs = append(bs, cachedBatch{batchLoc: batchLoc{seq: i, base: i, last: i}, data: make([]byte, 10_000)})
+	}
+	ps.appended(bs)
+	if gw.readCache.used > 100_000 || gw.readCache.used != int64(raw.cacheBytes+ps.windowBytes) {
+		t.Fatalf("cache counts %d bytes, raw %d and batches %d: want their sum, within 100000", gw.readCache.used, raw.cacheBytes, ps.windowBytes)
+	}
+	if raw.cacheBytes >= 60*recordSize(&recs[0]) {
+		t.Fatal("the raw partition read least recently gave up nothing")
+	}
+}
