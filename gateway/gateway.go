@@ -123,6 +123,11 @@ type Config struct {
 	// budget for the gateway (--read-cache-bytes); a raw-format
 	// partition's record cache takes at most 8 MiB of it.
 	ReadCacheBytes int
+	// WatermarkInterval is the least time between two writes of a
+	// kafka-format partition's offset watermark checkpoint
+	// (docs/record-formats.md); the last write after a burst follows it
+	// within this interval, and a stopping gateway writes what is due.
+	WatermarkInterval time.Duration
 	// PollInterval is how often an idle long-poll fetch looks for records
 	// written by someone else than this gateway.
 	PollInterval time.Duration
@@ -244,6 +249,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 200 * time.Millisecond
+	}
+	if c.WatermarkInterval <= 0 {
+		c.WatermarkInterval = 30 * time.Second
 	}
 	if c.MetadataTTL <= 0 {
 		c.MetadataTTL = 5 * time.Second

@@ -230,10 +230,6 @@ func (ps *partitionState) readAt(ctx context.Context, seq int64) ([]disclient.Re
 // encoded group app names end in a hash.
 const watermarkApp = "disgw-offsets"
 
-// watermarkInterval is the least time between two watermark writes of one
-// partition; the last write after a burst follows it within this interval.
-const watermarkInterval = 5 * time.Second
-
 // readWatermark returns the next offset the watermark checkpoint holds, or
 // -1 when there is none.
 func (ps *partitionState) readWatermark(ctx context.Context) (int64, error) {
@@ -290,8 +286,8 @@ func (ps *partitionState) writeWatermark(ctx context.Context) {
 	ps.mu.Unlock()
 }
 
-// scheduleWatermark has the watermark written within watermarkInterval of
-// a write, at most once per interval.
+// scheduleWatermark has the watermark written within
+// Config.WatermarkInterval of a write, at most once per interval.
 func (ps *partitionState) scheduleWatermark() {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -299,7 +295,7 @@ func (ps *partitionState) scheduleWatermark() {
 		return
 	}
 	ps.watermarkDo = true
-	delay := max(watermarkInterval-time.Since(ps.watermarkAt), 0)
+	delay := max(ps.gw.cfg.WatermarkInterval-time.Since(ps.watermarkAt), 0)
 	time.AfterFunc(delay, func() {
 		ps.gw.goSafe("offset watermark", func() {
 			defer func() {

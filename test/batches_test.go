@@ -16,6 +16,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/disclient/dislocal"
+	"github.com/disgw/disgw/gateway"
 )
 
 // produceBatch sends one raw record batch to partition 0 and returns the
@@ -152,7 +153,7 @@ func TestKafkaOffsetsSurviveRestartAndRetention(t *testing.T) {
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	c, err := Start(Options{Dir: t.TempDir(), Logger: log, DISConfig: func(cfg *dislocal.Config) {
 		cfg.Now, cfg.RetentionCheckInterval = clock, 20*time.Millisecond
-	}})
+	}, Gateway: func(cfg *gateway.Config) { cfg.WatermarkInterval = 200 * time.Millisecond }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,11 +185,22 @@ func TestKafkaOffsetsSurviveRestartAndRetention(t *testing.T) {
 		t.Fatalf("end offset %d after restart, want 6", off)
 	}
 
-	// Let the watermark checkpoint be written, then expire everything.
-	time.Sleep(6 * time.Second)
-	skew.Store(int64(100 * time.Hour))
+	// The watermark checkpoint follows the writes on its own, with no
+	// gateway stopping to flush it; then everything expires.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	for {
+		cp, err := c.Client.GetCheckpoint(ctx, &disclient.GetCheckpointRequest{AppName: "disgw-offsets", StreamName: "keep",
+			PartitionID: disclient.PartitionID(0), CheckpointType: disclient.CheckpointLastRead})
+		if err == nil && cp.Metadata == "6" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the watermark checkpoint never reached 6: %+v, %v", cp, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	skew.Store(int64(100 * time.Hour))
 	for {
 		d, err := c.Client.DescribeStream(ctx, "keep", "", 10)
 		if err != nil {
