@@ -437,8 +437,9 @@ func nativeBatch(r *disclient.Record, offset int64) ([]byte, error) {
 	return protocol.AppendBatch(nil, []protocol.Record{rec}, protocol.CodecNone, 0)
 }
 
-// maxIndexEntries bounds the sparse index of one partition.
-const maxIndexEntries = 4096
+// maxIndexEntries bounds the sparse index of one partition: 24 KiB, so a
+// gateway serving thousands of partitions keeps its memory.
+const maxIndexEntries = 1024
 
 // learnLocked adds loc to the sparse index. When the index is full its older
 // three quarters are thinned to every other entry, so recent positions stay
