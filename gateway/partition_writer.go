@@ -115,7 +115,9 @@ const producerPruneInterval = time.Minute
 // partitionWriter serialises writes to one DIS partition: at most one
 // PutRecords in flight, and everything that arrives meanwhile goes into the
 // next call (docs/design.md §4). That keeps Kafka's per-partition order and turns
-// DIS round trips into batching rather than queueing.
+// DIS round trips into batching rather than queueing. On kafka-format
+// streams it also gives each batch its offsets, from the partition state it
+// shares with the reader (writeBatches).
 type partitionWriter struct {
 	gw    *Gateway
 	key   partitionKey

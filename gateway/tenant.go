@@ -15,8 +15,8 @@ import (
 
 // tenant is whose DIS credentials a connection uses: the gateway's own, or
 // in passthrough mode the AK/SK a PLAIN client authenticated with. Each has
-// its own DIS client, topic catalog, DIS apps, and partition writers (with
-// their idempotent producer state) and readers, and partition keys carry the
+// its own DIS client, topic catalog, DIS apps, and partition states (writer
+// with its idempotent producer state, reader, offsets), and partition keys carry the
 // tenant, so one client's writes, cached records and metadata never serve
 // another whose keys may not allow them. What a tenant holds is dropped when
 // idle (docs/operations.md, "Idle state"), so memory follows the clients that
