@@ -77,6 +77,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	var waits []producePending
 	budget := protocol.NewDecompressBudget(gw.cfg.MaxDecompressedBytes)
+	var held int64 // decompressed bytes the queued ops keep
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := kmsg.NewProduceResponseTopic()
@@ -104,7 +105,14 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 			case !t.writable(rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				if op, owned := gw.startAppend(qctx, t, rp, &sp, budget); op != nil {
+				before := budget.Charged()
+				op, owned := gw.startAppend(qctx, t, rp, &sp, budget)
+				if t.format != FormatKafka {
+					// Raw records alias what was decompressed until written;
+					// kafka batches keep only the bytes as sent.
+					held += budget.Charged() - before
+				}
+				if op != nil {
 					waits = append(waits, producePending{topic: ti, part: len(st.Partitions), op: op, owned: owned})
 				} else if req.Acks == 0 && sp.ErrorCode == kerr.RequestTimedOut.Code {
 					gw.metrics.produceDropped.Inc()
@@ -116,7 +124,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	gw.holdDecompressed(waits, budget.Charged())
+	gw.holdDecompressed(waits, held)
 	if req.Acks == 0 {
 		return nil, nil, nil
 	}
