@@ -698,8 +698,12 @@ func (ps *partitionState) earliestOffset(ctx context.Context, earliestSeq int64)
 	ps.mu.Unlock()
 	recs, err := ps.probe(ctx, earliestSeq)
 	if errors.Is(err, errOutOfRange) {
-		// Retention moved on since the catalog looked.
-		return ps.earliestOffset(ctx, earliestSeq+1)
+		// Retention moved on since the catalog looked: look again, once.
+		t, rerr := ps.key.tenant.catalog.refresh(ctx, ps.key.topic)
+		if rerr != nil || int(ps.key.partition) >= len(t.partitions) || t.partitions[ps.key.partition].earliest <= earliestSeq {
+			return 0, err
+		}
+		return ps.earliestOffset(ctx, t.partitions[ps.key.partition].earliest)
 	}
 	if err != nil {
 		return 0, err
