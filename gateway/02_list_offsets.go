@@ -199,7 +199,7 @@ func (gw *Gateway) firstRecordFrom(ps *partitionState, recs []disclient.Record, 
 	ps.mu.Lock()
 	next, nextSeq := ps.next, ps.nextSeq
 	ps.mu.Unlock()
-	batches, err := labelRecords(recs, func(seq int64) int64 { return next - (nextSeq - seq) })
+	batches, err := labelRecords(recs, noContext, func(seq int64) int64 { return next - (nextSeq - seq) })
 	if err != nil {
 		return err
 	}
@@ -244,7 +244,7 @@ func (gw *Gateway) maxTimestampOffset(ctx context.Context, ps *partitionState, e
 			if len(recs) == 0 {
 				break
 			}
-			batches, err := labelRecords(recs, func(s int64) int64 { return next - (nextSeq - s) })
+			batches, err := labelRecords(recs, noContext, func(s int64) int64 { return next - (nextSeq - s) })
 			if err != nil {
 				return err
 			}

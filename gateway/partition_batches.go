@@ -65,15 +65,17 @@ func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxByte
 		}
 		return nil, nil
 	}
-	// A DIS-native record with no batch in this read holds the offset
-	// searched for, or at the end the next one.
+	// A DIS-native record with no batch in this read and no context
+	// holds the offset searched for, or at the end the next one.
 	anchor := min(offset, next)
-	batches, err := labelRecords(recs, func(s int64) int64 { return anchor + (s - seq) })
+	ps.mu.Lock()
+	after := ps.lastOffsetOfLocked(seq - 1)
+	ps.mu.Unlock()
+	batches, err := labelRecords(recs, after, func(s int64) int64 { return anchor + (s - seq) })
 	if err != nil {
 		return nil, err
 	}
 	ps.mu.Lock()
-	ps.staleAfterLocked(batches)
 	last := &batches[len(batches)-1]
 	if last.seq >= ps.nextSeq {
 		// Written by someone else than this gateway's writer.
@@ -109,18 +111,14 @@ func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxByte
 	return out, nil
 }
 
-// staleAfterLocked marks the batches of a read stale whose offsets overlap
-// those of the record before the read, when the index knows it.
-func (ps *partitionState) staleAfterLocked(batches []cachedBatch) {
-	prev := batches[0].seq - 1
-	i := sort.Search(len(ps.index), func(i int) bool { return ps.index[i].seq >= prev })
-	if i == len(ps.index) || ps.index[i].seq != prev {
-		return
+// lastOffsetOfLocked is the last offset of the record at seq when the index
+// knows it, or noContext.
+func (ps *partitionState) lastOffsetOfLocked(seq int64) int64 {
+	i := sort.Search(len(ps.index), func(i int) bool { return ps.index[i].seq >= seq })
+	if i == len(ps.index) || ps.index[i].seq != seq {
+		return noContext
 	}
-	top := ps.index[i].last
-	for j := range batches {
-		top = markStale(&batches[j], top)
-	}
+	return ps.index[i].last
 }
 
 // readAheadLocked loads the records after the cache window while a
@@ -159,18 +157,17 @@ func (ps *partitionState) loadAfterWindow(ctx context.Context) {
 		ps.mu.Unlock()
 		return
 	}
-	seq, anchor := ps.window[n-1].seq+1, ps.window[n-1].last+1
+	seq, after := ps.window[n-1].seq+1, ps.window[n-1].last
 	ps.mu.Unlock()
 	recs, err := ps.readAt(ctx, seq)
 	if err != nil || len(recs) == 0 {
 		return
 	}
-	batches, err := labelRecords(recs, func(s int64) int64 { return anchor + (s - seq) })
+	batches, err := labelRecords(recs, after, nil)
 	if err != nil {
 		return
 	}
 	ps.mu.Lock()
-	ps.staleAfterLocked(batches)
 	for i := range batches {
 		ps.learnLocked(batches[i].batchLoc)
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -254,7 +255,7 @@ func (ps *partitionState) recover(ctx context.Context, producers bool) error {
 			return err
 		}
 		base := next
-		if tail, err = labelRecords(recs, func(seq int64) int64 { return base - (nextSeq - seq) }); err != nil {
+		if tail, err = labelRecords(recs, noContext, func(seq int64) int64 { return base - (nextSeq - seq) }); err != nil {
 			return err
 		}
 		if len(tail) > 0 {
@@ -266,7 +267,9 @@ func (ps *partitionState) recover(ctx context.Context, producers bool) error {
 	ps.next, ps.nextSeq = max(ps.next, next), max(ps.nextSeq, nextSeq)
 	ps.watermark = wm
 	if earliest == nextSeq {
+		// Empty: what is written from now on is all there is.
 		ps.earliestSeq, ps.earliestOff = earliest, ps.next
+		ps.maxTSKnown = true
 	}
 	for i := range tail {
 		ps.learnLocked(tail[i].batchLoc)
@@ -358,15 +361,21 @@ func (ps *partitionState) readRange(ctx context.Context, from, to int64) ([]disc
 	return out, nil
 }
 
+// noContext is labelRecords' after when the record before the run is not
+// known.
+const noContext = math.MinInt64
+
 // labelRecords places consecutive DIS records of a kafka stream. A batch
 // holds the offsets its header says; any other record (written by a
 // DIS-native producer) holds one offset, the one after the record before
-// it, or before the batch after it; fallback places a run with no batch.
-// Non-batch records become one-record batches. A batch whose offsets
-// overlap those of a record before it is a stale copy a writer wrote again
-// after finding that someone else had written first (docs/design.md §6):
-// it holds no offsets and is never served (see markStale).
-func labelRecords(recs []disclient.Record, fallback func(seq int64) int64) ([]cachedBatch, error) {
+// it, or before the batch after it; fallback places a run with no batch and
+// no context. Non-batch records become one-record batches. A batch whose
+// offsets overlap those of a record before it is a stale copy a writer wrote
+// again after finding that someone else had written first (docs/design.md
+// §6): it holds no offsets and is never served (markStale). after is the
+// last offset of the record before the run, or noContext, when the run's
+// first batch is taken as it is.
+func labelRecords(recs []disclient.Record, after int64, fallback func(seq int64) int64) ([]cachedBatch, error) {
 	out := make([]cachedBatch, len(recs))
 	isBatch := make([]bool, len(recs))
 	first := -1
@@ -385,29 +394,32 @@ func labelRecords(recs []disclient.Record, fallback func(seq int64) int64) ([]ca
 			}
 		}
 	}
-	// Before the first batch, backward from it; after it, forward.
-	top := int64(-1)
+	// With context, everything follows it; without, records before the
+	// first batch are placed backward from it.
+	top, known := after, after != noContext
 	for i := range recs {
 		switch {
-		case first < 0:
-			out[i].base = fallback(out[i].seq)
-		case i < first:
-			out[i].base = out[first].base - int64(first-i)
-		case i == first:
-			top = out[i].last
-			continue
-		case isBatch[i]:
+		case isBatch[i] && (known || i > first):
 			top = markStale(&out[i], top)
 			continue
-		default:
+		case isBatch[i]:
+			top, known = out[i].last, true
+			continue
+		case known:
 			out[i].base = top + 1
+		case first >= 0:
+			out[i].base = out[first].base - int64(first-i)
+		default:
+			out[i].base = fallback(out[i].seq)
 		}
 		b, err := nativeBatch(&recs[i], out[i].base)
 		if err != nil {
 			return nil, err
 		}
 		out[i].last, out[i].maxTS, out[i].data = out[i].base, recs[i].Timestamp, b
-		top = max(top, out[i].last)
+		if known || first < 0 {
+			top, known = out[i].last, true
+		}
 	}
 	return out, nil
 }
@@ -626,7 +638,7 @@ func (ps *partitionState) seqFor(ctx context.Context, offset int64) (int64, erro
 		if len(recs) == 0 {
 			return 0, errOutOfRange
 		}
-		batches, err := labelRecords(recs, func(seq int64) int64 { return next - (nextSeq - seq) })
+		batches, err := labelRecords(recs, noContext, func(seq int64) int64 { return next - (nextSeq - seq) })
 		if err != nil {
 			return 0, err
 		}
@@ -711,7 +723,7 @@ func (ps *partitionState) earliestOffset(ctx context.Context, earliestSeq int64)
 	if len(recs) == 0 {
 		return next, nil
 	}
-	batches, err := labelRecords(recs, func(seq int64) int64 { return next - (nextSeq - seq) })
+	batches, err := labelRecords(recs, noContext, func(seq int64) int64 { return next - (nextSeq - seq) })
 	if err != nil {
 		return 0, err
 	}
@@ -775,7 +787,7 @@ func (ps *partitionState) readBack(ctx context.Context, wantSeq int64) (map[int6
 	ps.mu.Lock()
 	next := ps.next
 	ps.mu.Unlock()
-	labels, err := labelRecords(recs, func(seq int64) int64 { return next + (seq - from) })
+	labels, err := labelRecords(recs, noContext, func(seq int64) int64 { return next + (seq - from) })
 	if err != nil {
 		return nil, err
 	}
@@ -842,7 +854,7 @@ func (ps *partitionState) offsetOfSeq(ctx context.Context, seq int64) (int64, er
 	ps.mu.Lock()
 	nextSeq := ps.nextSeq
 	ps.mu.Unlock()
-	batches, err := labelRecords(recs[:1], func(s int64) int64 { return next - (nextSeq - s) })
+	batches, err := labelRecords(recs[:1], noContext, func(s int64) int64 { return next - (nextSeq - s) })
 	if err != nil {
 		return 0, err
 	}

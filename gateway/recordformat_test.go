@@ -77,7 +77,7 @@ func TestLabelRecordsPlacesBatchesAndNativeRecords(t *testing.T) {
 		{SequenceNumber: "12", Data: []byte("native-after"), PartitionKey: "k", Timestamp: 7},
 		{SequenceNumber: "13", Data: batch(24, 2)},
 	}
-	got, err := labelRecords(recs, func(int64) int64 { t.Fatal("fallback used with batches in the run"); return 0 })
+	got, err := labelRecords(recs, noContext, func(int64) int64 { t.Fatal("fallback used with batches in the run"); return 0 })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestLabelRecordsPlacesBatchesAndNativeRecords(t *testing.T) {
 	if r := bs[0].Records[0]; r.Offset != 23 || string(r.Value) != "native-after" || string(r.Key) != "k" || r.Timestamp != 7 {
 		t.Fatalf("native record served as %+v", r)
 	}
-	only, err := labelRecords(recs[:1], func(seq int64) int64 { return seq + 100 })
+	only, err := labelRecords(recs[:1], noContext, func(seq int64) int64 { return seq + 100 })
 	if err != nil || only[0].base != 110 {
 		t.Fatalf("a run without batches placed at %+v, %v", only, err)
 	}
@@ -123,5 +123,50 @@ func TestTopicNames(t *testing.T) {
 		if validTopicName(bad) == "" {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// A batch whose offsets overlap those of the records before it is a stale
+// copy: it holds no offsets, keeps no data, and the records after it are
+// placed as if it were not there.
+func TestLabelRecordsMarksStaleCopies(t *testing.T) {
+	batch := func(base int64, n int) []byte {
+		recs := make([]protocol.Record, n)
+		for i := range recs {
+			recs[i] = protocol.Record{Offset: base + int64(i), Value: []byte("v")}
+		}
+		b, err := protocol.AppendBatch(nil, recs, protocol.CodecNone, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	recs := []disclient.Record{
+		{SequenceNumber: "0", Data: batch(0, 3)},
+		{SequenceNumber: "1", Data: []byte("native")},
+		{SequenceNumber: "2", Data: batch(3, 2)}, // stale: offset 3 is the native record's
+		{SequenceNumber: "3", Data: batch(4, 2)}, // the copy written again
+		{SequenceNumber: "4", Data: []byte("native")},
+	}
+	got, err := labelRecords(recs, noContext, func(int64) int64 { return -1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []batchLoc{{0, 0, 2}, {1, 3, 3}, {2, 4, 3}, {3, 4, 5}, {4, 6, 6}}
+	for i := range want {
+		if got[i].batchLoc != want[i] {
+			t.Errorf("record %d placed at %+v, want %+v", i, got[i].batchLoc, want[i])
+		}
+	}
+	if got[2].data != nil || got[3].data == nil {
+		t.Fatal("the stale copy kept its data, or the copy written again lost it")
+	}
+	// Context from before a read marks a stale copy at its start.
+	rest, err := labelRecords(recs[2:], 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rest[0].data != nil || rest[1].batchLoc != (batchLoc{3, 4, 5}) || rest[2].batchLoc != (batchLoc{4, 6, 6}) {
+		t.Fatalf("with context, the read placed %+v and %+v", rest[0].batchLoc, rest[1].batchLoc)
 	}
 }

@@ -102,6 +102,15 @@ func TestKafkaListOffsetsByTimestampOutOfOrder(t *testing.T) {
 			t.Errorf("ListOffsets %d: offset %d timestamp %d, want %d and %d", c.ts, off, ts, c.offset, c.stamp)
 		}
 	}
+	// A restarted gateway has not seen the writes: it finds the largest
+	// timestamp by reading the partition.
+	if err := c.RestartGateway(); err != nil {
+		t.Fatal(err)
+	}
+	cl = newClient(t, c)
+	if off, ts := listOffset(t, cl, "stamps", -3); off != 4 || ts != 4000 {
+		t.Errorf("max timestamp after a restart: offset %d timestamp %d, want 4 and 4000", off, ts)
+	}
 }
 
 // A consumer can start at every offset inside a compressed batch: it gets
