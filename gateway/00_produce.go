@@ -19,9 +19,12 @@ import (
 // field); v5 added log_start_offset to the response; v8 per-record errors
 // and an error message; v9 made it flexible; v10 and v11 only changed the
 // error codes a client may see (KIP-951 leader hints are not needed: this
-// gateway leads every partition). Batches are decoded and split into DIS
-// records, queued on the partition writer in request order, and answered
-// once DIS has accepted them; acks=0 is answered with nothing, as Kafka does.
+// gateway leads every partition). Batches are decoded and checked as a Kafka
+// broker checks them; on kafka-format topics each is stored as one DIS
+// record, as sent (docs/record-formats.md), on raw topics split into DIS
+// records. They are queued on the partition writer in request order and
+// answered once DIS has accepted them; acks=0 is answered with nothing, as
+// Kafka does.
 
 func init() {
 	regKey(0, 3, 11, api[*kmsg.ProduceRequest]{staged: handleProduce, deadline: produceDeadline, errors: produceError})

@@ -22,7 +22,9 @@ import (
 // session id 0, which KIP-227 allows: the client sends its full partition
 // list every time, so nothing is kept for partitions it dropped. Without
 // transactions, read_committed and read_uncommitted see the same records and
-// the last stable offset is the high watermark.
+// the last stable offset is the high watermark. Kafka-format partitions
+// answer with their stored batches unchanged, from the one holding the fetch
+// offset; raw ones with batches built from their records.
 
 func init() {
 	regKey(1, 4, 16, api[*kmsg.FetchRequest]{concurrent: handleFetch, deadline: fetchDeadline, errors: fetchError})
