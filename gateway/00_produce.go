@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,9 +19,12 @@ import (
 // field); v5 added log_start_offset to the response; v8 per-record errors
 // and an error message; v9 made it flexible; v10 and v11 only changed the
 // error codes a client may see (KIP-951 leader hints are not needed: this
-// gateway leads every partition). Batches are decoded and split into DIS
-// records, queued on the partition writer in request order, and answered
-// once DIS has accepted them; acks=0 is answered with nothing, as Kafka does.
+// gateway leads every partition). Batches are decoded and checked as a Kafka
+// broker checks them; on kafka-format topics each is stored as one DIS
+// record, as sent (docs/record-formats.md), on raw topics split into DIS
+// records. They are queued on the partition writer in request order and
+// answered once DIS has accepted them; acks=0 is answered with nothing, as
+// Kafka does.
 
 func init() {
 	regKey(0, 3, 11, api[*kmsg.ProduceRequest]{staged: handleProduce, deadline: produceDeadline, errors: produceError})
@@ -76,6 +80,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	var waits []producePending
 	budget := protocol.NewDecompressBudget(gw.cfg.MaxDecompressedBytes)
+	var held int64 // decompressed bytes the queued ops keep
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := kmsg.NewProduceResponseTopic()
@@ -103,7 +108,14 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 			case !t.writable(rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				if op, owned := gw.startAppend(qctx, t, rp, &sp, budget); op != nil {
+				before := budget.Charged()
+				op, owned := gw.startAppend(qctx, t, rp, &sp, budget)
+				if t.format != FormatKafka {
+					// Raw records alias what was decompressed until written;
+					// kafka batches keep only the bytes as sent.
+					held += budget.Charged() - before
+				}
+				if op != nil {
 					waits = append(waits, producePending{topic: ti, part: len(st.Partitions), op: op, owned: owned})
 				} else if req.Acks == 0 && sp.ErrorCode == kerr.RequestTimedOut.Code {
 					gw.metrics.produceDropped.Inc()
@@ -115,7 +127,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	gw.holdDecompressed(waits, budget.Charged())
+	gw.holdDecompressed(waits, held)
 	if req.Acks == 0 {
 		return nil, nil, nil
 	}
@@ -142,6 +154,9 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 			sp.LogStartOffset = 0
 			if t, err := r.s.tenant.catalog.get(ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.partitions) {
 				sp.LogStartOffset = t.partitions[sp.Partition].earliest
+				if t.format == FormatKafka {
+					sp.LogStartOffset = gw.partitionFor(t.key(sp.Partition)).knownEarliest()
+				}
 			}
 		}
 		return resp, nil
@@ -196,6 +211,53 @@ func awaitAppend(ctx context.Context, w producePending) bool {
 	return false
 }
 
+// batchOp checks the batches of one partition of a kafka-format topic as a
+// Kafka broker checks what it appends, and makes the op that stores each as
+// one DIS record, as sent (docs/record-formats.md); the writer sets the
+// base offsets. The DIS record's timestamp is the batch's max timestamp, so
+// AT_TIMESTAMP cursors find the first batch that may hold a timestamp.
+func (gw *Gateway) batchOp(t *topicMeta, p int32, batches []protocol.Batch) (*appendOp, int16, string) {
+	op := &appendOp{producerID: -1, kafka: true, done: make(chan struct{})}
+	policy := timestampPolicyOf(&gw.cfg, t)
+	op.logAppendTime = policy.logAppendTime
+	now := time.Now().UnixMilli()
+	pid := disclient.PartitionID(p)
+	for bi := range batches {
+		b := &batches[bi]
+		switch {
+		case b.Transactional():
+			return nil, kerr.InvalidRecord.Code, "disgw does not support transactions"
+		case b.Control():
+			return nil, kerr.InvalidRecord.Code, "clients may not write control batches"
+		case b.ProducerID >= 0 && len(batches) > 1:
+			return nil, kerr.InvalidRecord.Code, "an idempotent producer must send one batch per partition"
+		case len(b.Raw) > gw.cfg.MaxRecordBytes:
+			return nil, kerr.MessageTooLarge.Code, fmt.Sprintf("record batch of %d bytes exceeds the %d-byte DIS record limit (max.message.bytes)", len(b.Raw), gw.cfg.MaxRecordBytes)
+		}
+		maxTS := int64(-1)
+		for i := range b.Records {
+			ts := b.Records[i].Timestamp
+			if !policy.allows(ts, now) {
+				return nil, kerr.InvalidTimestamp.Code, fmt.Sprintf("record %d of a batch has timestamp %d, outside what the topic's message.timestamp.* configs allow", i, ts)
+			}
+			maxTS = max(maxTS, ts)
+		}
+		if !b.LogAppendTime() && b.MaxTimestamp != maxTS {
+			// Kafka sets the max timestamp to what the records hold.
+			protocol.SetMaxTimestamp(b.Raw, maxTS)
+		}
+		if b.ProducerID >= 0 {
+			op.producerID, op.epoch, op.firstSeq = b.ProducerID, b.ProducerEpoch, b.BaseSequence
+			info, _ := protocol.ParseBatchInfo(b.Raw)
+			op.lastSeq = info.LastSequence()
+		}
+		ts := maxTS
+		op.entries = append(op.entries, disclient.PutRecordsEntry{PartitionID: pid, Data: b.Raw, Timestamp: &ts})
+		op.bytes += len(b.Raw)
+	}
+	return op, 0, ""
+}
+
 // startAppend decodes one partition's batches, decompressing within the
 // request's budget, and queues them, waiting for queue room until ctx is
 // done. It returns the op to wait for and
@@ -225,6 +287,14 @@ func (gw *Gateway) startAppend(ctx context.Context, t *topicMeta, rp *kmsg.Produ
 	if len(batches) == 0 {
 		return fail(kerr.InvalidRecord.Code, "the produce request holds no record batch")
 	}
+	if t.format == FormatKafka {
+		op, code, msg := gw.batchOp(t, rp.Partition, batches)
+		if code != 0 {
+			return fail(code, msg)
+		}
+		op.deadline, _ = ctx.Deadline()
+		return gw.enqueueAppend(ctx, t, rp.Partition, op, sp)
+	}
 	op := &appendOp{producerID: -1, done: make(chan struct{})}
 	op.deadline, _ = ctx.Deadline()
 	pid := disclient.PartitionID(rp.Partition)
@@ -248,7 +318,7 @@ func (gw *Gateway) startAppend(ctx context.Context, t *topicMeta, rp *kmsg.Produ
 		}
 		for i := range b.Records {
 			rec := &b.Records[i]
-			e, err := t.format.toEntry(rec, pid, gw.cfg.MaxRecordBytes)
+			e, err := toRawEntry(rec, pid, gw.cfg.MaxRecordBytes)
 			if err != nil {
 				var re *recordError
 				code := kerr.InvalidRecord.Code
@@ -269,7 +339,19 @@ func (gw *Gateway) startAppend(ctx context.Context, t *topicMeta, rp *kmsg.Produ
 	if len(op.entries) == 0 {
 		return fail(kerr.InvalidRecord.Code, "the record batches hold no records")
 	}
-	w := gw.writerFor(t.key(rp.Partition))
+	return gw.enqueueAppend(ctx, t, rp.Partition, op, sp)
+}
+
+// enqueueAppend queues op on the partition's writer; see startAppend.
+func (gw *Gateway) enqueueAppend(ctx context.Context, t *topicMeta, p int32, op *appendOp, sp *kmsg.ProduceResponseTopicPartition) (*appendOp, bool) {
+	fail := func(code int16, msg string) (*appendOp, bool) {
+		sp.ErrorCode = code
+		if msg != "" {
+			sp.ErrorMessage = kmsg.StringPtr(msg)
+		}
+		return nil, false
+	}
+	w := gw.writerFor(t.key(p))
 	dup, code := w.enqueue(ctx, op)
 	switch {
 	case code == kerr.RequestTimedOut.Code:

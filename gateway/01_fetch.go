@@ -23,7 +23,9 @@ import (
 // session id 0, which KIP-227 allows: the client sends its full partition
 // list every time, so nothing is kept for partitions it dropped. Without
 // transactions, read_committed and read_uncommitted see the same records and
-// the last stable offset is the high watermark.
+// the last stable offset is the high watermark. Kafka-format partitions
+// answer with their stored batches unchanged, from the one holding the fetch
+// offset; raw ones with batches built from their records.
 
 func init() {
 	regKey(1, 4, 16, api[*kmsg.FetchRequest]{concurrent: handleFetch, deadline: fetchDeadline, errors: fetchError})
@@ -74,7 +76,8 @@ type fetchPart struct {
 	req     *kmsg.FetchRequestTopicPartition
 	resp    *kmsg.FetchResponseTopicPartition
 	offset  int64
-	records []protocol.Record
+	records []protocol.Record // raw format
+	batches []cachedBatch     // kafka format
 	bytes   int
 	done    bool
 	// throttled: DIS refused to read the partition for traffic control; it
@@ -156,11 +159,13 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 var errUnknownTopicID = errors.New("unknown topic id")
 
 // serveFetch reads every partition, long-polling until min_bytes are there
-// or max_wait_ms has passed, then encodes the batches.
+// or max_wait_ms has passed, then encodes the batches. A long poll registers
+// one waiter with every partition still waiting, which an append wakes.
 func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*fetchPart) {
 	deadline := time.Now().Add(fetchWait(req))
 	maxBytes := gw.fetchLimit(req)
 	minBytes := int(req.MinBytes)
+	wake := make(chan struct{}, 1)
 	for {
 		// Read every partition still waiting at once: one DIS round trip
 		// per fetch, not one per partition.
@@ -181,17 +186,28 @@ func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp 
 		}
 		wg.Wait()
 		total := 0
-		var wake []<-chan struct{}
+		var waiting []*partitionState
 		for _, p := range parts {
 			total += p.bytes
 			if !p.done {
-				wake = append(wake, gw.readerFor(p.topic.key(p.resp.Partition)).waitChan())
+				waiting = append(waiting, gw.partitionFor(p.topic.key(p.resp.Partition)))
 			}
 		}
-		if total >= max(minBytes, 1) || len(wake) == 0 || !time.Now().Before(deadline) {
+		if total >= max(minBytes, 1) || len(waiting) == 0 || !time.Now().Before(deadline) {
 			break
 		}
-		if !gw.waitAny(ctx, gw.draining, wake, deadline, gw.cfg.PollInterval) {
+		for _, ps := range waiting {
+			ps.register(wake)
+		}
+		ok := gw.waitWake(ctx, gw.draining, wake, deadline, gw.cfg.PollInterval)
+		for _, ps := range waiting {
+			ps.unregister(wake)
+		}
+		select {
+		case <-wake:
+		default:
+		}
+		if !ok {
 			break
 		}
 	}
@@ -201,6 +217,19 @@ func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp 
 		if p.throttled {
 			// Kafka's way to ask a client to slow down.
 			resp.ThrottleMillis = throttleHintMillis
+		}
+		if len(p.batches) > 0 {
+			n := 0
+			for i := range p.batches {
+				n += len(p.batches[i].data)
+			}
+			b := make([]byte, 0, n)
+			for i := range p.batches {
+				b = append(b, p.batches[i].data...)
+				fetched += int(p.batches[i].last - p.batches[i].base + 1)
+			}
+			p.resp.RecordBatches = b
+			continue
 		}
 		if len(p.records) == 0 {
 			continue
@@ -235,6 +264,19 @@ func (gw *Gateway) fetchLimit(req *kmsg.FetchRequest) int {
 func trimToMaxBytes(parts []*fetchPart, maxBytes int) {
 	total := 0
 	for _, p := range parts {
+		if len(p.batches) > 0 {
+			keep := 0
+			for keep < len(p.batches) {
+				n := len(p.batches[keep].data)
+				if total > 0 && total+n > maxBytes {
+					break
+				}
+				total += n
+				keep++
+			}
+			p.batches = p.batches[:keep]
+			continue
+		}
 		keep := 0
 		for keep < len(p.records) {
 			r := &p.records[keep]
@@ -255,6 +297,10 @@ func trimToMaxBytes(parts []*fetchPart, maxBytes int) {
 // fetchPartition reads once for p. A partition is done once it has records
 // or an error.
 func (gw *Gateway) fetchPartition(ctx context.Context, p *fetchPart, limit int) {
+	if p.topic.format == FormatKafka {
+		gw.fetchBatches(ctx, p, limit)
+		return
+	}
 	k := p.topic.key(p.resp.Partition)
 	pr := gw.readerFor(k)
 	pm := p.topic.partitions[p.resp.Partition]
@@ -315,32 +361,17 @@ func (gw *Gateway) outOfRange(p *fetchPart, earliest, hwm int64) {
 	p.done = true
 }
 
-// waitAny blocks until one of chans closes, poll passes, or deadline. It
+// waitWake blocks until wake is signalled, poll passes, or deadline. It
 // returns false when ctx is done or stop closes.
-func (gw *Gateway) waitAny(ctx context.Context, stop <-chan struct{}, chans []<-chan struct{}, deadline time.Time, poll time.Duration) bool {
+func (gw *Gateway) waitWake(ctx context.Context, stop <-chan struct{}, wake <-chan struct{}, deadline time.Time, poll time.Duration) bool {
 	d := min(time.Until(deadline), poll)
 	if d <= 0 {
 		return true
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	any := make(chan struct{}, 1)
-	quit := make(chan struct{})
-	defer close(quit)
-	for _, c := range chans {
-		gw.goSafe("fetch wake-up", func() {
-			select {
-			case <-c:
-				select {
-				case any <- struct{}{}:
-				default:
-				}
-			case <-quit:
-			}
-		})
-	}
 	select {
-	case <-any:
+	case <-wake:
 	case <-timer.C:
 	case <-ctx.Done():
 		return false
@@ -348,4 +379,71 @@ func (gw *Gateway) waitAny(ctx context.Context, stop <-chan struct{}, chans []<-
 		return false
 	}
 	return true
+}
+
+// fetchBatches reads once for p, a partition of a kafka-format topic: the
+// stored batches from the one holding the fetch offset on.
+func (gw *Gateway) fetchBatches(ctx context.Context, p *fetchPart, limit int) {
+	k := p.topic.key(p.resp.Partition)
+	ps := gw.partitionFor(k)
+	fail := func(err error) {
+		if ctx.Err() != nil {
+			return
+		}
+		gw.log.Warn().Err(err).Str("topic", k.topic).Int32("partition", k.partition).Msg("fetch: reading DIS failed")
+		p.resp.ErrorCode = fetchErrorCode(err)
+		p.done = true
+	}
+	bounds := func(t *topicMeta) (int64, int64, error) {
+		earliest, err := ps.earliestOffset(ctx, t.partitions[k.partition].earliest)
+		if err != nil {
+			return 0, 0, err
+		}
+		next, err := ps.nextOffset(ctx)
+		return earliest, next, err
+	}
+	earliest, next, err := bounds(p.topic)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if p.offset < earliest || p.offset > next {
+		// The description may be stale, or someone else wrote: look again
+		// before refusing.
+		if t, err := p.topic.tenant.catalog.refresh(ctx, p.topic.name); err == nil && int(k.partition) < len(t.partitions) {
+			p.topic = t
+			_, rerr := ps.readBatches(ctx, next, 1)
+			if rerr == nil {
+				earliest, next, rerr = bounds(t)
+			}
+			if rerr != nil {
+				fail(rerr)
+				return
+			}
+		}
+		if p.offset < earliest || p.offset > next {
+			gw.outOfRange(p, earliest, next)
+			return
+		}
+	}
+	p.resp.LogStartOffset = earliest
+	batches, err := ps.readBatches(ctx, p.offset, limit)
+	hwm := ps.knownNext()
+	p.resp.HighWatermark, p.resp.LastStableOffset = hwm, hwm
+	if errors.Is(err, errOutOfRange) {
+		gw.outOfRange(p, earliest, hwm)
+		return
+	}
+	if err != nil {
+		fail(err)
+		return
+	}
+	if len(batches) == 0 {
+		return
+	}
+	n := 0
+	for i := range batches {
+		n += len(batches[i].data)
+	}
+	p.batches, p.bytes, p.done = batches, n, true
 }

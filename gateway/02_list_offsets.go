@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/protocol"
 )
 
 // ListOffsets v1–v8.
@@ -18,7 +19,11 @@ import (
 // (-3, KIP-734); v8 earliest-local (-4, KIP-1005), which is the earliest
 // offset here since DIS has no tiered storage. Earliest and latest come from
 // the partition's sequence_number_range; a timestamp opens an AT_TIMESTAMP
-// cursor and reads the first record there.
+// cursor and reads the first record there. For kafka-format topics the
+// answers are offsets inside the stored batches (docs/record-formats.md):
+// earliest is the base offset of the first batch, latest the next offset,
+// and a timestamp finds the first batch whose max timestamp reaches it
+// (the DIS record's timestamp) and in it the first record that does.
 
 func init() {
 	regKey(2, 1, 8, api[*kmsg.ListOffsetsRequest]{concurrent: handleListOffsets, errors: listOffsetsError})
@@ -78,6 +83,10 @@ func handleListOffsets(ctx context.Context, gw *Gateway, r *request, req *kmsg.L
 }
 
 func (gw *Gateway) listOffset(ctx context.Context, t *topicMeta, p int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	if t.format == FormatKafka {
+		gw.listBatchOffset(ctx, t, p, ts, sp)
+		return
+	}
 	pm := t.partitions[p]
 	pr := gw.readerFor(t.key(p))
 	pr.observeHWM(pm.next)
@@ -118,7 +127,7 @@ func (gw *Gateway) firstRecordAt(ctx context.Context, t *topicMeta, p int32, cr 
 			if len(recs.Records) == 0 {
 				return
 			}
-			rec, ferr := t.format.fromDIS(&recs.Records[0])
+			rec, ferr := fromRawDIS(&recs.Records[0])
 			if ferr != nil {
 				err = ferr
 			} else {
@@ -129,4 +138,139 @@ func (gw *Gateway) firstRecordAt(ctx context.Context, t *topicMeta, p int32, cr 
 	}
 	gw.log.Warn().Err(err).Str("topic", t.name).Int32("partition", p).Msg("list offsets: reading DIS failed")
 	sp.ErrorCode = kafkaCodeForDIS(err)
+}
+
+// listBatchOffset answers ListOffsets for partition p of a kafka-format
+// topic, exactly.
+func (gw *Gateway) listBatchOffset(ctx context.Context, t *topicMeta, p int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	ps := gw.partitionFor(t.key(p))
+	fail := func(err error) {
+		gw.log.Warn().Err(err).Str("topic", t.name).Int32("partition", p).Msg("list offsets: reading DIS failed")
+		sp.ErrorCode = kafkaCodeForDIS(err)
+	}
+	var err error
+	switch ts {
+	case listEarliest, listEarliestLoc:
+		if sp.Offset, err = ps.earliestOffset(ctx, t.partitions[p].earliest); err != nil {
+			fail(err)
+		}
+		return
+	case listLatest:
+		if sp.Offset, err = ps.nextOffset(ctx); err != nil {
+			fail(err)
+		}
+		return
+	case listMaxTime:
+		if err := gw.maxTimestampOffset(ctx, ps, t.partitions[p].earliest, sp); err != nil {
+			fail(err)
+		}
+		return
+	}
+	if ts < 0 {
+		sp.ErrorCode = kerr.InvalidRequest.Code
+		return
+	}
+	if err := ps.ensure(ctx); err != nil {
+		fail(err)
+		return
+	}
+	c, err := t.tenant.dis.GetCursor(ctx, &disclient.GetCursorRequest{StreamName: t.name, PartitionID: disclient.PartitionID(p),
+		CursorType: disclient.CursorAtTimestamp, Timestamp: ts})
+	if err != nil {
+		fail(err)
+		return
+	}
+	recs, err := t.tenant.dis.GetRecords(ctx, c.PartitionCursor, ps.readBytes())
+	if err != nil {
+		fail(err)
+		return
+	}
+	if len(recs.Records) == 0 {
+		return
+	}
+	if err := gw.firstRecordFrom(ps, recs.Records, ts, sp); err != nil {
+		fail(err)
+	}
+}
+
+// firstRecordFrom sets sp to the first record of recs whose timestamp is
+// at least ts: inside a batch, the records are decoded to find it.
+func (gw *Gateway) firstRecordFrom(ps *partitionState, recs []disclient.Record, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) error {
+	ps.mu.Lock()
+	next, nextSeq := ps.next, ps.nextSeq
+	ps.mu.Unlock()
+	batches, err := labelRecords(recs, noContext, func(seq int64) int64 { return next - (nextSeq - seq) })
+	if err != nil {
+		return err
+	}
+	for i := range batches {
+		if batches[i].maxTS < ts {
+			continue
+		}
+		decoded, err := protocol.DecodeBatches(batches[i].data, protocol.NewDecompressBudget(gw.cfg.MaxDecompressedBytes))
+		if err != nil {
+			return err
+		}
+		for _, b := range decoded {
+			for _, r := range b.Records {
+				if r.Timestamp >= ts {
+					sp.Offset, sp.Timestamp = r.Offset, r.Timestamp
+					return nil
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// maxTimestampOffset answers ListOffsets -3: the offset and timestamp of
+// the first record with the partition's largest timestamp. The partition
+// state learns it from writes; the first ask scans the partition's batch
+// headers.
+func (gw *Gateway) maxTimestampOffset(ctx context.Context, ps *partitionState, earliestSeq int64, sp *kmsg.ListOffsetsResponseTopicPartition) error {
+	if err := ps.ensure(ctx); err != nil {
+		return err
+	}
+	ps.mu.Lock()
+	known, seq, nextSeq, next := ps.maxTSKnown, ps.maxTSSeq, ps.nextSeq, ps.next
+	ps.mu.Unlock()
+	if !known || seq < earliestSeq {
+		maxTS, maxSeq := int64(-1), int64(-1)
+		for from := earliestSeq; from < nextSeq; {
+			recs, err := ps.readRange(ctx, from, nextSeq)
+			if err != nil {
+				return err
+			}
+			if len(recs) == 0 {
+				break
+			}
+			batches, err := labelRecords(recs, noContext, func(s int64) int64 { return next - (nextSeq - s) })
+			if err != nil {
+				return err
+			}
+			for i := range batches {
+				if batches[i].maxTS > maxTS || maxSeq < 0 {
+					maxTS, maxSeq = batches[i].maxTS, batches[i].seq
+				}
+			}
+			from = batches[len(batches)-1].seq + 1
+		}
+		ps.mu.Lock()
+		if ps.nextSeq == nextSeq {
+			ps.maxTS, ps.maxTSSeq, ps.maxTSKnown = maxTS, maxSeq, true
+		}
+		ps.mu.Unlock()
+		seq = maxSeq
+	}
+	if seq < 0 {
+		return nil
+	}
+	ps.mu.Lock()
+	maxTS := ps.maxTS
+	ps.mu.Unlock()
+	recs, err := ps.probe(ctx, seq)
+	if err != nil || len(recs) == 0 {
+		return err
+	}
+	return gw.firstRecordFrom(ps, recs[:1], maxTS, sp)
 }

@@ -106,10 +106,9 @@ func (gw *Gateway) deleteTopic(ctx context.Context, tn *tenant, name string) (in
 	return 0, nil
 }
 
-// forgetStream drops the partition writers and readers of a deleted stream.
+// forgetStream drops the partition states of a deleted stream.
 func (gw *Gateway) forgetStream(streamID string) {
 	gw.forEachTenant(func(tn *tenant) {
-		tn.writers.forgetStream(streamID)
-		tn.readers.forgetStream(streamID)
+		tn.parts.forgetStream(streamID, (*partitionState).dropped)
 	})
 }

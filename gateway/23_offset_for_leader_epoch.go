@@ -55,6 +55,13 @@ func handleOffsetForLeaderEpoch(ctx context.Context, gw *Gateway, r *request, re
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case req.Version >= 2 && rp.CurrentLeaderEpoch > 0:
 				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			case rp.LeaderEpoch == 0 && t.format == FormatKafka:
+				next, err := gw.partitionFor(t.key(rp.Partition)).nextOffset(ctx)
+				if err != nil {
+					sp.ErrorCode = kafkaCodeForDIS(err)
+					break
+				}
+				sp.LeaderEpoch, sp.EndOffset = 0, next
 			case rp.LeaderEpoch == 0:
 				pr := gw.readerFor(t.key(rp.Partition))
 				pr.observeHWM(t.partitions[rp.Partition].next)

@@ -95,6 +95,12 @@ type Config struct {
 	// limits for COMMON streams; the embedded server takes much more.
 	PutRecordsMaxRecords int
 	PutRecordsMaxBytes   int
+	// PutRecordsKeepsOrder says DIS fails every later record of a
+	// partition in a PutRecords call once one fails, as the embedded
+	// server does; a call may then hold several batches of one idempotent
+	// producer. Real DIS may store a record after a failed one, so without
+	// it each call holds at most one batch per producer and partition.
+	PutRecordsKeepsOrder bool
 	// MaxPartitionQueueBytes and MaxQueueBytes bound produced records
 	// waiting for DIS per partition and overall; a produce that finds no
 	// room stops its connection being read until there is room or its
@@ -113,8 +119,15 @@ type Config struct {
 	// record is returned even when it alone is larger, so a consumer
 	// always makes progress.
 	FetchMaxBytes int32
-	// ReadCacheBytes is the per-partition read-ahead cache.
+	// ReadCacheBytes bounds the record batches all partitions cache, one
+	// budget for the gateway (--read-cache-bytes); a raw-format
+	// partition's record cache takes at most 8 MiB of it.
 	ReadCacheBytes int
+	// WatermarkInterval is the least time between two writes of a
+	// kafka-format partition's offset watermark checkpoint
+	// (docs/record-formats.md); the last write after a burst follows it
+	// within this interval, and a stopping gateway writes what is due.
+	WatermarkInterval time.Duration
 	// PollInterval is how often an idle long-poll fetch looks for records
 	// written by someone else than this gateway.
 	PollInterval time.Duration
@@ -232,10 +245,13 @@ func (c *Config) setDefaults() {
 		c.FetchMaxBytes = 55 << 20
 	}
 	if c.ReadCacheBytes <= 0 {
-		c.ReadCacheBytes = 8 << 20
+		c.ReadCacheBytes = 64 << 20
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 200 * time.Millisecond
+	}
+	if c.WatermarkInterval <= 0 {
+		c.WatermarkInterval = 30 * time.Second
 	}
 	if c.MetadataTTL <= 0 {
 		c.MetadataTTL = 5 * time.Second
@@ -302,6 +318,8 @@ type Gateway struct {
 	groupForApp sync.Map
 
 	queues *writeQueues
+	// readCache is the gateway-wide budget of cached batches.
+	readCache *readCache
 
 	tenantsMu sync.Mutex
 	tenants   map[string]*tenant // passthrough tenants by id
@@ -331,6 +349,7 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	}
 	gw.metrics = newMetrics(cfg.Registry, func() float64 { return float64(gw.inflight.Load()) })
 	gw.queues = newWriteQueues(&gw.cfg, gw.metrics)
+	gw.readCache = newReadCache(gw.cfg.ReadCacheBytes, gw.metrics.readCacheBytes)
 	gw.tenant = newTenant(gw, "", dis)
 	gw.groups = newGroupDriver(gw)
 	return gw, nil
@@ -477,6 +496,7 @@ func (gw *Gateway) close(ctx context.Context) error {
 	gw.drainOnce.Do(func() { close(gw.draining) })
 	gw.groups.close()
 	gw.handlersRun.wait(ctx)
+	gw.flushWatermarks(ctx)
 	gw.cancel()
 	if gw.swept != nil {
 		<-gw.swept

@@ -23,10 +23,14 @@ func (gw *Gateway) rememberGroup(group string) {
 
 // groupIDForApp returns the group id an app stands for: the app name
 // itself, or for encoded names the id kept in checkpoint metadata. It
-// returns "" when an encoded app has no checkpoint to tell.
+// returns "" when an encoded app has no checkpoint to tell, and for the
+// app that holds offset watermarks, which is no group.
 func (gw *Gateway) groupIDForApp(ctx context.Context, tn *tenant, app string) string {
 	if !isEncodedAppName(app) {
 		return app
+	}
+	if app == watermarkApp {
+		return ""
 	}
 	if g, ok := gw.groupForApp.Load(app); ok {
 		return g.(string)

@@ -61,6 +61,39 @@ func isEncodedAppName(app string) bool { return strings.HasPrefix(app, encodedAp
 type checkpointMetadata struct {
 	Group    string `json:"disgw_group"`
 	Metadata string `json:"metadata"`
+	// Offset is the exact committed offset on a kafka-format topic, whose
+	// checkpoint sequence number is the DIS record holding it.
+	Offset *int64 `json:"disgw_offset,omitempty"`
+}
+
+// encodeOffsetCheckpointMetadata builds the checkpoint metadata for a
+// commit on a kafka-format topic: always JSON, with the group id, the
+// client's metadata and the exact offset (docs/groups.md), or an error when
+// it does not fit DIS's 1000 characters.
+func encodeOffsetCheckpointMetadata(group string, meta *string, offset int64) (string, error) {
+	cm := checkpointMetadata{Group: group, Offset: &offset}
+	if meta != nil {
+		cm.Metadata = *meta
+	}
+	b, err := json.Marshal(cm)
+	if err != nil {
+		return "", err
+	}
+	if n := len([]rune(string(b))); n > maxCheckpointMetadata {
+		return "", fmt.Errorf("offset metadata takes %d of DIS's %d checkpoint metadata characters", n, maxCheckpointMetadata)
+	}
+	return string(b), nil
+}
+
+// decodeOffsetCheckpointMetadata reads what encodeOffsetCheckpointMetadata
+// wrote; ok is false for metadata without an offset (a checkpoint a
+// DIS-native consumer committed).
+func decodeOffsetCheckpointMetadata(stored string) (meta string, offset int64, ok bool) {
+	var cm checkpointMetadata
+	if err := json.Unmarshal([]byte(stored), &cm); err != nil || cm.Offset == nil || *cm.Offset < 0 {
+		return stored, 0, false
+	}
+	return cm.Metadata, *cm.Offset, true
 }
 
 // encodeCheckpointMetadata builds the checkpoint metadata for a commit, or

@@ -69,3 +69,34 @@ func TestCheckpointMetadata(t *testing.T) {
 		t.Fatal("metadata that only fits without the group id was accepted for an encoded group")
 	}
 }
+
+// On kafka-format topics the checkpoint metadata is always JSON with the
+// exact offset, for plain and encoded groups, within DIS's 1000 characters.
+func TestOffsetCheckpointMetadata(t *testing.T) {
+	meta := `{"not":"ours"}`
+	for _, group := range []string{"plain", "team.payments:consumer"} {
+		stored, err := encodeOffsetCheckpointMetadata(group, &meta, 1234567890123)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, off, ok := decodeOffsetCheckpointMetadata(stored)
+		if !ok || off != 1234567890123 || m != meta {
+			t.Fatalf("%s: decoded %q %d %v from %q", group, m, off, ok, stored)
+		}
+		if g, _ := decodeCheckpointMetadata(appNameFor(group), stored); g != group {
+			t.Fatalf("%s: the group id reads back as %q", group, g)
+		}
+	}
+	if _, _, ok := decodeOffsetCheckpointMetadata("committed by a DIS-native consumer"); ok {
+		t.Fatal("metadata without an offset decoded as one")
+	}
+	// The JSON around the client's metadata counts against the 1000.
+	fits := strings.Repeat("m", 900)
+	if _, err := encodeOffsetCheckpointMetadata("plain", &fits, 1<<40); err != nil {
+		t.Fatalf("900 characters of metadata refused: %v", err)
+	}
+	over := strings.Repeat("m", 960)
+	if _, err := encodeOffsetCheckpointMetadata("plain", &over, 1<<40); err == nil {
+		t.Fatal("metadata that only fits without the offset was accepted")
+	}
+}

@@ -17,6 +17,9 @@ type metrics struct {
 	panics         prometheus.Counter
 
 	produceQueued     prometheus.Gauge
+	readCacheBytes    prometheus.Gauge
+	offsetProbes      prometheus.Counter
+	fencedBatches     prometheus.Counter
 	produceQueueWaits prometheus.Counter
 	produceCancelled  prometheus.Counter
 	produceDropped    prometheus.Counter
@@ -54,6 +57,12 @@ func newMetrics(reg prometheus.Registerer, inflight func() float64) *metrics {
 			Name: "disgw_panics_recovered_total", Help: "Panics recovered in handlers and gateway goroutines; each is a bug, logged with its stack."}),
 		produceQueued: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "disgw_produce_queue_bytes", Help: "Bytes of produced records queued in partition writers or being written to DIS."}),
+		readCacheBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "disgw_read_cache_bytes", Help: "Bytes of record batches in the gateway-wide read cache (--read-cache-bytes)."}),
+		offsetProbes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_offset_search_reads_total", Help: "DIS reads made to find the DIS record holding a Kafka offset of a kafka-format topic; consumers that follow the log make none."}),
+		fencedBatches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_batches_written_again_total", Help: "Batches written again because someone else had written their partition first (their first copies are stale)."}),
 		produceQueueWaits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "disgw_produce_queue_waits_total", Help: "Produce partitions that waited for room in the write queues (the connection stopped being read meanwhile)."}),
 		produceCancelled: prometheus.NewCounter(prometheus.CounterOpts{
@@ -70,7 +79,8 @@ func newMetrics(reg prometheus.Registerer, inflight func() float64) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.connections, m.requests, m.badRequests, m.backpressure, m.bytesIn, m.bytesOut,
 			m.producedRecs, m.fetchedRecs, m.putRecordsCall, m.disErrors, m.panics,
-			m.produceQueued, m.produceQueueWaits, m.produceCancelled, m.produceDropped,
+			m.produceQueued, m.readCacheBytes, m.offsetProbes, m.fencedBatches,
+			m.produceQueueWaits, m.produceCancelled, m.produceDropped,
 			m.connsRefused, m.connsClosed, m.inflightBytes)
 	}
 	return m

@@ -136,8 +136,18 @@ func (gw *Gateway) commitOffset(ctx context.Context, tn *tenant, group, topic st
 	case !t.readable(partition):
 		return kerr.UnknownTopicOrPartition.Code
 	}
-	stored, err := encodeCheckpointMetadata(group, meta)
-	if err != nil {
+	seq := offset
+	var stored string
+	if t.format == FormatKafka {
+		stored, err = encodeOffsetCheckpointMetadata(group, meta, offset)
+		if err != nil {
+			return kerr.OffsetMetadataTooLarge.Code
+		}
+		if seq, err = gw.partitionFor(t.key(partition)).checkpointSeq(ctx, t.partitions[partition].earliest, offset); err != nil {
+			gw.log.Warn().Err(err).Str("group", group).Str("topic", topic).Int32("partition", partition).Msg("finding the DIS record of a committed offset failed")
+			return kafkaCodeForDIS(err)
+		}
+	} else if stored, err = encodeCheckpointMetadata(group, meta); err != nil {
 		return kerr.OffsetMetadataTooLarge.Code
 	}
 	app := appNameFor(group)
@@ -151,7 +161,7 @@ func (gw *Gateway) commitOffset(ctx context.Context, tn *tenant, group, topic st
 		CheckpointType: disclient.CheckpointLastRead,
 		StreamName:     topic,
 		PartitionID:    disclient.PartitionID(partition),
-		SequenceNumber: strconv.FormatInt(offset, 10),
+		SequenceNumber: strconv.FormatInt(seq, 10),
 		Metadata:       stored,
 	}
 	err = tn.dis.CommitCheckpoint(ctx, req)
@@ -191,6 +201,22 @@ func (gw *Gateway) committedOffset(ctx context.Context, tn *tenant, group, topic
 	off, perr := strconv.ParseInt(cp.SequenceNumber, 10, 64)
 	if perr != nil || off < 0 {
 		return -1, nil, 0
+	}
+	if t, err := tn.catalog.get(ctx, topic); err == nil && t.format == FormatKafka {
+		if meta, exact, ok := decodeOffsetCheckpointMetadata(cp.Metadata); ok {
+			return exact, &meta, 0
+		}
+		// A DIS-native consumer's checkpoint: the next record to read,
+		// as an offset.
+		if int(partition) >= len(t.partitions) {
+			return -1, nil, 0
+		}
+		exact, err := gw.partitionFor(t.key(partition)).offsetOfSeq(ctx, off)
+		if err != nil {
+			return -1, nil, 0
+		}
+		_, meta := decodeCheckpointMetadata(app, cp.Metadata)
+		return exact, &meta, 0
 	}
 	_, meta := decodeCheckpointMetadata(app, cp.Metadata)
 	return off, &meta, 0

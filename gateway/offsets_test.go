@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 )
 
 // gatedDIS holds the first CommitCheckpoint until released and records the
-// sequence numbers in the order the gateway wrote them.
+// offsets in the order the gateway wrote them.
 type gatedDIS struct {
 	disclient.API
 	entered, release chan struct{}
@@ -32,8 +33,13 @@ func (d *gatedDIS) CommitCheckpoint(ctx context.Context, req *disclient.CommitCh
 		close(d.entered)
 		<-d.release
 	}
+	// The topic is kafka-format: the committed offset is in the metadata.
+	_, off, ok := decodeOffsetCheckpointMetadata(req.Metadata)
+	if !ok {
+		off = -1
+	}
 	d.mu.Lock()
-	d.written = append(d.written, req.SequenceNumber)
+	d.written = append(d.written, strconv.FormatInt(off, 10))
 	d.mu.Unlock()
 	return d.API.CommitCheckpoint(ctx, req)
 }

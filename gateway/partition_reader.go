@@ -18,22 +18,26 @@ import (
 // Huawei's own adapter does after 270 s.
 const cursorRefreshAge = 270 * time.Second
 
-// partitionReader serves Fetch for one partition (docs/design.md §4). It keeps the
+// partitionReader serves Fetch for one partition of a raw-format stream,
+// whose offsets are DIS sequence numbers (docs/design.md §4). It keeps the
 // DIS cursor for the offset it will read next, so sequential consumers cost
 // one GetRecords per fetch and no GetCursor; a read-ahead cache of recent
 // records serves several consumers at once and hands records just produced
 // through this gateway to fetchers without a DIS round trip.
 type partitionReader struct {
-	gw  *Gateway
-	key partitionKey
-	pid string
+	gw    *Gateway
+	key   partitionKey
+	state *partitionState // whose waiters appends wake
+	pid   string
 
 	mu         sync.Mutex
 	cache      []protocol.Record // consecutive offsets
 	cacheBytes int
-	hwm        int64 // next offset known to exist; -1 unknown
-	notify     chan struct{}
+	hwm        int64     // next offset known to exist; -1 unknown
 	lastEmpty  time.Time // when DIS last had nothing at hwm
+	// charged is how much of cacheBytes the gateway-wide read cache
+	// counts; settle brings it up to date outside the lock.
+	charged int
 
 	readMu       sync.Mutex  // one DIS read at a time
 	loading      atomic.Bool // a read-ahead is queued or running
@@ -42,11 +46,9 @@ type partitionReader struct {
 	cursorAt     time.Time
 }
 
-func (gw *Gateway) readerFor(k partitionKey) *partitionReader {
-	return k.tenant.readers.get(k, func() *partitionReader {
-		return &partitionReader{gw: gw, key: k, pid: disclient.PartitionID(k.partition), hwm: -1, notify: make(chan struct{})}
-	})
-}
+// rawCacheBytes bounds one raw partition's record cache, within the
+// gateway's read cache budget.
+func (pr *partitionReader) rawCacheBytes() int { return min(pr.gw.cfg.ReadCacheBytes, 8<<20) }
 
 // recordSize estimates a record's share of a fetch response.
 func recordSize(r *protocol.Record) int {
@@ -61,6 +63,7 @@ func recordSize(r *protocol.Record) int {
 // fetches. The records alias their produce request's frame, so the cache
 // gets a compact copy: a large frame must not stay alive for a small record.
 func (pr *partitionReader) appended(recs []protocol.Record) {
+	defer pr.settle()
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	if len(pr.cache) > 0 && pr.cacheEnd() < pr.hwm && recs[0].Offset > pr.cacheEnd() {
@@ -140,7 +143,7 @@ func (pr *partitionReader) addLocked(recs []protocol.Record) {
 		pr.cacheBytes += recordSize(&recs[i])
 	}
 	drop := 0
-	for pr.cacheBytes > pr.gw.cfg.ReadCacheBytes && drop < len(pr.cache)-1 {
+	for pr.cacheBytes > pr.rawCacheBytes() && drop < len(pr.cache)-1 {
 		pr.cacheBytes -= recordSize(&pr.cache[drop])
 		drop++
 	}
@@ -154,8 +157,7 @@ func (pr *partitionReader) addLocked(recs []protocol.Record) {
 func (pr *partitionReader) raiseHWMLocked(next int64) {
 	if next > pr.hwm {
 		pr.hwm = next
-		close(pr.notify)
-		pr.notify = make(chan struct{})
+		pr.state.wake()
 	}
 }
 
@@ -165,6 +167,37 @@ func (pr *partitionReader) invalidate() {
 	pr.mu.Lock()
 	pr.cache, pr.cacheBytes = nil, 0
 	pr.mu.Unlock()
+	pr.settle()
+}
+
+// settle charges the change of the record cache's size to the gateway-wide
+// read cache; it must be called without pr.mu held.
+func (pr *partitionReader) settle() {
+	pr.mu.Lock()
+	d := pr.cacheBytes - pr.charged
+	pr.charged = pr.cacheBytes
+	pr.mu.Unlock()
+	if d != 0 {
+		pr.gw.readCache.charge(pr.state, d)
+	}
+}
+
+// trimCache drops the oldest cached records until at least n bytes are
+// freed or none is left, for the gateway-wide read cache, and returns the
+// bytes freed.
+func (pr *partitionReader) trimCache(n int) int {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	freed, drop := 0, 0
+	for drop < len(pr.cache) && freed < n {
+		freed += recordSize(&pr.cache[drop])
+		drop++
+	}
+	clear(pr.cache[:drop])
+	pr.cache = pr.cache[drop:]
+	pr.cacheBytes -= freed
+	pr.charged -= freed
+	return freed
 }
 
 func (pr *partitionReader) cacheEnd() int64 {
@@ -191,14 +224,6 @@ func (pr *partitionReader) fromCacheLocked(offset int64, maxBytes int) ([]protoc
 	return out, true
 }
 
-// waitChan is closed when records beyond the current high watermark arrive
-// through this gateway.
-func (pr *partitionReader) waitChan() <-chan struct{} {
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	return pr.notify
-}
-
 // knownHWM returns the high watermark this reader has seen, or -1.
 func (pr *partitionReader) knownHWM() int64 {
 	pr.mu.Lock()
@@ -219,6 +244,7 @@ var errOutOfRange = errors.New("offset out of range")
 // read returns records from offset on, up to maxBytes (at least one record
 // when any is there). An empty answer means nothing is there yet.
 func (pr *partitionReader) read(ctx context.Context, format RecordFormat, offset int64, maxBytes int) ([]protocol.Record, error) {
+	defer pr.settle()
 	pr.mu.Lock()
 	if recs, ok := pr.fromCacheLocked(offset, maxBytes); ok {
 		pr.mu.Unlock()
@@ -295,12 +321,13 @@ func (pr *partitionReader) enoughAheadLocked(next int64) bool {
 
 // readAheadTarget is how much a reader keeps loaded ahead of its consumers:
 // half the cache, so what a consumer is about to read is never evicted.
-func (pr *partitionReader) readAheadTarget() int { return pr.gw.cfg.ReadCacheBytes / 2 }
+func (pr *partitionReader) readAheadTarget() int { return pr.rawCacheBytes() / 2 }
 
 // load reads from DIS into the cache until enough is loaded after next;
 // one runs at a time per partition.
 func (pr *partitionReader) load(format RecordFormat, next int64, maxBytes int) {
 	defer pr.loading.Store(false)
+	defer pr.settle()
 	pr.readMu.Lock()
 	defer pr.readMu.Unlock()
 	ctx, cancel := context.WithTimeout(pr.gw.ctx, putTimeout)
@@ -363,7 +390,7 @@ func (pr *partitionReader) readDIS(ctx context.Context, format RecordFormat, off
 		}
 		recs := make([]protocol.Record, 0, len(resp.Records))
 		for i := range resp.Records {
-			r, err := format.fromDIS(&resp.Records[i])
+			r, err := fromRawDIS(&resp.Records[i])
 			if err != nil {
 				pr.cursor = ""
 				return nil, err

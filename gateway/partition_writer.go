@@ -29,8 +29,13 @@ type partitionKey struct {
 // appendOp is one produce batch on its way to DIS.
 type appendOp struct {
 	entries []disclient.PutRecordsEntry
-	records []protocol.Record // the same records, for the read cache
+	records []protocol.Record // the same records, for the raw read cache
 	bytes   int
+	// kafka ops hold one entry per record batch, stored as sent
+	// (docs/record-formats.md); logAppendTime has the writer stamp them
+	// with the time it writes them.
+	kafka         bool
+	logAppendTime bool
 
 	producerID        int64 // -1 for non-idempotent producers
 	epoch             int16
@@ -110,10 +115,13 @@ const producerPruneInterval = time.Minute
 // partitionWriter serialises writes to one DIS partition: at most one
 // PutRecords in flight, and everything that arrives meanwhile goes into the
 // next call (docs/design.md §4). That keeps Kafka's per-partition order and turns
-// DIS round trips into batching rather than queueing.
+// DIS round trips into batching rather than queueing. On kafka-format
+// streams it also gives each batch its offsets, from the partition state it
+// shares with the reader (writeBatches).
 type partitionWriter struct {
-	gw  *Gateway
-	key partitionKey
+	gw    *Gateway
+	key   partitionKey
+	state *partitionState
 
 	mu         sync.Mutex
 	queue      []*appendOp
@@ -128,16 +136,6 @@ type partitionWriter struct {
 	evicted bool
 }
 
-func (gw *Gateway) writerFor(k partitionKey) *partitionWriter {
-	return k.tenant.writers.get(k, func() *partitionWriter {
-		return &partitionWriter{
-			gw:        gw,
-			key:       k,
-			producers: make(map[int64]*producerState),
-		}
-	})
-}
-
 // enqueue checks an idempotent batch's sequence numbers and queues op,
 // first waiting until the write queues have room for it (see writeQueues);
 // ctx bounds that wait. It returns the original op when op retries a batch
@@ -147,6 +145,15 @@ func (gw *Gateway) writerFor(k partitionKey) *partitionWriter {
 func (w *partitionWriter) enqueue(ctx context.Context, op *appendOp) (dup *appendOp, code int16) {
 	if len(op.entries) == 0 {
 		return nil, kerr.InvalidRecord.Code
+	}
+	if op.kafka && op.producerID >= 0 {
+		// The producer's state comes from the partition's tail: recover
+		// it before judging the batch's sequence.
+		if err := w.state.ensureProducers(ctx); err != nil {
+			w.gw.log.Warn().Err(err).Str("topic", w.key.topic).Int32("partition", w.key.partition).
+				Msg("recovering the partition's producers from DIS failed")
+			return nil, kerr.KafkaStorageError.Code
+		}
 	}
 	cost := op.queueCost()
 	if !w.gw.queues.reserve(ctx, w, cost) {
@@ -254,12 +261,98 @@ func nextSequence(s int32) int32 {
 	return s + 1
 }
 
-// forgetProducer drops a producer's state after a failed write, so that its
-// retry is accepted whatever the sequence bookkeeping of the failed call was.
+// forgetProducer drops a producer's state after a batch of it was not
+// written because its request timed out, so that its retry is accepted.
 func (w *partitionWriter) forgetProducer(id int64) {
 	w.mu.Lock()
 	delete(w.producers, id)
 	w.mu.Unlock()
+}
+
+// producerFailed handles a failed write of an idempotent producer's op, as
+// Kafka does (docs/design.md §4): the producer's sequence goes back to
+// before the op, so its retry is in sequence, and its later batches still
+// queued fail with OUT_OF_ORDER_SEQUENCE_NUMBER without being written, so
+// the log never holds its batches out of order.
+func (w *partitionWriter) producerFailed(op *appendOp) {
+	w.mu.Lock()
+	if st := w.producers[op.producerID]; st != nil && st.epoch == op.epoch {
+		// An earlier failed batch of the producer may already have taken
+		// the sequence back past this one.
+		for i, r := range st.recent {
+			if r == op {
+				clear(st.recent[i:])
+				st.recent = st.recent[:i]
+				st.lastSeq = op.firstSeq - 1
+				if op.firstSeq == 0 {
+					st.lastSeq = -1
+				}
+				break
+			}
+		}
+	}
+	var later []*appendOp
+	kept := w.queue[:0]
+	for _, q := range w.queue {
+		if q.producerID == op.producerID && q.state.CompareAndSwap(opQueued, opTaken) {
+			later = append(later, q)
+			continue
+		}
+		kept = append(kept, q)
+	}
+	clear(w.queue[len(kept):])
+	w.queue = kept
+	w.mu.Unlock()
+	var cost int64
+	for _, q := range later {
+		cost += q.queueCost()
+		q.fail(kerr.OutOfOrderSequenceNumber.Code, "an earlier batch of this producer failed, so this one was not written")
+		q.finish()
+	}
+	if cost > 0 {
+		w.gw.queues.release(w, cost)
+	}
+}
+
+// rebuildProducers takes the idempotent producers' state from the
+// partition's tail, read when the writer starts: a retry of a batch written
+// before a restart, or by another gateway, is answered with its original
+// offsets rather than written twice. Producers the writer already tracks
+// keep their state, which follows their queued batches too.
+func (w *partitionWriter) rebuildProducers(tail []cachedBatch) {
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rebuilt := make(map[int64]bool)
+	for i := range tail {
+		info, ok := protocol.ParseBatchInfo(tail[i].data)
+		if !ok || info.ProducerID < 0 {
+			continue
+		}
+		st := w.producers[info.ProducerID]
+		switch {
+		case st != nil && !rebuilt[info.ProducerID]:
+			continue
+		case st == nil && len(w.producers) >= w.gw.cfg.MaxProducersPerPartition:
+			continue
+		case st == nil || info.ProducerEpoch > st.epoch:
+			st = &producerState{epoch: info.ProducerEpoch}
+			w.producers[info.ProducerID] = st
+			rebuilt[info.ProducerID] = true
+		case info.ProducerEpoch < st.epoch:
+			continue
+		}
+		op := &appendOp{producerID: info.ProducerID, epoch: info.ProducerEpoch, firstSeq: info.BaseSequence,
+			lastSeq: info.LastSequence(), baseOffset: info.BaseOffset, kafka: true, done: make(chan struct{})}
+		op.state.Store(opTaken)
+		close(op.done)
+		st.lastSeq, st.lastSeen = op.lastSeq, now
+		st.recent = append(st.recent, op)
+		if len(st.recent) > idempotentWindow {
+			st.recent[0] = nil
+			st.recent = st.recent[1:]
+		}
+	}
 }
 
 // run drains the queue, one PutRecords call at a time.
@@ -327,9 +420,16 @@ func (w *partitionWriter) take() (ops, cancelled []*appendOp) {
 	}
 	maxRecs, maxBytes := w.gw.cfg.PutRecordsMaxRecords, w.gw.cfg.PutRecordsMaxBytes
 	i, recs, bytes := 0, 0, 0
+	var producers map[int64]bool
 	for ; i < len(w.queue); i++ {
 		op := w.queue[i]
-		if len(ops) > 0 && (recs+len(op.entries) > maxRecs || bytes+op.bytes > maxBytes) {
+		if len(ops) > 0 && (recs+len(op.entries) > maxRecs || bytes+op.bytes > maxBytes || op.kafka != ops[0].kafka) {
+			break
+		}
+		// DIS may fail one record of a call and store a later one, so
+		// unless it keeps order a producer's second batch waits for the
+		// next call: its order in the log is then its order of sending.
+		if op.producerID >= 0 && producers[op.producerID] && !w.gw.cfg.PutRecordsKeepsOrder {
 			break
 		}
 		if !op.state.CompareAndSwap(opQueued, opTaken) {
@@ -339,6 +439,12 @@ func (w *partitionWriter) take() (ops, cancelled []*appendOp) {
 		recs += len(op.entries)
 		bytes += op.bytes
 		ops = append(ops, op)
+		if op.producerID >= 0 {
+			if producers == nil {
+				producers = make(map[int64]bool)
+			}
+			producers[op.producerID] = true
+		}
 	}
 	// Clear what moved so the backing array does not keep finished ops.
 	n := copy(w.queue, w.queue[i:])
@@ -369,6 +475,10 @@ func (w *partitionWriter) skip(ops []*appendOp) {
 // write sends ops in one PutRecords call, or several when one op alone is
 // over the per-call limits, and completes every op.
 func (w *partitionWriter) write(ops []*appendOp) {
+	if ops[0].kafka {
+		w.writeBatches(ops)
+		return
+	}
 	var entries []disclient.PutRecordsEntry
 	var cost int64
 	if len(ops) == 1 {
@@ -397,14 +507,14 @@ func (w *partitionWriter) write(ops []*appendOp) {
 		i += n
 		if op.errCode != 0 {
 			if op.producerID >= 0 {
-				w.forgetProducer(op.producerID)
+				w.producerFailed(op)
 			}
 			continue
 		}
 		if op.scattered {
 			w.gw.log.Warn().Str("topic", w.key.topic).Int32("partition", w.key.partition).Int64("base_offset", op.baseOffset).
 				Msg("DIS stored a batch at non-consecutive offsets after resending throttled records; the offsets reported to the producer are approximate")
-			w.gw.readerFor(w.key).invalidate()
+			w.state.reader.invalidate()
 		} else {
 			for j := range op.records {
 				op.records[j].Offset = op.baseOffset + int64(j)
@@ -414,7 +524,7 @@ func (w *partitionWriter) write(ops []*appendOp) {
 		w.gw.metrics.producedRecs.Add(float64(n))
 	}
 	if len(written) > 0 {
-		w.gw.readerFor(w.key).appended(written)
+		w.state.reader.appended(written)
 	}
 	w.gw.queues.release(w, cost)
 	for _, op := range ops {

@@ -295,3 +295,66 @@ func TestProducerStatePruned(t *testing.T) {
 		t.Fatalf("expired producer resuming at a gap: %v", kerr.ErrorForCode(code))
 	}
 }
+
+// idemDataOp is an idempotent op of one record per value (raw format).
+func idemDataOp(pid int64, first int32, values ...string) *appendOp {
+	op := dataOp(values...)
+	op.producerID, op.firstSeq, op.lastSeq = pid, first, first+int32(len(values))-1
+	return op
+}
+
+// After a failed write of an idempotent producer's batch, its batches
+// queued behind it fail with OUT_OF_ORDER_SEQUENCE_NUMBER without being
+// written, and its retry of the failed batch is in sequence again.
+func TestFailedBatchFailsTheProducersQueuedBatches(t *testing.T) {
+	dis := &putDIS{hold: make(chan struct{}), started: make(chan struct{}, 10)}
+	failNext := true
+	dis.results = func(n int) []disclient.PutRecordsResult {
+		out := make([]disclient.PutRecordsResult, n)
+		for i := range out {
+			if failNext {
+				out[i] = disclient.PutRecordsResult{ErrorCode: disclient.CodeTrafficControl, ErrorMessage: "throttled"}
+			} else {
+				out[i] = disclient.PutRecordsResult{SequenceNumber: strconv.Itoa(dis.next)}
+				dis.written = append(dis.written, "ok")
+				dis.next++
+			}
+		}
+		failNext = false
+		return out
+	}
+	w := testWriter(t, Config{}, dis)
+	ctx := context.Background()
+	first := idemDataOp(7, 0, "a")
+	if _, code := w.enqueue(ctx, first); code != 0 {
+		t.Fatal(code)
+	}
+	<-dis.started // the first call holds first; the rest queue
+	second, other := idemDataOp(7, 1, "b"), dataOp("c")
+	for _, op := range []*appendOp{second, other} {
+		if _, code := w.enqueue(ctx, op); code != 0 {
+			t.Fatal(code)
+		}
+	}
+	close(dis.hold)
+	for _, op := range []*appendOp{first, second, other} {
+		waitDone(t, op)
+	}
+	if first.errCode == 0 {
+		t.Fatal("the throttled batch succeeded")
+	}
+	if second.errCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("the producer's queued batch: code %d, want OUT_OF_ORDER_SEQUENCE_NUMBER", second.errCode)
+	}
+	if other.errCode != 0 {
+		t.Fatalf("another producer's batch failed too: %d", other.errCode)
+	}
+	retry := idemDataOp(7, 0, "a")
+	if dup, code := w.enqueue(ctx, retry); dup != nil || code != 0 {
+		t.Fatalf("the retry of the failed batch: dup %v code %d, want it queued", dup, code)
+	}
+	waitDone(t, retry)
+	if retry.errCode != 0 {
+		t.Fatalf("the retry failed: %d", retry.errCode)
+	}
+}

@@ -13,9 +13,9 @@ import (
 type RecordFormat string
 
 const (
-	// FormatKafka stores the whole Kafka record in a versioned envelope in
-	// DIS data (docs/record-envelope.md): key, value, headers, timestamp and
-	// null-ness survive exactly.
+	// FormatKafka stores each Kafka record batch as one DIS record, as the
+	// producer sent it (docs/record-formats.md): everything a record has
+	// survives exactly, and offsets are the batches' own.
 	FormatKafka RecordFormat = "kafka"
 	// FormatRaw maps value to data and key to partition_key, as Huawei's DIS
 	// Kafka adapter does, so DIS-native consumers see plain values. Records
@@ -36,17 +36,11 @@ type recordError struct {
 
 func (e *recordError) Error() string { return e.msg }
 
-// toEntry converts one Kafka record into a DIS record for partitionID.
-func (f RecordFormat) toEntry(r *protocol.Record, partitionID string, maxBytes int) (disclient.PutRecordsEntry, error) {
+// toRawEntry converts one Kafka record into a DIS record of a raw-format
+// stream for partitionID.
+func toRawEntry(r *protocol.Record, partitionID string, maxBytes int) (disclient.PutRecordsEntry, error) {
 	ts := r.Timestamp
 	e := disclient.PutRecordsEntry{PartitionID: partitionID, Timestamp: &ts}
-	if f == FormatKafka {
-		if n := protocol.EnvelopeSize(r); n > maxBytes {
-			return e, &recordError{tooLarge: true, msg: fmt.Sprintf("record of %d bytes exceeds the %d-byte DIS record limit", n, maxBytes)}
-		}
-		e.Data = protocol.AppendEnvelope(nil, r)
-		return e, nil
-	}
 	switch {
 	case len(r.Headers) > 0:
 		return e, &recordError{msg: "topic uses the raw record format, which cannot hold record headers"}
@@ -66,19 +60,12 @@ func (f RecordFormat) toEntry(r *protocol.Record, partitionID string, maxBytes i
 	return e, nil
 }
 
-// fromDIS converts a DIS record back into a Kafka record. A kafka-format
-// stream may also hold records written by DIS-native producers; data that is
-// not an envelope is returned as the value, exactly as stored.
-func (f RecordFormat) fromDIS(d *disclient.Record) (protocol.Record, error) {
+// fromRawDIS converts a DIS record of a raw-format stream back into a Kafka
+// record at the offset of its sequence number.
+func fromRawDIS(d *disclient.Record) (protocol.Record, error) {
 	off, err := strconv.ParseInt(d.SequenceNumber, 10, 64)
 	if err != nil {
 		return protocol.Record{}, fmt.Errorf("DIS returned sequence number %q: %w", d.SequenceNumber, err)
-	}
-	if f == FormatKafka {
-		if r, err := protocol.DecodeEnvelope(d.Data); err == nil {
-			r.Offset = off
-			return r, nil
-		}
 	}
 	r := protocol.Record{Offset: off, Timestamp: d.Timestamp, Value: d.Data}
 	if r.Value == nil {

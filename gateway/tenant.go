@@ -15,8 +15,8 @@ import (
 
 // tenant is whose DIS credentials a connection uses: the gateway's own, or
 // in passthrough mode the AK/SK a PLAIN client authenticated with. Each has
-// its own DIS client, topic catalog, DIS apps, and partition writers (with
-// their idempotent producer state) and readers, and partition keys carry the
+// its own DIS client, topic catalog, DIS apps, and partition states (writer
+// with its idempotent producer state, reader, offsets), and partition keys carry the
 // tenant, so one client's writes, cached records and metadata never serve
 // another whose keys may not allow them. What a tenant holds is dropped when
 // idle (docs/operations.md, "Idle state"), so memory follows the clients that
@@ -31,8 +31,8 @@ type tenant struct {
 	// commit costs one DIS call, not two.
 	knownApps sync.Map
 
-	writers partitionMap[*partitionWriter]
-	readers partitionMap[*partitionReader]
+	// parts holds each partition's state: writer, reader and offsets.
+	parts partitionMap[*partitionState]
 
 	// conns counts the connections signed in as this tenant and lastActive
 	// is when the count last changed; both under Gateway.tenantsMu.
@@ -42,8 +42,7 @@ type tenant struct {
 
 func newTenant(gw *Gateway, id string, dis disclient.API) *tenant {
 	tn := &tenant{id: id, dis: dis, lastActive: time.Now()}
-	tn.writers.m = make(map[partitionKey]*partitionEntry[*partitionWriter])
-	tn.readers.m = make(map[partitionKey]*partitionEntry[*partitionReader])
+	tn.parts.m = make(map[partitionKey]*partitionEntry[*partitionState])
 	tn.catalog = newCatalog(gw, tn)
 	return tn
 }
@@ -89,35 +88,33 @@ func (pm *partitionMap[T]) evict(cutoff time.Time, drop func(T) bool) int {
 	return len(pm.m)
 }
 
-// forgetStream drops everything held for a deleted stream.
-func (pm *partitionMap[T]) forgetStream(streamID string) {
+// forgetStream drops everything held for a deleted stream, calling dropped
+// for each value.
+func (pm *partitionMap[T]) forgetStream(streamID string, dropped func(T)) {
 	pm.mu.Lock()
 	defer pm.mu.Unlock()
-	for k := range pm.m {
+	for k, e := range pm.m {
 		if k.stream == streamID {
 			delete(pm.m, k)
+			dropped(e.v)
 		}
 	}
 }
 
-// evictIdle drops the writers and readers unused since before cutoff and
-// reports whether the tenant holds none any more. A writer goes only with an
-// empty queue and no PutRecords in flight, and is marked so that a produce
-// that looked it up just before enqueues on its successor instead. A reader
-// goes only with no read-ahead running; a fetch still long-polling on it
-// notices new records at its next poll of DIS rather than at once.
+// evictIdle drops the partition states unused since before cutoff and
+// reports whether the tenant holds none any more. A state goes only with an
+// empty write queue, no PutRecords in flight and no read running, and its
+// writer is marked so that a produce that looked it up just before enqueues
+// on its successor instead; a fetch still long-polling on it notices new
+// records at its next poll of DIS rather than at once.
 func (tn *tenant) evictIdle(cutoff time.Time) bool {
-	w := tn.writers.evict(cutoff, func(w *partitionWriter) bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if w.running || len(w.queue) > 0 {
+	return tn.parts.evict(cutoff, func(ps *partitionState) bool {
+		if !ps.idle() {
 			return false
 		}
-		w.evicted = true
+		ps.dropped()
 		return true
-	})
-	r := tn.readers.evict(cutoff, func(pr *partitionReader) bool { return !pr.loading.Load() })
-	return w == 0 && r == 0
+	}) == 0
 }
 
 // tenantVerifyTimeout bounds the DIS call that checks passthrough credentials.

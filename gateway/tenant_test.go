@@ -277,33 +277,29 @@ func newIdleTestGateway(t *testing.T, dis disclient.API, tune func(*Config)) *Ga
 	return gw
 }
 
-// Idle writers and readers are dropped; a writer with a queue or a call in
-// flight, a reader reading ahead, and anything used recently stay.
+// Idle partition states are dropped; one whose writer has a queue or a
+// call in flight, whose reader reads ahead, or that was used recently stays.
 func TestIdleWritersAndReadersEvicted(t *testing.T) {
 	gw := newIdleTestGateway(t, &metaCountingDIS{}, nil)
 	tn := gw.tenant
 	key := func(p int32) partitionKey { return partitionKey{tenant: tn, topic: "t", stream: "s", partition: p} }
 	idle, busy := gw.writerFor(key(0)), gw.writerFor(key(1))
 	busy.running = true
-	gw.readerFor(key(0))
-	gw.readerFor(key(1)).loading.Store(true)
+	gw.readerFor(key(2)).loading.Store(true)
 
 	gw.sweepOnce(time.Now())
-	if len(tn.writers.m) != 2 || len(tn.readers.m) != 2 {
-		t.Fatal("a sweep dropped writers or readers used just now")
+	if len(tn.parts.m) != 3 {
+		t.Fatal("a sweep dropped partition state used just now")
 	}
 	gw.sweepOnce(time.Now().Add(2 * time.Minute))
-	if _, ok := tn.writers.m[key(0)]; ok || !idle.evicted {
-		t.Fatal("an idle writer was not evicted")
+	if _, ok := tn.parts.m[key(0)]; ok || !idle.evicted {
+		t.Fatal("an idle partition was not evicted")
 	}
-	if _, ok := tn.writers.m[key(1)]; !ok || busy.evicted {
-		t.Fatal("a writer with a call in flight was evicted")
+	if _, ok := tn.parts.m[key(1)]; !ok || busy.evicted {
+		t.Fatal("a partition with a call in flight was evicted")
 	}
-	if _, ok := tn.readers.m[key(0)]; ok {
-		t.Fatal("an idle reader was not evicted")
-	}
-	if _, ok := tn.readers.m[key(1)]; !ok {
-		t.Fatal("a reader reading ahead was evicted")
+	if _, ok := tn.parts.m[key(2)]; !ok {
+		t.Fatal("a partition reading ahead was evicted")
 	}
 	if gw.writerFor(key(0)) == idle {
 		t.Fatal("the evicted writer was handed out again")
@@ -337,10 +333,10 @@ func TestEvictionLosesNoProduce(t *testing.T) {
 	if op.errCode != 0 {
 		t.Fatalf("produce through an evicted writer: %d %s", op.errCode, op.errMsg)
 	}
-	gw.tenant.writers.mu.Lock()
-	successor := gw.tenant.writers.m[k]
-	gw.tenant.writers.mu.Unlock()
-	if successor == nil || successor.v == stale {
+	gw.tenant.parts.mu.Lock()
+	successor := gw.tenant.parts.m[k]
+	gw.tenant.parts.mu.Unlock()
+	if successor == nil || successor.v.writer == stale {
 		t.Fatal("a produce went through an evicted writer rather than its successor")
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,11 +121,21 @@ var topicConfigs = []topicConfig{
 	},
 	{
 		name: "max.message.bytes", typ: kmsg.ConfigTypeInt, readOnly: true,
-		doc: "The largest record DIS takes (1 MiB unless the gateway is configured otherwise).",
+		doc: "The largest record batch a kafka-format topic takes, and the largest record a raw one takes: one DIS record (1 MiB unless the gateway is configured otherwise).",
 		def: func(cfg *Config) string { return strconv.Itoa(cfg.MaxRecordBytes) },
 	},
 	{
-		name: "message.timestamp.type", typ: kmsg.ConfigTypeString, readOnly: true,
+		name: configTimestampAfter, typ: kmsg.ConfigTypeLong, readOnly: true,
+		doc: "Kafka 3's default: a record may be any distance in the future. Produce checks it.",
+		def: fixedValue("9223372036854775807"),
+	},
+	{
+		name: configTimestampBefore, typ: kmsg.ConfigTypeLong, readOnly: true,
+		doc: "Kafka's default: a record may be any age. Produce checks it.",
+		def: fixedValue("9223372036854775807"),
+	},
+	{
+		name: configTimestampType, typ: kmsg.ConfigTypeString, readOnly: true,
 		doc: "Records keep the producer's timestamp.",
 		def: fixedValue("CreateTime"),
 	},
@@ -179,6 +190,48 @@ var topicConfigs = []topicConfig{
 }
 
 // topicConfigNamed returns the config called name, or nil.
+// The timestamp configs Produce checks batches against.
+const (
+	configTimestampType   = "message.timestamp.type"
+	configTimestampBefore = "message.timestamp.before.max.ms"
+	configTimestampAfter  = "message.timestamp.after.max.ms"
+)
+
+// timestampPolicy is what a topic's message.timestamp.* configs allow.
+type timestampPolicy struct {
+	logAppendTime       bool
+	beforeMax, afterMax int64
+}
+
+// timestampPolicyOf reads t's timestamp configs from the config table.
+func timestampPolicyOf(cfg *Config, t *topicMeta) timestampPolicy {
+	spec := specOf(t)
+	num := func(name string) int64 {
+		n, err := strconv.ParseInt(topicConfigNamed(name).current(cfg, &spec), 10, 64)
+		if err != nil {
+			return math.MaxInt64
+		}
+		return n
+	}
+	return timestampPolicy{
+		logAppendTime: topicConfigNamed(configTimestampType).current(cfg, &spec) == "LogAppendTime",
+		beforeMax:     num(configTimestampBefore),
+		afterMax:      num(configTimestampAfter),
+	}
+}
+
+// allows reports whether a CreateTime record timestamp ts is within the
+// policy at now, as Kafka checks each record.
+func (p timestampPolicy) allows(ts, now int64) bool {
+	if p.logAppendTime {
+		return true
+	}
+	if ts < now && now-ts > p.beforeMax {
+		return false
+	}
+	return ts <= now || ts-now <= p.afterMax
+}
+
 func topicConfigNamed(name string) *topicConfig {
 	i, ok := slices.BinarySearchFunc(topicConfigs, name, func(c topicConfig, n string) int { return strings.Compare(c.name, n) })
 	if !ok {

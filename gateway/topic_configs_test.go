@@ -233,3 +233,24 @@ func TestChangedList(t *testing.T) {
 		}
 	}
 }
+
+// Produce checks CreateTime record timestamps against the topic's
+// message.timestamp.*.max.ms as Kafka does; LogAppendTime takes any.
+func TestTimestampPolicy(t *testing.T) {
+	p := timestampPolicy{beforeMax: 1000, afterMax: 500}
+	for _, c := range []struct {
+		ts   int64
+		want bool
+	}{{10_000, true}, {9_000, true}, {8_999, false}, {10_500, true}, {10_501, false}} {
+		if got := p.allows(c.ts, 10_000); got != c.want {
+			t.Errorf("timestamp %d at 10000: allowed %v, want %v", c.ts, got, c.want)
+		}
+	}
+	if !(timestampPolicy{logAppendTime: true}).allows(0, 10_000) {
+		t.Error("LogAppendTime refused a timestamp")
+	}
+	def := timestampPolicyOf(&Config{}, &topicMeta{format: FormatKafka})
+	if def.logAppendTime || !def.allows(0, 1<<62) || !def.allows(1<<62, 0) {
+		t.Errorf("the default policy %+v refuses timestamps Kafka 3 takes", def)
+	}
+}

@@ -83,6 +83,9 @@ type Batch struct {
 	// is FirstTimestamp+timestampDelta, or MaxTimestamp for every record
 	// when the batch uses LogAppendTime.
 	Records []Record
+	// Raw is the whole batch as it was decoded, aliasing the decoded
+	// data: what a kafka-format topic stores.
+	Raw []byte
 }
 
 // Codec is the compression codec the batch was sent with.
@@ -142,6 +145,7 @@ func DecodeBatches(data []byte, budget *DecompressBudget) ([]Batch, error) {
 		if err != nil {
 			return nil, err
 		}
+		b.Raw = data[:end:end]
 		batches = append(batches, b)
 		data = data[end:]
 	}

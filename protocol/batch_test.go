@@ -75,7 +75,7 @@ func TestBatchRoundTrip(t *testing.T) {
 				BaseOffset: 100, PartitionLeaderEpoch: 7, Attributes: int16(codec), LastOffsetDelta: 4,
 				FirstTimestamp: 1_700_000_000_000, MaxTimestamp: 1_700_000_009_000,
 				ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, NumRecords: 5,
-				Records: recs,
+				Records: recs, Raw: data,
 			}
 			if !reflect.DeepEqual(b, want) {
 				t.Errorf("got  %+v\nwant %+v", b, want)

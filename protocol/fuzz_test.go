@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
-	"reflect"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -110,24 +109,4 @@ func withFixedCRCs(data []byte) []byte {
 		rest = rest[end:]
 	}
 	return data
-}
-
-func FuzzDecodeEnvelope(f *testing.F) {
-	for _, r := range envelopeSamples()[:4] {
-		f.Add(AppendEnvelope(nil, &r))
-	}
-	f.Add([]byte("\xF9KR\x01"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := DecodeEnvelope(data)
-		if err != nil {
-			return
-		}
-		again := AppendEnvelope(nil, &r)
-		if !bytes.Equal(again, data) {
-			t.Fatalf("%x decodes to %+v, which encodes as %x", data, r, again)
-		}
-		if back, err := DecodeEnvelope(again); err != nil || !reflect.DeepEqual(back, r) {
-			t.Fatalf("re-decoding: %+v, %v", back, err)
-		}
-	})
 }

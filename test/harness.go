@@ -55,6 +55,9 @@ type Options struct {
 	// DISHandler, when set, wraps the embedded DIS server's HTTP handler:
 	// a fault injector in front of it (test/faultproxy).
 	DISHandler func(http.Handler) http.Handler
+	// DISConfig adjusts the embedded DIS server's configuration (its
+	// clock, for retention tests).
+	DISConfig func(*dislocal.Config)
 }
 
 // Cluster is one gateway in front of one embedded DIS server.
@@ -67,6 +70,8 @@ type Cluster struct {
 	Addr string
 
 	dis       *dislocaltest.Server
+	cfg       gateway.Config
+	api       disclient.API
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -77,6 +82,9 @@ func Start(o Options) (*Cluster, error) {
 	dis, err := dislocaltest.New(
 		dislocaltest.WithDIS(func(c *dislocal.Config) {
 			c.Dir, c.Sync, c.Logger, c.Credentials, c.Quotas = o.Dir, o.Sync, o.Logger, o.Credentials, o.Quotas
+			if o.DISConfig != nil {
+				o.DISConfig(c)
+			}
 		}),
 		dislocaltest.WithClient(func(c *disclient.Config) {
 			c.ProjectID, c.Signer, c.Encoding, c.Logger = ProjectID, o.Signer, o.Encoding, o.Logger
@@ -92,6 +100,7 @@ func Start(o Options) (*Cluster, error) {
 		Logger:               o.Logger,
 		PutRecordsMaxRecords: 5000,
 		PutRecordsMaxBytes:   8 << 20,
+		PutRecordsKeepsOrder: true,
 		// Tests start group members one after another; Kafka's 3 s wait
 		// for more members would only slow them down.
 		InitialRebalanceDelay: 100 * time.Millisecond,
@@ -113,6 +122,7 @@ func Start(o Options) (*Cluster, error) {
 	if o.WrapDIS != nil {
 		api = o.WrapDIS(api)
 	}
+	c.cfg, c.api = cfg, api
 	c.Gateway, err = gateway.New(cfg, api)
 	if err == nil {
 		err = c.Gateway.Start()
@@ -123,6 +133,29 @@ func Start(o Options) (*Cluster, error) {
 	}
 	c.Addr = c.Gateway.Addr().String()
 	return c, nil
+}
+
+// RestartGateway stops the gateway and starts a new one with the same
+// configuration in front of the same embedded DIS server, on the same
+// address, so clients reconnect to it: what a gateway restart leaves, the
+// DIS data, is all the new one has.
+func (c *Cluster) RestartGateway() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Gateway.Close(ctx); err != nil {
+		return err
+	}
+	cfg := c.cfg
+	cfg.Listen = c.Addr
+	gw, err := gateway.New(cfg, c.api)
+	if err == nil {
+		err = gw.Start()
+	}
+	if err != nil {
+		return fmt.Errorf("restart gateway: %w", err)
+	}
+	c.Gateway, c.Addr = gw, gw.Addr().String()
+	return nil
 }
 
 // Close stops the gateway, then the embedded DIS server. Calls after the

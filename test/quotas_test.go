@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
@@ -32,8 +33,9 @@ func startQuotaCluster(t *testing.T, mode dislocal.QuotaMode) *Cluster {
 	return c
 }
 
-// produceFor produces records of size bytes, each starting with its index,
-// as fast as cl takes them for d, then flushes. It fails the test on any
+// produceFor produces records of size bytes, each its index followed by
+// random bytes (incompressible, so a batch costs its quota in full), as fast
+// as cl takes them for d, then flushes. It fails the test on any
 // failed record and returns how many were acknowledged and how long the
 // whole run took, flush included.
 func produceFor(t *testing.T, ctx context.Context, cl *kgo.Client, d time.Duration, size int) (int, time.Duration) {
@@ -45,6 +47,7 @@ func produceFor(t *testing.T, ctx context.Context, cl *kgo.Client, d time.Durati
 	for time.Since(start) < d && ctx.Err() == nil {
 		v := make([]byte, size)
 		binary.BigEndian.PutUint64(v, uint64(n))
+		_, _ = rand.Read(v[8:])
 		cl.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				failed.Add(1)
@@ -127,7 +130,6 @@ func TestQuotasRawTopicHeldToRecordRate(t *testing.T) {
 // partition's 1 MB/s into a kafka topic (one DIS record per record batch),
 // with no failed record, and every record reads back once, in order.
 func TestQuotasKafkaTopicFillsBytesQuota(t *testing.T) {
-	t.Skip("needs one DIS record per Kafka record batch (issue 8 core); remove this line once that format is merged")
 	c := startQuotaCluster(t, dislocal.QuotasCommon)
 	const topic = "kafkaquota"
 	createTopic(t, c, topic, 1, nil)

@@ -52,6 +52,7 @@ type options struct {
 	defaultPartitions                 int
 	maxRequestBytes                   int
 	fetchMaxBytes                     int
+	readCacheBytes                    int
 	partitionQueueBytes, queueBytes   int64
 	producerIDExpiration              time.Duration
 	maxProducersPerPartition          int
@@ -109,6 +110,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.disEncoding, "dis-encoding", "auto", "PutRecords/GetRecords bodies: json, protobuf, or auto (protobuf with the embedded DIS, json with real DIS)")
 	fs.IntVar(&o.defaultPartitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with num_partitions -1")
 	fs.IntVar(&o.maxRequestBytes, "max-request-bytes", 100<<20, "largest Kafka request accepted (Kafka's socket.request.max.bytes)")
+	fs.IntVar(&o.readCacheBytes, "read-cache-bytes", 64<<20, "bytes of record batches cached for fetches, one budget for the whole gateway")
 	fs.IntVar(&o.fetchMaxBytes, "fetch-max-bytes", 55<<20, "largest fetch response whatever the client asks (Kafka's fetch.max.bytes); the first record is returned even if larger")
 	fs.Int64Var(&o.partitionQueueBytes, "max-partition-queue-bytes", 8<<20, "produced bytes queued for DIS per partition before producers wait (backpressure)")
 	fs.Int64Var(&o.queueBytes, "max-queue-bytes", 128<<20, "produced bytes queued for DIS over all partitions before producers wait (backpressure)")
@@ -266,6 +268,7 @@ func run(args []string) error {
 		MaxFrameBytes:                int32(o.maxRequestBytes),
 		RequestTimeout:               o.requestTimeout,
 		FetchMaxBytes:                int32(min(o.fetchMaxBytes, math.MaxInt32)),
+		ReadCacheBytes:               o.readCacheBytes,
 		MaxPartitionQueueBytes:       o.partitionQueueBytes,
 		MaxQueueBytes:                o.queueBytes,
 		ProducerIDExpiration:         o.producerIDExpiration,
@@ -289,11 +292,17 @@ func run(args []string) error {
 	}
 	cfg.GroupMaxSize, cfg.GroupMaxPendingMembers, cfg.MaxGroups = o.groupMaxSize, o.groupMaxPending, o.maxGroups
 	cfg.GroupMaxRebalanceTimeout, cfg.OffsetsRetention = o.groupMaxRebalanceTimeout, o.offsetsRetention
-	if quotas, _ := dislocal.ParseQuotaMode(o.embeddedQuotas); embedded && quotas == dislocal.QuotasNone {
-		// The embedded server takes larger calls than a COMMON DIS stream;
-		// with quotas it is held to DIS's limits, and so are the calls.
-		cfg.PutRecordsMaxRecords = 5000
-		cfg.PutRecordsMaxBytes = 8 << 20
+	if embedded {
+		// The embedded server fails every later record of a partition in
+		// a call once one fails (docs/dis-embedded.md), so a call may hold
+		// several batches of one producer.
+		cfg.PutRecordsKeepsOrder = true
+		if quotas, _ := dislocal.ParseQuotaMode(o.embeddedQuotas); quotas == dislocal.QuotasNone {
+			// It takes larger calls than a COMMON DIS stream; with quotas
+			// it is held to DIS's limits, and so are the calls.
+			cfg.PutRecordsMaxRecords = 5000
+			cfg.PutRecordsMaxBytes = 8 << 20
+		}
 	}
 	tlsCfg, err := loadTLS(o.tlsCertFile, o.tlsKeyFile)
 	if err != nil {

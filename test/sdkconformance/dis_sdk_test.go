@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -69,6 +70,12 @@ func newSDKEnv(t *testing.T) *sdkEnv {
 		c.RetentionCheckInterval = time.Hour
 	})).HTTP
 
+	return &sdkEnv{clock: clock, c: sdkClientFor(t, hs)}
+}
+
+// sdkClientFor is an official SDK client for the embedded server hs.
+func sdkClientFor(t *testing.T, hs *httptest.Server) *dis.DisClient {
+	t.Helper()
 	cred, err := basic.NewCredentialsBuilder().
 		WithAk("any-access-key").
 		WithSk("any-secret-key").
@@ -87,7 +94,7 @@ func newSDKEnv(t *testing.T) *sdkEnv {
 	if err != nil {
 		t.Fatalf("SDK client: %v", err)
 	}
-	return &sdkEnv{clock: clock, c: dis.NewDisClient(hc)}
+	return dis.NewDisClient(hc)
 }
 
 // must takes an SDK call's results and returns a check that fails the test

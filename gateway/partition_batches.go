@@ -1,0 +1,389 @@
+package gateway
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/disgw/disgw/disclient"
+)
+
+// readBatches serves Fetch on a kafka-format partition: the stored batches
+// from the one holding offset on, unchanged, up to maxBytes (at least one
+// when any is there). The client skips the records before its offset, as
+// with Kafka. Nothing means nothing is at offset yet.
+func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxBytes int) ([]cachedBatch, error) {
+	if err := ps.ensure(ctx); err != nil {
+		return nil, err
+	}
+	ps.busy.Add(1)
+	defer ps.busy.Add(-1)
+	ps.mu.Lock()
+	if out := ps.fromWindowLocked(offset, maxBytes); out != nil {
+		ps.readAheadLocked(out[len(out)-1].last)
+		ps.mu.Unlock()
+		ps.gw.readCache.charge(ps, 0)
+		return out, nil
+	}
+	if offset >= ps.next && time.Since(ps.lastEmpty) < ps.gw.cfg.PollInterval {
+		ps.mu.Unlock()
+		return nil, nil
+	}
+	ps.mu.Unlock()
+
+	ps.readMu.Lock()
+	defer ps.readMu.Unlock()
+	ps.mu.Lock()
+	if out := ps.fromWindowLocked(offset, maxBytes); out != nil {
+		ps.mu.Unlock()
+		return out, nil
+	}
+	next, nextSeq := ps.next, ps.nextSeq
+	ps.mu.Unlock()
+	seq := nextSeq
+	if offset < next {
+		var err error
+		if seq, err = ps.seqFor(ctx, offset); err != nil {
+			return nil, err
+		}
+	}
+	recs, err := ps.readAt(ctx, seq)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		if offset >= next {
+			ps.mu.Lock()
+			ps.lastEmpty = time.Now()
+			ps.mu.Unlock()
+		}
+		return nil, nil
+	}
+	// A DIS-native record with no batch in this read and no context
+	// holds the offset searched for, or at the end the next one.
+	anchor := min(offset, next)
+	ps.mu.Lock()
+	after := ps.lastOffsetOfLocked(seq - 1)
+	ps.mu.Unlock()
+	batches, err := labelRecords(recs, after, func(s int64) int64 { return anchor + (s - seq) })
+	if err != nil {
+		return nil, err
+	}
+	ps.mu.Lock()
+	last := &batches[len(batches)-1]
+	if last.seq >= ps.nextSeq {
+		// Written by someone else than this gateway's writer.
+		ps.next, ps.nextSeq = max(ps.next, last.last+1), last.seq+1
+		if ps.maxTSKnown {
+			ps.learnMaxTSLocked(batches)
+		}
+		ps.wakeLocked()
+	}
+	for i := range batches {
+		ps.learnLocked(batches[i].batchLoc)
+	}
+	delta := ps.addWindowLocked(batches)
+	out := ps.fromWindowLocked(offset, maxBytes)
+	if out != nil {
+		ps.readAheadLocked(out[len(out)-1].last)
+	}
+	ps.mu.Unlock()
+	ps.gw.readCache.charge(ps, delta)
+	if out == nil {
+		// Past what the window keeps: serve the read itself.
+		i := 0
+		for i < len(batches) && batches[i].last < offset {
+			i++
+		}
+		for n := 0; i < len(batches) && (len(out) == 0 || n+len(batches[i].data) <= maxBytes); i++ {
+			if batches[i].data != nil {
+				n += len(batches[i].data)
+				out = append(out, batches[i])
+			}
+		}
+	}
+	return out, nil
+}
+
+// lastOffsetOfLocked is the last offset of the record at seq when the index
+// knows it, or noContext.
+func (ps *partitionState) lastOffsetOfLocked(seq int64) int64 {
+	i := sort.Search(len(ps.index), func(i int) bool { return ps.index[i].seq >= seq })
+	if i == len(ps.index) || ps.index[i].seq != seq {
+		return noContext
+	}
+	return ps.index[i].last
+}
+
+// readAheadLocked loads the records after the cache window while a
+// consumer that was just served up to offset served works through them, so
+// that its next fetch finds them cached; it does nothing when the window
+// holds a read's worth after served, or ends at the partition's end.
+func (ps *partitionState) readAheadLocked(served int64) {
+	n := len(ps.window)
+	if n == 0 || ps.window[n-1].seq+1 >= ps.nextSeq {
+		return
+	}
+	ahead := 0
+	for i := n - 1; i >= 0 && ps.window[i].last > served; i-- {
+		ahead += len(ps.window[i].data)
+	}
+	if ahead >= ps.readBytes() || !ps.ahead.CompareAndSwap(false, true) {
+		return
+	}
+	ps.busy.Add(1)
+	ps.gw.goSafe("partition read-ahead", func() {
+		defer ps.busy.Add(-1)
+		defer ps.ahead.Store(false)
+		ctx, cancel := context.WithTimeout(ps.gw.ctx, putTimeout)
+		defer cancel()
+		ps.loadAfterWindow(ctx)
+	})
+}
+
+// loadAfterWindow reads the records that follow the cache window into it.
+func (ps *partitionState) loadAfterWindow(ctx context.Context) {
+	ps.readMu.Lock()
+	defer ps.readMu.Unlock()
+	ps.mu.Lock()
+	n := len(ps.window)
+	if n == 0 || ps.window[n-1].seq+1 >= ps.nextSeq {
+		ps.mu.Unlock()
+		return
+	}
+	seq, after := ps.window[n-1].seq+1, ps.window[n-1].last
+	ps.mu.Unlock()
+	recs, err := ps.readAt(ctx, seq)
+	if err != nil || len(recs) == 0 {
+		return
+	}
+	batches, err := labelRecords(recs, after, nil)
+	if err != nil {
+		return
+	}
+	ps.mu.Lock()
+	for i := range batches {
+		ps.learnLocked(batches[i].batchLoc)
+	}
+	delta := ps.addWindowLocked(batches)
+	ps.mu.Unlock()
+	ps.gw.readCache.charge(ps, delta)
+}
+
+// readAt reads records from seq on with the partition's cursor, opening a
+// new one on a seek, near its expiry, or when DIS says it expired.
+func (ps *partitionState) readAt(ctx context.Context, seq int64) ([]disclient.Record, error) {
+	dis := ps.key.tenant.dis
+	for attempt := 0; ; attempt++ {
+		if ps.cursor == "" || ps.cursorSeq != seq || time.Since(ps.cursorAt) > cursorRefreshAge {
+			c, err := dis.GetCursor(ctx, &disclient.GetCursorRequest{
+				StreamName: ps.key.topic, PartitionID: disclient.PartitionID(ps.key.partition),
+				CursorType: disclient.CursorAtSequenceNumber, StartingSequenceNumber: strconv.FormatInt(seq, 10),
+			})
+			if err != nil {
+				ps.cursor = ""
+				if disclient.IsCode(err, disclient.CodeSequenceOutOfRange) {
+					return nil, errOutOfRange
+				}
+				return nil, err
+			}
+			ps.cursor, ps.cursorSeq, ps.cursorAt = c.PartitionCursor, seq, time.Now()
+		}
+		resp, err := dis.GetRecords(ctx, ps.cursor, ps.readBytes())
+		if err != nil {
+			ps.cursor = ""
+			switch {
+			case disclient.IsCode(err, disclient.CodeCursorExpired) && attempt == 0:
+				continue
+			case disclient.IsCode(err, disclient.CodeCursorPositionGone):
+				return nil, errOutOfRange
+			}
+			return nil, err
+		}
+		if n := len(resp.Records); n > 0 {
+			first, err1 := strconv.ParseInt(resp.Records[0].SequenceNumber, 10, 64)
+			last, err2 := strconv.ParseInt(resp.Records[n-1].SequenceNumber, 10, 64)
+			if err1 != nil || err2 != nil || first != seq || last != seq+int64(n)-1 {
+				ps.cursor = ""
+				return nil, errors.New("DIS returned records " + resp.Records[0].SequenceNumber + ".." +
+					resp.Records[n-1].SequenceNumber + " for a cursor at " + strconv.FormatInt(seq, 10))
+			}
+		}
+		ps.cursor, ps.cursorSeq = resp.NextPartitionCursor, seq+int64(len(resp.Records))
+		return resp.Records, nil
+	}
+}
+
+// watermarkApp is the reserved DIS app whose LAST_READ checkpoint on each
+// partition of a kafka-format stream holds the partition's next Kafka
+// offset in its metadata (docs/record-formats.md), so offsets go on
+// growing after retention has emptied the partition. No group maps to it:
+// encoded group app names end in a hash.
+const watermarkApp = "disgw-offsets"
+
+// readWatermark returns the next offset the watermark checkpoint holds, or
+// -1 when there is none.
+func (ps *partitionState) readWatermark(ctx context.Context) (int64, error) {
+	cp, err := ps.key.tenant.dis.GetCheckpoint(ctx, &disclient.GetCheckpointRequest{
+		AppName: watermarkApp, StreamName: ps.key.topic,
+		PartitionID: disclient.PartitionID(ps.key.partition), CheckpointType: disclient.CheckpointLastRead,
+	})
+	switch {
+	case disclient.IsCode(err, disclient.CodeAppNotFound), disclient.IsCode(err, disclient.CodeNoCheckpoint):
+		return -1, nil
+	case err != nil:
+		return 0, err
+	}
+	n, perr := strconv.ParseInt(cp.Metadata, 10, 64)
+	if perr != nil || n < 0 {
+		return -1, nil
+	}
+	return n, nil
+}
+
+// writeWatermark stores the next offset in the watermark checkpoint, at the
+// partition's last sequence number so that it is inside the valid range.
+func (ps *partitionState) writeWatermark(ctx context.Context) {
+	ps.mu.Lock()
+	next, nextSeq, have := ps.next, ps.nextSeq, ps.watermark
+	ps.mu.Unlock()
+	if nextSeq == 0 || next <= have {
+		return
+	}
+	tn := ps.key.tenant
+	req := &disclient.CommitCheckpointRequest{
+		AppName: watermarkApp, CheckpointType: disclient.CheckpointLastRead, StreamName: ps.key.topic,
+		PartitionID: disclient.PartitionID(ps.key.partition), SequenceNumber: strconv.FormatInt(nextSeq-1, 10),
+		Metadata: strconv.FormatInt(next, 10),
+	}
+	err := ps.gw.ensureApp(ctx, tn, watermarkApp)
+	if err == nil {
+		err = tn.dis.CommitCheckpoint(ctx, req)
+		if disclient.IsCode(err, disclient.CodeAppNotFound) {
+			tn.knownApps.Delete(watermarkApp)
+			if err = ps.gw.ensureApp(ctx, tn, watermarkApp); err == nil {
+				err = tn.dis.CommitCheckpoint(ctx, req)
+			}
+		}
+	}
+	if err != nil {
+		ps.gw.log.Warn().Err(err).Str("topic", ps.key.topic).Int32("partition", ps.key.partition).
+			Msg("writing the partition's offset watermark checkpoint failed; it is written again after the next produce")
+		return
+	}
+	ps.mu.Lock()
+	ps.watermark = max(ps.watermark, next)
+	ps.watermarkAt = time.Now()
+	ps.mu.Unlock()
+}
+
+// scheduleWatermark has the watermark written within
+// Config.WatermarkInterval of a write, at most once per interval.
+func (ps *partitionState) scheduleWatermark() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.watermarkDo || ps.next <= ps.watermark {
+		return
+	}
+	ps.watermarkDo = true
+	delay := max(ps.gw.cfg.WatermarkInterval-time.Since(ps.watermarkAt), 0)
+	time.AfterFunc(delay, func() {
+		ps.gw.goSafe("offset watermark", func() {
+			defer func() {
+				ps.mu.Lock()
+				ps.watermarkDo = false
+				ps.mu.Unlock()
+			}()
+			ctx, cancel := context.WithTimeout(ps.gw.ctx, ps.gw.cfg.RequestTimeout)
+			defer cancel()
+			ps.writeWatermark(ctx)
+		})
+	})
+}
+
+// flushWatermarks writes the watermark checkpoints still behind their
+// partitions' next offsets, as the gateway stops, within ctx.
+func (gw *Gateway) flushWatermarks(ctx context.Context) {
+	gw.forEachTenant(func(tn *tenant) {
+		tn.parts.mu.Lock()
+		var behind []*partitionState
+		for _, e := range tn.parts.m {
+			ps := e.v
+			ps.mu.Lock()
+			if ps.recovered && ps.next > ps.watermark && ps.nextSeq > 0 {
+				behind = append(behind, ps)
+			}
+			ps.mu.Unlock()
+		}
+		tn.parts.mu.Unlock()
+		for _, ps := range behind {
+			if ctx.Err() != nil {
+				return
+			}
+			ps.writeWatermark(ctx)
+		}
+	})
+}
+
+// readCache bounds what all partitions cache, kafka-format batches and
+// raw-format records, with one gateway-wide byte budget
+// (Config.ReadCacheBytes): past it, the partitions read least recently give
+// up their oldest first.
+type readCache struct {
+	budget int64
+	gauge  prometheus.Gauge
+
+	mu    sync.Mutex
+	used  int64
+	lru   list.List // of *partitionState, most recently used first
+	elems map[*partitionState]*list.Element
+}
+
+func newReadCache(budget int, gauge prometheus.Gauge) *readCache {
+	return &readCache{budget: int64(budget), gauge: gauge, elems: make(map[*partitionState]*list.Element)}
+}
+
+// charge records that ps's window changed by delta bytes and marks it
+// used, then trims windows until the cache is within its budget. It must
+// be called without ps.mu held.
+func (c *readCache) charge(ps *partitionState, delta int) {
+	c.mu.Lock()
+	c.used += int64(delta)
+	if e := c.elems[ps]; e != nil {
+		c.lru.MoveToFront(e)
+	} else if delta > 0 {
+		c.elems[ps] = c.lru.PushFront(ps)
+	}
+	for c.used > c.budget && c.lru.Len() > 0 {
+		victim := c.lru.Back().Value.(*partitionState)
+		over := c.used - c.budget
+		c.mu.Unlock()
+		freed := victim.trim(int(over))
+		c.mu.Lock()
+		c.used -= int64(freed)
+		if int64(freed) < over {
+			if e := c.elems[victim]; e != nil {
+				c.lru.Remove(e)
+				delete(c.elems, victim)
+			}
+		}
+	}
+	c.gauge.Set(float64(c.used))
+	c.mu.Unlock()
+}
+
+// forget drops an evicted partition, whose bytes it already released.
+func (c *readCache) forget(ps *partitionState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.elems[ps]; e != nil {
+		c.lru.Remove(e)
+		delete(c.elems, ps)
+	}
+}

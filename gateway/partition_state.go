@@ -1,0 +1,862 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/protocol"
+)
+
+// partitionState is everything the gateway holds for one partition, in one
+// place: its writer and reader, and for kafka-format streams the offset
+// bookkeeping they share (docs/design.md §2): the next Kafka offset and DIS
+// sequence number, a sparse index from offsets to sequence numbers learned
+// from writes and reads, the largest timestamp, the cached batches, and the
+// fetches waiting for appends. It is owned by the tenant's partition map and
+// evicted from it when idle; writer and reader never outlive it.
+type partitionState struct {
+	gw     *Gateway
+	key    partitionKey
+	writer *partitionWriter
+	reader *partitionReader // raw streams' record reader
+
+	// recoverMu makes one recovery at a time; recovery reads DIS with mu
+	// released.
+	recoverMu sync.Mutex
+
+	mu        sync.Mutex
+	recovered bool
+	// producersKnown is set once the writer's producers were rebuilt
+	// from the tail; from then on its own state follows them.
+	producersKnown bool
+	next           int64 // next Kafka offset: the high watermark
+	nextSeq        int64 // DIS sequence number of the next record
+	// earliestSeq and earliestOff are the first readable record and its
+	// base offset, as last learned; earliestSeq -1 when unknown.
+	earliestSeq, earliestOff int64
+	index                    []batchLoc // sparse, ascending by seq and offset
+	// maxTS is the largest batch max timestamp and maxTSSeq the first
+	// record holding it (-1 none), for ListOffsets -3; maxTSKnown says
+	// whether they cover the whole partition.
+	maxTS, maxTSSeq int64
+	maxTSKnown      bool
+	waiters         []chan struct{}
+	lastEmpty       time.Time // when DIS last had nothing at nextSeq
+	// window holds the batches of consecutive DIS records last written
+	// or read, counted against the gateway-wide read cache.
+	window      []cachedBatch
+	windowBytes int
+	// watermark is the next offset the watermark checkpoint holds, -1
+	// when unknown or none; watermarkAt when it was last written.
+	watermark   int64
+	watermarkAt time.Time
+	watermarkDo bool // a delayed watermark write is scheduled
+
+	// readMu serialises kafka-format DIS reads and guards the cursor.
+	readMu    sync.Mutex
+	cursor    string
+	cursorSeq int64
+	cursorAt  time.Time
+	// busy counts kafka-format reads in progress, which keep eviction away;
+	// ahead is set while a read-ahead is queued or running.
+	busy  atomic.Int32
+	ahead atomic.Bool
+}
+
+// batchLoc places one DIS record of a kafka-format stream: its sequence
+// number and the Kafka offsets it holds.
+type batchLoc struct {
+	seq, base, last int64
+}
+
+// cachedBatch is one stored record batch in the read cache, a copy that
+// aliases no request frame: for a DIS record that is not a batch, the
+// one-record batch built from it; no data for a stale copy, which holds no
+// offsets and is never served (labelRecords).
+type cachedBatch struct {
+	batchLoc
+	maxTS int64
+	data  []byte
+}
+
+func (gw *Gateway) partitionFor(k partitionKey) *partitionState {
+	return k.tenant.parts.get(k, func() *partitionState {
+		ps := &partitionState{gw: gw, key: k, earliestSeq: -1, watermark: -1, maxTSSeq: -1}
+		ps.writer = &partitionWriter{gw: gw, key: k, state: ps, producers: make(map[int64]*producerState)}
+		ps.reader = &partitionReader{gw: gw, key: k, state: ps, pid: disclient.PartitionID(k.partition), hwm: -1}
+		return ps
+	})
+}
+
+func (gw *Gateway) writerFor(k partitionKey) *partitionWriter { return gw.partitionFor(k).writer }
+
+func (gw *Gateway) readerFor(k partitionKey) *partitionReader { return gw.partitionFor(k).reader }
+
+// idle reports whether nothing runs on the state, so that eviction may drop
+// it; called under the partition map lock.
+func (ps *partitionState) idle() bool {
+	w := ps.writer
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running || len(w.queue) > 0 || ps.reader.loading.Load() || ps.busy.Load() > 0 {
+		return false
+	}
+	w.evicted = true
+	return true
+}
+
+// dropped releases what an evicted state holds in the read cache.
+func (ps *partitionState) dropped() {
+	ps.mu.Lock()
+	n := ps.windowBytes
+	ps.window, ps.windowBytes = nil, 0
+	ps.mu.Unlock()
+	pr := ps.reader
+	pr.mu.Lock()
+	n += pr.charged
+	pr.cache, pr.cacheBytes, pr.charged = nil, 0, 0
+	pr.mu.Unlock()
+	ps.gw.readCache.charge(ps, -n)
+	ps.gw.readCache.forget(ps)
+}
+
+// trim frees at least n bytes of the partition's cached batches, then of
+// its cached raw records, or all of them; it returns the bytes freed.
+func (ps *partitionState) trim(n int) int {
+	freed := ps.trimWindow(n)
+	if freed < n {
+		freed += ps.reader.trimCache(n - freed)
+	}
+	return freed
+}
+
+// register adds a waiter that the next append to the partition wakes.
+func (ps *partitionState) register(c chan struct{}) {
+	ps.mu.Lock()
+	ps.waiters = append(ps.waiters, c)
+	ps.mu.Unlock()
+}
+
+// unregister removes a waiter that was not woken.
+func (ps *partitionState) unregister(c chan struct{}) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for i, w := range ps.waiters {
+		if w == c {
+			last := len(ps.waiters) - 1
+			ps.waiters[i] = ps.waiters[last]
+			ps.waiters[last] = nil
+			ps.waiters = ps.waiters[:last]
+			return
+		}
+	}
+}
+
+// wakeLocked wakes every waiter; each is woken once and forgotten.
+func (ps *partitionState) wakeLocked() {
+	for i, c := range ps.waiters {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+		ps.waiters[i] = nil
+	}
+	ps.waiters = ps.waiters[:0]
+}
+
+// wake wakes the partition's waiters.
+func (ps *partitionState) wake() {
+	ps.mu.Lock()
+	ps.wakeLocked()
+	ps.mu.Unlock()
+}
+
+// Recovery bounds: how far back a writer's first use reads the partition's
+// tail for its next offset and its producers' state.
+const (
+	tailChunk      = 32
+	tailMaxRecords = 4096
+	tailMaxBytes   = 4 << 20
+)
+
+// errNotRecovered is a read of a partition whose offsets could not be
+// recovered from DIS.
+var errNotRecovered = errors.New("the partition's offsets could not be recovered from DIS")
+
+// ensure recovers the partition's offsets on first use (docs/record-formats.md):
+// the next offset follows the last batch in the partition's tail, or, for
+// a partition retention emptied, comes from its watermark checkpoint.
+func (ps *partitionState) ensure(ctx context.Context) error {
+	return ps.ensureWith(ctx, false)
+}
+
+// ensureProducers is ensure for a writer that needs its idempotent
+// producers' state too: it reads enough of the tail to rebuild it, once.
+func (ps *partitionState) ensureProducers(ctx context.Context) error {
+	return ps.ensureWith(ctx, true)
+}
+
+func (ps *partitionState) ensureWith(ctx context.Context, producers bool) error {
+	done := func() bool {
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		return ps.recovered && (!producers || ps.producersKnown)
+	}
+	if done() {
+		return nil
+	}
+	ps.recoverMu.Lock()
+	defer ps.recoverMu.Unlock()
+	if done() {
+		return nil
+	}
+	return ps.recover(ctx, producers)
+}
+
+// forget makes the next use recover again, after a write whose outcome the
+// gateway cannot know.
+func (ps *partitionState) forget() {
+	ps.mu.Lock()
+	ps.recovered = false
+	ps.mu.Unlock()
+}
+
+// recover reads the partition's range, its watermark checkpoint and its
+// tail: up to its last batch, or with producers up to tailMaxBytes or
+// 8 chunks, from which the writer rebuilds its producers' state.
+func (ps *partitionState) recover(ctx context.Context, producers bool) error {
+	t, err := ps.key.tenant.catalog.refresh(ctx, ps.key.topic)
+	if err != nil {
+		return err
+	}
+	if int(ps.key.partition) >= len(t.partitions) {
+		return errNotRecovered
+	}
+	pm := t.partitions[ps.key.partition]
+	earliest, nextSeq := pm.earliest, pm.next
+	wm, err := ps.readWatermark(ctx)
+	if err != nil {
+		return err
+	}
+	// A partition without batches has offsets that end where its
+	// sequence numbers do, or the watermark says.
+	next := max(wm, nextSeq)
+	var tail []cachedBatch
+	if nextSeq > earliest {
+		recs, err := ps.readTail(ctx, earliest, nextSeq, producers)
+		if err != nil {
+			return err
+		}
+		base := next
+		if tail, err = labelRecords(recs, noContext, func(seq int64) int64 { return base - (nextSeq - seq) }); err != nil {
+			return err
+		}
+		if len(tail) > 0 {
+			next = max(next, tail[len(tail)-1].last+1)
+		}
+	}
+	ps.mu.Lock()
+	ps.recovered = true
+	ps.next, ps.nextSeq = max(ps.next, next), max(ps.nextSeq, nextSeq)
+	ps.watermark = wm
+	if earliest == nextSeq {
+		// Empty: what is written from now on is all there is.
+		ps.earliestSeq, ps.earliestOff = earliest, ps.next
+		ps.maxTSKnown = true
+	}
+	for i := range tail {
+		ps.learnLocked(tail[i].batchLoc)
+	}
+	if len(tail) > 0 && tail[0].seq == earliest {
+		ps.earliestSeq, ps.earliestOff = earliest, tail[0].base
+		ps.learnMaxTSLocked(tail)
+		ps.maxTSKnown = true
+	}
+	need := ps.next > wm && nextSeq > earliest
+	ps.producersKnown = ps.producersKnown || producers
+	ps.mu.Unlock()
+	if producers {
+		ps.writer.rebuildProducers(tail)
+	}
+	if need {
+		ps.writeWatermark(ctx)
+	}
+	return nil
+}
+
+// readTail reads the last records of [earliest, nextSeq), going back in
+// chunks until it has found a batch and, with producers, enough of the
+// tail for producer state, or reached a bound.
+func (ps *partitionState) readTail(ctx context.Context, earliest, nextSeq int64, producers bool) ([]disclient.Record, error) {
+	var out []disclient.Record
+	hi, bytes, chunk := nextSeq, 0, int64(tailChunk)
+	found := false
+	for hi > earliest {
+		lo := max(earliest, hi-chunk)
+		recs, err := ps.readRange(ctx, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		for i := range recs {
+			bytes += len(recs[i].Data)
+			if _, ok := protocol.ParseBatchInfo(recs[i].Data); ok {
+				found = true
+			}
+		}
+		out = append(recs, out...)
+		hi = lo
+		if (found && (!producers || bytes >= tailMaxBytes || len(out) >= 8*tailChunk)) || len(out) >= tailMaxRecords {
+			break
+		}
+		chunk *= 2
+	}
+	return out, nil
+}
+
+// readBytes is what one GetRecords asks for: more than the largest record,
+// since DIS returns nothing when the next record is larger than asked.
+func (ps *partitionState) readBytes() int { return max(ps.gw.cfg.MaxRecordBytes+64<<10, 2<<20) }
+
+// readRange reads the records of [from, to), fewer when DIS has fewer.
+func (ps *partitionState) readRange(ctx context.Context, from, to int64) ([]disclient.Record, error) {
+	dis := ps.key.tenant.dis
+	c, err := dis.GetCursor(ctx, &disclient.GetCursorRequest{
+		StreamName: ps.key.topic, PartitionID: disclient.PartitionID(ps.key.partition),
+		CursorType: disclient.CursorAtSequenceNumber, StartingSequenceNumber: strconv.FormatInt(from, 10),
+	})
+	if err != nil {
+		return nil, err
+	}
+	cursor := c.PartitionCursor
+	var out []disclient.Record
+	for cursor != "" {
+		resp, err := dis.GetRecords(ctx, cursor, ps.readBytes())
+		if err != nil {
+			return nil, err
+		}
+		done := len(resp.Records) == 0
+		for _, r := range resp.Records {
+			seq, err := strconv.ParseInt(r.SequenceNumber, 10, 64)
+			if err != nil {
+				return nil, errors.New("DIS returned sequence number " + strconv.Quote(r.SequenceNumber))
+			}
+			if seq >= to {
+				done = true
+				break
+			}
+			out = append(out, r)
+		}
+		if done {
+			break
+		}
+		cursor = resp.NextPartitionCursor
+	}
+	return out, nil
+}
+
+// noContext is labelRecords' after when the record before the run is not
+// known.
+const noContext = math.MinInt64
+
+// labelRecords places consecutive DIS records of a kafka stream. A batch
+// holds the offsets its header says; any other record (written by a
+// DIS-native producer) holds one offset, the one after the record before
+// it, or before the batch after it; fallback places a run with no batch and
+// no context. Non-batch records become one-record batches. A batch whose
+// offsets overlap those of a record before it is a stale copy a writer wrote
+// again after finding that someone else had written first (docs/design.md
+// §6): it holds no offsets and is never served (markStale). after is the
+// last offset of the record before the run, or noContext, when the run's
+// first batch is taken as it is.
+func labelRecords(recs []disclient.Record, after int64, fallback func(seq int64) int64) ([]cachedBatch, error) {
+	out := make([]cachedBatch, len(recs))
+	isBatch := make([]bool, len(recs))
+	first := -1
+	for i := range recs {
+		seq, err := strconv.ParseInt(recs[i].SequenceNumber, 10, 64)
+		if err != nil {
+			return nil, errors.New("DIS returned sequence number " + strconv.Quote(recs[i].SequenceNumber))
+		}
+		out[i].seq = seq
+		var info protocol.BatchInfo
+		if info, isBatch[i] = protocol.ParseBatchInfo(recs[i].Data); isBatch[i] {
+			out[i].base, out[i].last, out[i].maxTS = info.BaseOffset, info.LastOffset(), info.MaxTimestamp
+			out[i].data = recs[i].Data
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	// With context, everything follows it; without, records before the
+	// first batch are placed backward from it.
+	top, known := after, after != noContext
+	for i := range recs {
+		switch {
+		case isBatch[i] && (known || i > first):
+			top = markStale(&out[i], top)
+			continue
+		case isBatch[i]:
+			top, known = out[i].last, true
+			continue
+		case known:
+			out[i].base = top + 1
+		case first >= 0:
+			out[i].base = out[first].base - int64(first-i)
+		default:
+			out[i].base = fallback(out[i].seq)
+		}
+		b, err := nativeBatch(&recs[i], out[i].base)
+		if err != nil {
+			return nil, err
+		}
+		out[i].last, out[i].maxTS, out[i].data = out[i].base, recs[i].Timestamp, b
+		if known || first < 0 {
+			top, known = out[i].last, true
+		}
+	}
+	return out, nil
+}
+
+// markStale marks b stale when its offsets overlap those up to top, the
+// last offset the records before it hold, and returns the new top. A stale
+// batch holds the empty range after top, so offsets still grow with
+// sequence numbers, and has no data.
+func markStale(b *cachedBatch, top int64) int64 {
+	if b.data == nil || b.base > top {
+		return max(top, b.last)
+	}
+	b.base, b.last, b.maxTS, b.data = top+1, top, -1, nil
+	return top
+}
+
+// nativeBatch serves a DIS record that is not a record batch as a batch of
+// one record at offset: its data as the value, its partition key as the key.
+func nativeBatch(r *disclient.Record, offset int64) ([]byte, error) {
+	rec := protocol.Record{Offset: offset, Timestamp: r.Timestamp, Value: r.Data}
+	if rec.Value == nil {
+		rec.Value = []byte{}
+	}
+	if r.PartitionKey != "" {
+		rec.Key = []byte(r.PartitionKey)
+	}
+	return protocol.AppendBatch(nil, []protocol.Record{rec}, protocol.CodecNone, 0)
+}
+
+// maxIndexEntries bounds the sparse index of one partition: 24 KiB, so a
+// gateway serving thousands of partitions keeps its memory.
+const maxIndexEntries = 1024
+
+// learnLocked adds loc to the sparse index. When the index is full its older
+// three quarters are thinned to every other entry, so recent positions stay
+// exact and old ones a search away.
+func (ps *partitionState) learnLocked(loc batchLoc) {
+	n := len(ps.index)
+	if n == 0 || loc.seq > ps.index[n-1].seq {
+		ps.index = append(ps.index, loc)
+	} else {
+		i := sort.Search(n, func(i int) bool { return ps.index[i].seq >= loc.seq })
+		if i < n && ps.index[i].seq == loc.seq {
+			ps.index[i] = loc
+			return
+		}
+		ps.index = append(ps.index, batchLoc{})
+		copy(ps.index[i+1:], ps.index[i:])
+		ps.index[i] = loc
+	}
+	if len(ps.index) > maxIndexEntries {
+		old := len(ps.index) * 3 / 4
+		j := 0
+		for i := 0; i < old; i += 2 {
+			ps.index[j] = ps.index[i]
+			j++
+		}
+		j += copy(ps.index[j:], ps.index[old:])
+		ps.index = ps.index[:j]
+	}
+}
+
+// learnMaxTSLocked takes the largest timestamp of batches.
+func (ps *partitionState) learnMaxTSLocked(batches []cachedBatch) {
+	for i := range batches {
+		if b := &batches[i]; b.maxTS > ps.maxTS || ps.maxTSSeq < 0 {
+			ps.maxTS, ps.maxTSSeq = b.maxTS, b.seq
+		}
+	}
+}
+
+// appended takes batches this gateway just wrote at the end of the
+// partition: it advances the next offset, learns their places, caches them
+// and wakes the fetches waiting.
+func (ps *partitionState) appended(batches []cachedBatch) {
+	if len(batches) == 0 {
+		return
+	}
+	ps.mu.Lock()
+	last := &batches[len(batches)-1]
+	ps.next = max(ps.next, last.last+1)
+	ps.nextSeq = max(ps.nextSeq, last.seq+1)
+	if ps.earliestSeq == batches[0].seq {
+		// Written into an empty partition: it starts here.
+		ps.earliestOff = batches[0].base
+	}
+	for i := range batches {
+		ps.learnLocked(batches[i].batchLoc)
+	}
+	if ps.maxTSKnown {
+		ps.learnMaxTSLocked(batches)
+	}
+	delta := ps.addWindowLocked(batches)
+	ps.wakeLocked()
+	ps.mu.Unlock()
+	ps.gw.readCache.charge(ps, delta)
+}
+
+// addWindowLocked puts batches into the partition's cache window: ones that
+// continue it extend it, others replace it. It returns the change in bytes.
+func (ps *partitionState) addWindowLocked(batches []cachedBatch) int {
+	before := ps.windowBytes
+	if n := len(ps.window); n > 0 {
+		end := ps.window[n-1].seq + 1
+		switch {
+		case batches[0].seq == end:
+		case batches[0].seq > end || batches[len(batches)-1].seq < ps.window[0].seq || batches[0].seq < ps.window[0].seq:
+			ps.window, ps.windowBytes = nil, 0
+		default:
+			skip := int(end - batches[0].seq)
+			if skip >= len(batches) {
+				return 0
+			}
+			batches = batches[skip:]
+		}
+	}
+	for i := range batches {
+		ps.window = append(ps.window, batches[i])
+		ps.windowBytes += len(batches[i].data)
+	}
+	// One partition keeps at most half the gateway's budget.
+	drop := 0
+	for ps.windowBytes > ps.gw.cfg.ReadCacheBytes/2 && drop < len(ps.window)-1 {
+		ps.windowBytes -= len(ps.window[drop].data)
+		ps.window[drop] = cachedBatch{}
+		drop++
+	}
+	ps.window = ps.window[drop:]
+	return ps.windowBytes - before
+}
+
+// trimWindow drops the oldest cached batches until at least n bytes are
+// freed or the window is empty; it returns the bytes freed.
+func (ps *partitionState) trimWindow(n int) int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	freed, drop := 0, 0
+	for drop < len(ps.window) && freed < n {
+		freed += len(ps.window[drop].data)
+		ps.window[drop] = cachedBatch{}
+		drop++
+	}
+	ps.window = ps.window[drop:]
+	ps.windowBytes -= freed
+	return freed
+}
+
+// fromWindowLocked returns the cached batches from the one holding offset
+// on, up to maxBytes (at least one), when the window holds offset.
+func (ps *partitionState) fromWindowLocked(offset int64, maxBytes int) []cachedBatch {
+	n := len(ps.window)
+	if n == 0 || offset < ps.window[0].base || offset > ps.window[n-1].last {
+		return nil
+	}
+	i := sort.Search(n, func(i int) bool { return ps.window[i].last >= offset })
+	var out []cachedBatch
+	for bytes := 0; i < n && (len(out) == 0 || bytes+len(ps.window[i].data) <= maxBytes); i++ {
+		if ps.window[i].data == nil {
+			continue // stale: never served
+		}
+		bytes += len(ps.window[i].data)
+		out = append(out, ps.window[i])
+	}
+	return out
+}
+
+// locateLocked finds the DIS record holding offset (the first whose last
+// offset is at or after it) from the index: its sequence number when the
+// index tells, or the range [lo, hi] it must be in.
+func (ps *partitionState) locateLocked(offset int64) (seq, lo, hi int64, exact bool) {
+	n := len(ps.index)
+	j := sort.Search(n, func(i int) bool { return ps.index[i].last >= offset })
+	lo, hi = max(ps.earliestSeq, 0), ps.nextSeq-1
+	if j > 0 {
+		prev := ps.index[j-1]
+		if prev.last+1 == offset {
+			// Right after a known record, as a following consumer asks.
+			return prev.seq + 1, 0, 0, true
+		}
+		lo = max(lo, prev.seq+1)
+	}
+	if j < n {
+		e := ps.index[j]
+		if e.base <= offset || e.seq <= lo {
+			return e.seq, 0, 0, true
+		}
+		hi = e.seq
+	}
+	if lo >= hi {
+		return hi, 0, 0, true
+	}
+	return 0, lo, hi, false
+}
+
+// seqFor returns the sequence number of the DIS record holding offset,
+// which must be below the next offset: from the index, or by binary search
+// over the partition, reading single records at a sequence number.
+func (ps *partitionState) seqFor(ctx context.Context, offset int64) (int64, error) {
+	for range 64 {
+		ps.mu.Lock()
+		seq, lo, hi, exact := ps.locateLocked(offset)
+		next, nextSeq := ps.next, ps.nextSeq
+		ps.mu.Unlock()
+		if exact {
+			return seq, nil
+		}
+		mid := lo + (hi-lo)/2
+		// One record before mid gives the run the context that tells a
+		// stale copy (labelRecords); it is not learned itself.
+		from := max(mid-1, ps.earliestSeqOr(lo))
+		ps.gw.metrics.offsetProbes.Inc()
+		recs, err := ps.probe(ctx, from)
+		if err != nil {
+			return 0, err
+		}
+		if len(recs) == 0 {
+			return 0, errOutOfRange
+		}
+		batches, err := labelRecords(recs, noContext, func(seq int64) int64 { return next - (nextSeq - seq) })
+		if err != nil {
+			return 0, err
+		}
+		if from < mid && len(batches) > 1 {
+			batches = batches[1:]
+		}
+		ps.mu.Lock()
+		for i := range batches {
+			ps.learnLocked(batches[i].batchLoc)
+		}
+		ps.mu.Unlock()
+	}
+	return 0, errors.New("the search for an offset in DIS did not converge")
+}
+
+// earliestSeqOr is the earliest sequence number known, or lo.
+func (ps *partitionState) earliestSeqOr(lo int64) int64 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.earliestSeq < 0 {
+		return lo
+	}
+	return ps.earliestSeq
+}
+
+// probe reads a few records from seq on, for the binary search.
+func (ps *partitionState) probe(ctx context.Context, seq int64) ([]disclient.Record, error) {
+	dis := ps.key.tenant.dis
+	c, err := dis.GetCursor(ctx, &disclient.GetCursorRequest{
+		StreamName: ps.key.topic, PartitionID: disclient.PartitionID(ps.key.partition),
+		CursorType: disclient.CursorAtSequenceNumber, StartingSequenceNumber: strconv.FormatInt(seq, 10),
+	})
+	if err != nil {
+		if disclient.IsCode(err, disclient.CodeSequenceOutOfRange) {
+			return nil, errOutOfRange
+		}
+		return nil, err
+	}
+	resp, err := dis.GetRecords(ctx, c.PartitionCursor, ps.readBytes())
+	if err != nil {
+		return nil, err
+	}
+	return resp.Records, nil
+}
+
+// earliestOffset is the partition's log start offset: the base offset of
+// the batch at its earliest sequence number, or the next offset when it is
+// empty. earliestSeq comes from the catalog.
+func (ps *partitionState) earliestOffset(ctx context.Context, earliestSeq int64) (int64, error) {
+	if err := ps.ensure(ctx); err != nil {
+		return 0, err
+	}
+	ps.mu.Lock()
+	if earliestSeq >= ps.nextSeq {
+		defer ps.mu.Unlock()
+		return ps.next, nil
+	}
+	if ps.earliestSeq == earliestSeq {
+		defer ps.mu.Unlock()
+		return ps.earliestOff, nil
+	}
+	i := sort.Search(len(ps.index), func(i int) bool { return ps.index[i].seq >= earliestSeq })
+	if i < len(ps.index) && ps.index[i].seq == earliestSeq {
+		ps.earliestSeq, ps.earliestOff = earliestSeq, ps.index[i].base
+		defer ps.mu.Unlock()
+		return ps.earliestOff, nil
+	}
+	next, nextSeq := ps.next, ps.nextSeq
+	ps.mu.Unlock()
+	recs, err := ps.probe(ctx, earliestSeq)
+	if errors.Is(err, errOutOfRange) {
+		// Retention moved on since the catalog looked: look again, once.
+		t, rerr := ps.key.tenant.catalog.refresh(ctx, ps.key.topic)
+		if rerr != nil || int(ps.key.partition) >= len(t.partitions) || t.partitions[ps.key.partition].earliest <= earliestSeq {
+			return 0, err
+		}
+		return ps.earliestOffset(ctx, t.partitions[ps.key.partition].earliest)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(recs) == 0 {
+		return next, nil
+	}
+	batches, err := labelRecords(recs, noContext, func(seq int64) int64 { return next - (nextSeq - seq) })
+	if err != nil {
+		return 0, err
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for i := range batches {
+		ps.learnLocked(batches[i].batchLoc)
+	}
+	ps.earliestSeq, ps.earliestOff = batches[0].seq, batches[0].base
+	return ps.earliestOff, nil
+}
+
+// nextOffset is the high watermark, recovering it on first use.
+func (ps *partitionState) nextOffset(ctx context.Context) (int64, error) {
+	if err := ps.ensure(ctx); err != nil {
+		return 0, err
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.next, nil
+}
+
+// knownEarliest is the log start offset as last learned, or -1: what a
+// produce answer says without a DIS call.
+func (ps *partitionState) knownEarliest() int64 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.earliestSeq < 0 {
+		return -1
+	}
+	return ps.earliestOff
+}
+
+// knownNext is the high watermark when recovered, or -1.
+func (ps *partitionState) knownNext() int64 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if !ps.recovered {
+		return -1
+	}
+	return ps.next
+}
+
+// readBack reads the partition from the record before wantSeq to its end,
+// learns where everything is, and returns the sequence numbers of the
+// stale batches among them (see labelRecords).
+func (ps *partitionState) readBack(ctx context.Context, wantSeq int64) (map[int64]bool, error) {
+	t, err := ps.key.tenant.catalog.refresh(ctx, ps.key.topic)
+	if err != nil {
+		return nil, err
+	}
+	if int(ps.key.partition) >= len(t.partitions) {
+		return nil, errNotRecovered
+	}
+	pm := t.partitions[ps.key.partition]
+	from := max(wantSeq-1, pm.earliest, 0)
+	recs, err := ps.readRange(ctx, from, pm.next)
+	if err != nil {
+		return nil, err
+	}
+	ps.mu.Lock()
+	next := ps.next
+	ps.mu.Unlock()
+	labels, err := labelRecords(recs, noContext, func(seq int64) int64 { return next + (seq - from) })
+	if err != nil {
+		return nil, err
+	}
+	stale := make(map[int64]bool)
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for i := range labels {
+		if labels[i].data == nil {
+			stale[labels[i].seq] = true
+		}
+		ps.learnLocked(labels[i].batchLoc)
+	}
+	if n := len(labels); n > 0 {
+		ps.next = max(ps.next, labels[n-1].last+1)
+	}
+	ps.nextSeq = max(ps.nextSeq, pm.next)
+	ps.recovered = true
+	return stale, nil
+}
+
+// checkpointSeq is the sequence number a committed offset's checkpoint
+// holds (docs/groups.md): the DIS record holding the offset, or the last
+// record when the offset is the end, so it is inside the partition's valid
+// range as DIS requires.
+func (ps *partitionState) checkpointSeq(ctx context.Context, earliestSeq, offset int64) (int64, error) {
+	next, err := ps.nextOffset(ctx)
+	if err != nil {
+		return 0, err
+	}
+	ps.mu.Lock()
+	nextSeq := ps.nextSeq
+	ps.mu.Unlock()
+	if nextSeq <= earliestSeq {
+		return nextSeq, nil
+	}
+	if offset >= next {
+		return nextSeq - 1, nil
+	}
+	earliest, err := ps.earliestOffset(ctx, earliestSeq)
+	if err != nil {
+		return 0, err
+	}
+	if offset <= earliest {
+		return earliestSeq, nil
+	}
+	seq, err := ps.seqFor(ctx, offset)
+	if errors.Is(err, errOutOfRange) {
+		return earliestSeq, nil
+	}
+	return seq, err
+}
+
+// offsetOfSeq is the first offset of the DIS record at seq, or the next
+// offset when there is none.
+func (ps *partitionState) offsetOfSeq(ctx context.Context, seq int64) (int64, error) {
+	next, err := ps.nextOffset(ctx)
+	if err != nil {
+		return 0, err
+	}
+	recs, err := ps.probe(ctx, seq)
+	if err != nil || len(recs) == 0 {
+		return next, nil
+	}
+	ps.mu.Lock()
+	nextSeq := ps.nextSeq
+	ps.mu.Unlock()
+	batches, err := labelRecords(recs[:1], noContext, func(s int64) int64 { return next - (nextSeq - s) })
+	if err != nil {
+		return 0, err
+	}
+	return batches[0].base, nil
+}

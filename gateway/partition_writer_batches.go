@@ -1,0 +1,344 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/protocol"
+)
+
+// writeBatches writes the ops of a kafka-format partition in one PutRecords
+// call: each batch, as its producer sent it, is one DIS record, and the
+// writer gives it its base offset, in order, from the partition's next
+// offset (recovered from DIS on first use). Only the base offset and the
+// partition leader epoch change, both outside the CRC.
+func (w *partitionWriter) writeBatches(ops []*appendOp) {
+	ps := w.state
+	deadline := callDeadline(ops)
+	var cost int64
+	for _, op := range ops {
+		cost += op.queueCost()
+	}
+	ctx, cancel := context.WithDeadline(w.gw.ctx, deadline)
+	err := ps.ensure(ctx)
+	cancel()
+	if err != nil {
+		w.gw.log.Warn().Err(err).Str("topic", w.key.topic).Int32("partition", w.key.partition).
+			Msg("recovering the partition's next offset from DIS failed")
+		code := kerr.KafkaStorageError.Code
+		var de *disclient.Error
+		if errors.As(err, &de) {
+			code = kafkaCodeForDIS(err)
+		}
+		for _, op := range ops {
+			op.fail(code, "disgw could not recover the partition's offsets from DIS: "+err.Error())
+			if op.producerID >= 0 {
+				w.producerFailed(op)
+			}
+		}
+		w.gw.queues.release(w, cost)
+		for _, op := range ops {
+			op.finish()
+		}
+		return
+	}
+	ps.mu.Lock()
+	off, wantSeq := ps.next, ps.nextSeq
+	ps.mu.Unlock()
+	now := time.Now().UnixMilli()
+	var entries []disclient.PutRecordsEntry
+	for _, op := range ops {
+		op.baseOffset = off
+		for i := range op.entries {
+			e := &op.entries[i]
+			protocol.StampBatch(e.Data, off, 0)
+			if op.logAppendTime {
+				protocol.SetLogAppendTime(e.Data, now)
+				ts := now
+				e.Timestamp = &ts
+			}
+			info, _ := protocol.ParseBatchInfo(e.Data)
+			off = info.LastOffset() + 1
+		}
+		entries = append(entries, op.entries...)
+	}
+	results, code, msg, throttled := w.put(deadline, entries)
+	var lost *callFailure
+	if code == 0 && len(results) != len(entries) {
+		code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
+	}
+	if code != 0 {
+		// The call failed as a whole, yet DIS may have stored some of
+		// its records: look, so that what landed is answered as written
+		// and what did not as failed, never both.
+		if landed, ok := w.landed(entries, wantSeq); ok {
+			results, lost = landed, &callFailure{code: code, msg: msg, throttled: throttled}
+			code = 0
+		} else {
+			ps.forget()
+		}
+	}
+	var written []cachedBatch
+	var owners []*appendOp         // the op of each written batch
+	failed := make(map[int64]bool) // producers with a failed batch in this call
+	i := 0
+	for _, op := range ops {
+		n := len(op.entries)
+		if code != 0 {
+			op.fail(code, msg)
+			op.throttled = throttled
+		} else {
+			before := len(written)
+			written = op.takeBatchResults(results[i:i+n], lost, written)
+			for range len(written) - before {
+				owners = append(owners, op)
+			}
+		}
+		i += n
+		if op.producerID >= 0 && failed[op.producerID] && op.errCode == 0 {
+			w.gw.log.Error().Str("topic", w.key.topic).Int32("partition", w.key.partition).Int64("producer_id", op.producerID).
+				Int64("base_offset", op.baseOffset).
+				Msg("DIS failed a batch of an idempotent producer and stored a later one of the same call: the log holds this producer's batches out of order (Config.PutRecordsKeepsOrder is wrong for this DIS)")
+		}
+		if op.errCode != 0 {
+			if op.producerID >= 0 {
+				failed[op.producerID] = true
+				w.producerFailed(op)
+			}
+			continue
+		}
+		for j := range op.entries {
+			info, _ := protocol.ParseBatchInfo(op.entries[j].Data)
+			w.gw.metrics.producedRecs.Add(float64(info.NumRecords))
+		}
+	}
+	for j := range written {
+		if written[j].seq != wantSeq+int64(j) {
+			w.gw.log.Warn().Str("topic", w.key.topic).Int32("partition", w.key.partition).
+				Int64("sequence_number", written[j].seq).Int64("expected", wantSeq+int64(j)).
+				Msg("someone else wrote this partition between two writes of this gateway; batches whose offsets overlap theirs are written again after them")
+			written = w.fence(deadline, written, owners, wantSeq)
+			break
+		}
+	}
+	ps.appended(written)
+	if len(written) > 0 {
+		ps.scheduleWatermark()
+	}
+	w.gw.queues.release(w, cost)
+	for _, op := range ops {
+		op.finish()
+	}
+}
+
+// callFailure is how a PutRecords call failed whose stored records were
+// then found (partitionWriter.landed): the records not found failed so.
+type callFailure struct {
+	code      int16
+	msg       string
+	throttled bool
+}
+
+// takeBatchResults takes the per-record results of a kafka op: every batch
+// DIS stored goes into written, as a copy that aliases no request frame;
+// the op fails with the first record's error. A result with neither a
+// sequence number nor an error is a record of the failed call lost that
+// did not land.
+func (op *appendOp) takeBatchResults(results []disclient.PutRecordsResult, lost *callFailure, written []cachedBatch) []cachedBatch {
+	for j, r := range results {
+		if r.ErrorCode == "" && r.SequenceNumber == "" && lost != nil {
+			if op.errCode == 0 {
+				op.fail(lost.code, lost.msg)
+				op.throttled = lost.throttled
+			}
+			continue
+		}
+		if r.ErrorCode != "" {
+			if op.errCode == 0 {
+				op.fail(kafkaCodeForDIS(&disclient.Error{Code: r.ErrorCode, Message: r.ErrorMessage}), r.ErrorCode+": "+r.ErrorMessage)
+				op.throttled = isThrottle(r.ErrorCode)
+			}
+			continue
+		}
+		seq, err := strconv.ParseInt(r.SequenceNumber, 10, 64)
+		if err != nil {
+			op.fail(kerr.UnknownServerError.Code, "DIS returned sequence number "+strconv.Quote(r.SequenceNumber))
+			continue
+		}
+		data := op.entries[j].Data
+		info, _ := protocol.ParseBatchInfo(data)
+		written = append(written, cachedBatch{
+			batchLoc: batchLoc{seq: seq, base: info.BaseOffset, last: info.LastOffset()},
+			maxTS:    info.MaxTimestamp,
+			data:     append([]byte(nil), data...),
+		})
+	}
+	return written
+}
+
+// landedTimeout bounds the look at what a failed PutRecords stored.
+const landedTimeout = 5 * time.Second
+
+// landed reads what DIS stored from wantSeq on after a failed PutRecords
+// call and makes per-record results of it: a record whose batch (same base
+// offset, length and CRC) is there succeeded; the others have an empty
+// result, failed as the call did.
+// ok is false when DIS could not be read, or holds records that are none of
+// these batches.
+func (w *partitionWriter) landed(entries []disclient.PutRecordsEntry, wantSeq int64) ([]disclient.PutRecordsResult, bool) {
+	ctx, cancel := context.WithTimeout(w.gw.ctx, landedTimeout)
+	defer cancel()
+	t, err := w.key.tenant.catalog.refresh(ctx, w.key.topic)
+	if err != nil || int(w.key.partition) >= len(t.partitions) {
+		return nil, false
+	}
+	var stored []disclient.Record
+	if next := t.partitions[w.key.partition].next; next > wantSeq {
+		if stored, err = w.state.readRange(ctx, wantSeq, next); err != nil {
+			return nil, false
+		}
+	}
+	results := make([]disclient.PutRecordsResult, len(entries))
+	j := 0
+	for _, r := range stored {
+		for j < len(entries) && !sameBatch(entries[j].Data, r.Data) {
+			j++
+		}
+		if j == len(entries) {
+			return nil, false
+		}
+		results[j] = disclient.PutRecordsResult{PartitionID: disclient.PartitionID(w.key.partition), SequenceNumber: r.SequenceNumber}
+		j++
+	}
+	if len(stored) > 0 {
+		w.gw.log.Warn().Str("topic", w.key.topic).Int32("partition", w.key.partition).Int("stored", len(stored)).Int("sent", len(entries)).
+			Msg("a failed PutRecords call stored some of its batches; they are answered as written")
+	}
+	return results, true
+}
+
+// sameBatch reports whether stored is the batch sent: the same base offset,
+// length and CRC.
+func sameBatch(sent, stored []byte) bool {
+	return len(sent) == len(stored) && len(sent) >= protocol.BatchHeaderSize &&
+		string(sent[:8]) == string(stored[:8]) && string(sent[17:21]) == string(stored[17:21])
+}
+
+// fenceAttempts bounds how often a writer writes batches again after
+// finding that someone else wrote first.
+const fenceAttempts = 3
+
+// fence handles a call whose batches DIS did not store right after the
+// records the writer knew of: someone else (another gateway, another
+// tenant's writer, a DIS-native producer) wrote in between (docs/design.md
+// §6). It reads what was written from wantSeq on; the batches of this call
+// whose offsets overlap records before them are stale copies that readers
+// skip, so it writes them again after everything, with new offsets, and
+// only then are their producers answered. It returns the batches written,
+// in sequence order; owners are their ops, which it updates.
+func (w *partitionWriter) fence(deadline time.Time, written []cachedBatch, owners []*appendOp, wantSeq int64) []cachedBatch {
+	ps := w.state
+	ctx, cancel := context.WithDeadline(w.gw.ctx, deadline)
+	defer cancel()
+	logf := func() *zerolog.Event {
+		return w.gw.log.Warn().Str("topic", w.key.topic).Int32("partition", w.key.partition)
+	}
+	// drop fails the ops of the batches at idx and forgets the batches.
+	drop := func(idx []int, code int16, msg string) {
+		gone := make(map[int]bool, len(idx))
+		for _, i := range idx {
+			gone[i] = true
+			if op := owners[i]; op.errCode == 0 {
+				op.fail(code, msg)
+				if op.producerID >= 0 {
+					w.producerFailed(op)
+				}
+			}
+		}
+		var keptW []cachedBatch
+		var keptO []*appendOp
+		for i := range written {
+			if !gone[i] {
+				keptW, keptO = append(keptW, written[i]), append(keptO, owners[i])
+			}
+		}
+		written, owners = keptW, keptO
+	}
+	for attempt := 0; ; attempt++ {
+		// From the record before the call each time, so that every
+		// batch is judged against all that precedes it.
+		stale, err := ps.readBack(ctx, wantSeq)
+		if err != nil {
+			logf().Err(err).Msg("reading back a partition someone else wrote failed; its offsets are recovered again before the next write")
+			ps.forget()
+			break
+		}
+		var again []int
+		for i := range written {
+			if stale[written[i].seq] {
+				again = append(again, i)
+			}
+		}
+		if len(again) == 0 {
+			break
+		}
+		if attempt == fenceAttempts {
+			drop(again, kerr.KafkaStorageError.Code, "others kept writing this partition before disgw could place the batch; retry")
+			break
+		}
+		ps.mu.Lock()
+		off := ps.next
+		ps.mu.Unlock()
+		entries := make([]disclient.PutRecordsEntry, len(again))
+		for k, i := range again {
+			b := &written[i]
+			protocol.StampBatch(b.data, off, 0)
+			info, _ := protocol.ParseBatchInfo(b.data)
+			b.base, b.last = off, info.LastOffset()
+			off = b.last + 1
+			ts := b.maxTS
+			entries[k] = disclient.PutRecordsEntry{PartitionID: disclient.PartitionID(w.key.partition), Data: b.data, Timestamp: &ts}
+		}
+		w.gw.metrics.fencedBatches.Add(float64(len(entries)))
+		results, code, msg, _ := w.put(deadline, entries)
+		if code == 0 && len(results) != len(entries) {
+			code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
+		}
+		if code != 0 {
+			ps.forget()
+			drop(again, code, msg)
+			break
+		}
+		var failedIdx []int
+		for k, i := range again {
+			seq, err := strconv.ParseInt(results[k].SequenceNumber, 10, 64)
+			if results[k].ErrorCode != "" || err != nil {
+				failedIdx = append(failedIdx, i)
+				continue
+			}
+			written[i].seq = seq
+		}
+		for k, i := range again {
+			if op := owners[i]; slices.Index(owners, op) == i {
+				op.baseOffset = written[i].base
+			} else if k == 0 || again[k-1] != i-1 {
+				logf().Int64("base_offset", written[i].base).
+					Msg("a produce of several batches was written again in part: the base offset answered covers its first batch only")
+			}
+		}
+		if len(failedIdx) > 0 {
+			drop(failedIdx, kerr.KafkaStorageError.Code, "DIS refused the batch when disgw wrote it again; retry")
+		}
+	}
+	sort.Slice(written, func(a, b int) bool { return written[a].seq < written[b].seq })
+	return written
+}
