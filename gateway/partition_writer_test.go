@@ -313,7 +313,8 @@ func TestFailedBatchFailsTheProducersQueuedBatches(t *testing.T) {
 		out := make([]disclient.PutRecordsResult, n)
 		for i := range out {
 			if failNext {
-				out[i] = disclient.PutRecordsResult{ErrorCode: disclient.CodeTrafficControl, ErrorMessage: "throttled"}
+				// Not throttling, which the writer resends until the deadline.
+				out[i] = disclient.PutRecordsResult{ErrorCode: disclient.CodeSystemError, ErrorMessage: "system error"}
 			} else {
 				out[i] = disclient.PutRecordsResult{SequenceNumber: strconv.Itoa(dis.next)}
 				dis.written = append(dis.written, "ok")
@@ -341,7 +342,7 @@ func TestFailedBatchFailsTheProducersQueuedBatches(t *testing.T) {
 		waitDone(t, op)
 	}
 	if first.errCode == 0 {
-		t.Fatal("the throttled batch succeeded")
+		t.Fatal("the failed batch succeeded")
 	}
 	if second.errCode != kerr.OutOfOrderSequenceNumber.Code {
 		t.Fatalf("the producer's queued batch: code %d, want OUT_OF_ORDER_SEQUENCE_NUMBER", second.errCode)

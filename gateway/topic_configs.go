@@ -85,7 +85,7 @@ var topicConfigs = []topicConfig{
 	},
 	{
 		name: configRecordFormat, typ: kmsg.ConfigTypeString, readOnly: true,
-		doc:   "How Kafka records map onto DIS records: kafka (full-fidelity envelope) or raw (value only). Chosen at creation.",
+		doc:   "How Kafka records map onto DIS records: kafka (one DIS record per Kafka record batch, as the producer sent it) or raw (one DIS record per Kafka record, value only). Chosen at creation.",
 		value: func(_ *Config, s *streamSpec) string { return string(s.format) },
 		def:   func(cfg *Config) string { return string(cfg.DefaultRecordFormat) },
 		set: func(s *streamSpec, v string) error {
