@@ -95,6 +95,9 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 			return fail(kerr.InvalidConfig.Code, err.Error())
 		}
 	}
+	if spec.format != FormatKafka && spec.timestamps.withDefaults() != (timestampSpec{}).withDefaults() {
+		return fail(kerr.InvalidConfig.Code, "the message.timestamp.* configs need dis.record.format kafka: a raw topic keeps no Kafka timestamps to check")
+	}
 	if _, err := tn.catalog.get(ctx, t.Topic); err == nil {
 		return fail(kerr.TopicAlreadyExists.Code, "topic '"+t.Topic+"' already exists")
 	} else if !errors.Is(err, errUnknownTopic) {
@@ -105,7 +108,7 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 	if spec.streamType == "" {
 		spec.streamType = disclient.StreamTypeCommon
 	}
-	rt.Configs = createdConfigs(&gw.cfg, &topicMeta{retentionHours: spec.retentionHours, format: spec.format, streamType: spec.streamType})
+	rt.Configs = createdConfigs(&gw.cfg, &topicMeta{retentionHours: spec.retentionHours, format: spec.format, streamType: spec.streamType, timestamps: spec.timestamps})
 	if validateOnly {
 		return rt
 	}
@@ -140,6 +143,7 @@ type streamSpec struct {
 	retentionHours int32
 	format         RecordFormat
 	streamType     string
+	timestamps     timestampSpec
 }
 
 // apply takes one topic config at creation, checked by the same table
@@ -173,6 +177,7 @@ func (gw *Gateway) createTopic(ctx context.Context, tn *tenant, name string, par
 		if spec.streamType != "" {
 			req.StreamType = spec.streamType
 		}
+		req.Tags = append(req.Tags, spec.timestamps.tags()...)
 	}
 	return tn.catalog.create(ctx, req)
 }

@@ -12,9 +12,9 @@ import (
 // replaces a topic's whole configuration: an alterable config it does not
 // list (retention.ms) goes back to its default, and a null value means the
 // default too. Configs chosen at creation (dis.record.format,
-// dis.stream.type) and those DIS fixes keep their value when left out, and
-// may be listed with the value they have. Broker configs are static and
-// cannot be altered.
+// dis.stream.type, message.timestamp.*) and those DIS fixes keep their value
+// when left out, and may be listed with the value they have. Broker configs
+// are static and cannot be altered.
 
 func init() {
 	regKey(33, 0, 2, api[*kmsg.AlterConfigsRequest]{concurrent: handleAlterConfigs, errors: alterConfigsError})

@@ -21,6 +21,14 @@ import (
 // every gateway in front of the same DIS project decodes it the same way.
 const formatTagKey = "disgw-record-format"
 
+// The DIS stream tags that record a topic's message.timestamp.* configs
+// chosen at creation; a stream without one has Kafka's default.
+const (
+	timestampTypeTagKey   = "disgw-timestamp-type"
+	timestampBeforeTagKey = "disgw-timestamp-before-max-ms"
+	timestampAfterTagKey  = "disgw-timestamp-after-max-ms"
+)
+
 // errUnknownTopic is returned by the catalog for a stream DIS does not have.
 var errUnknownTopic = errors.New("unknown topic")
 
@@ -46,6 +54,7 @@ type topicMeta struct {
 	format         RecordFormat
 	retentionHours int32
 	streamType     string
+	timestamps     timestampSpec
 	status         string
 	partitions     []partitionMeta // index = Kafka partition number
 	fetched        time.Time
@@ -313,6 +322,7 @@ func (c *catalog) describe(ctx context.Context, name string) (*topicMeta, error)
 			t.streamType = d.StreamType
 			t.status = d.Status
 			t.format = formatFromTags(d.Tags)
+			t.timestamps = timestampsFromTags(d.Tags)
 		}
 		for _, p := range d.Partitions {
 			n, err := disclient.ParsePartitionID(p.PartitionID)
@@ -342,6 +352,37 @@ func formatFromTags(tags []disclient.Tag) RecordFormat {
 		}
 	}
 	return FormatRaw
+}
+
+// timestampsFromTags reads the timestamp configs a stream's tags record.
+// A tag whose value is not one the config takes (set by hand on DIS) is
+// ignored, leaving Kafka's default.
+func timestampsFromTags(tags []disclient.Tag) timestampSpec {
+	var ts timestampSpec
+	for _, tg := range tags {
+		switch tg.Key {
+		case timestampTypeTagKey:
+			if tg.Value == timestampCreateTime || tg.Value == timestampLogAppendTime {
+				ts.typ = tg.Value
+			}
+		case timestampBeforeTagKey:
+			ts.beforeMax, _ = parseTimestampWindow(configTimestampBefore, tg.Value)
+		case timestampAfterTagKey:
+			ts.afterMax, _ = parseTimestampWindow(configTimestampAfter, tg.Value)
+		}
+	}
+	return ts
+}
+
+// tags are the stream tags that record ts, one per config set at creation.
+func (ts timestampSpec) tags() []disclient.Tag {
+	var out []disclient.Tag
+	for _, t := range []disclient.Tag{{Key: timestampTypeTagKey, Value: ts.typ}, {Key: timestampBeforeTagKey, Value: ts.beforeMax}, {Key: timestampAfterTagKey, Value: ts.afterMax}} {
+		if t.Value != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // nameForID maps one topic id to its name, as namesForIDs does.

@@ -22,7 +22,8 @@ import (
 // topicConfigs is the one list of the topic configs disgw knows: each says
 // how its value follows from the stream and whether a client may set it.
 // Only retention.ms (DIS data_duration) can change after creation;
-// dis.record.format and dis.stream.type are chosen at creation; the rest
+// dis.record.format, dis.stream.type and the message.timestamp.* configs are
+// chosen at creation (kept in the stream's tags); the rest
 // report, in Kafka's terms, what DIS does, and are read-only. A topic config
 // reads as DYNAMIC_TOPIC_CONFIG when the topic's value differs from the one a
 // topic created through this gateway gets by default, and as DEFAULT_CONFIG
@@ -126,18 +127,36 @@ var topicConfigs = []topicConfig{
 	},
 	{
 		name: configTimestampAfter, typ: kmsg.ConfigTypeLong, readOnly: true,
-		doc: "Kafka 3's default: a record may be any distance in the future. Produce checks it.",
-		def: fixedValue("9223372036854775807"),
+		doc:   "How far in the future a CreateTime record's timestamp may be, in ms (Kafka 3's default: any distance); Produce answers INVALID_TIMESTAMP beyond it. Chosen at creation.",
+		value: func(_ *Config, s *streamSpec) string { return s.timestamps.withDefaults().afterMax },
+		def:   fixedValue(maxTimestampWindow),
+		set: func(s *streamSpec, v string) (err error) {
+			s.timestamps.afterMax, err = parseTimestampWindow(configTimestampAfter, v)
+			return err
+		},
 	},
 	{
 		name: configTimestampBefore, typ: kmsg.ConfigTypeLong, readOnly: true,
-		doc: "Kafka's default: a record may be any age. Produce checks it.",
-		def: fixedValue("9223372036854775807"),
+		doc:   "How old a CreateTime record's timestamp may be, in ms (Kafka's default: any age); Produce answers INVALID_TIMESTAMP beyond it. Chosen at creation.",
+		value: func(_ *Config, s *streamSpec) string { return s.timestamps.withDefaults().beforeMax },
+		def:   fixedValue(maxTimestampWindow),
+		set: func(s *streamSpec, v string) (err error) {
+			s.timestamps.beforeMax, err = parseTimestampWindow(configTimestampBefore, v)
+			return err
+		},
 	},
 	{
 		name: configTimestampType, typ: kmsg.ConfigTypeString, readOnly: true,
-		doc: "Records keep the producer's timestamp.",
-		def: fixedValue("CreateTime"),
+		doc:   "CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch with the time the gateway appends it. Chosen at creation.",
+		value: func(_ *Config, s *streamSpec) string { return s.timestamps.withDefaults().typ },
+		def:   fixedValue(timestampCreateTime),
+		set: func(s *streamSpec, v string) error {
+			if v != timestampCreateTime && v != timestampLogAppendTime {
+				return fmt.Errorf("%s must be %s or %s", configTimestampType, timestampCreateTime, timestampLogAppendTime)
+			}
+			s.timestamps.typ = v
+			return nil
+		},
 	},
 	{
 		name: "min.compaction.lag.ms", typ: kmsg.ConfigTypeLong, readOnly: true,
@@ -189,13 +208,49 @@ var topicConfigs = []topicConfig{
 	},
 }
 
-// topicConfigNamed returns the config called name, or nil.
 // The timestamp configs Produce checks batches against.
 const (
 	configTimestampType   = "message.timestamp.type"
 	configTimestampBefore = "message.timestamp.before.max.ms"
 	configTimestampAfter  = "message.timestamp.after.max.ms"
+
+	timestampCreateTime    = "CreateTime"
+	timestampLogAppendTime = "LogAppendTime"
+	// maxTimestampWindow is Kafka's default for both windows: no limit.
+	maxTimestampWindow = "9223372036854775807"
 )
+
+// timestampSpec is a topic's message.timestamp.* configs, each in its
+// canonical text; the zero value is Kafka's defaults, which is what a topic
+// whose stream carries no timestamp tags has.
+type timestampSpec struct {
+	typ, beforeMax, afterMax string
+}
+
+// withDefaults fills the configs left unset with Kafka's defaults.
+func (ts timestampSpec) withDefaults() timestampSpec {
+	if ts.typ == "" {
+		ts.typ = timestampCreateTime
+	}
+	if ts.beforeMax == "" {
+		ts.beforeMax = maxTimestampWindow
+	}
+	if ts.afterMax == "" {
+		ts.afterMax = maxTimestampWindow
+	}
+	return ts
+}
+
+// parseTimestampWindow checks v, the value of the window config name, which
+// Kafka requires to be a number of ms of at least 0, and returns it in
+// canonical form.
+func parseTimestampWindow(name, v string) (string, error) {
+	ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || ms < 0 {
+		return "", fmt.Errorf("%s %q must be a number of milliseconds, at least 0", name, v)
+	}
+	return strconv.FormatInt(ms, 10), nil
+}
 
 // timestampPolicy is what a topic's message.timestamp.* configs allow.
 type timestampPolicy struct {
@@ -214,7 +269,7 @@ func timestampPolicyOf(cfg *Config, t *topicMeta) timestampPolicy {
 		return n
 	}
 	return timestampPolicy{
-		logAppendTime: topicConfigNamed(configTimestampType).current(cfg, &spec) == "LogAppendTime",
+		logAppendTime: topicConfigNamed(configTimestampType).current(cfg, &spec) == timestampLogAppendTime,
 		beforeMax:     num(configTimestampBefore),
 		afterMax:      num(configTimestampAfter),
 	}
@@ -232,6 +287,7 @@ func (p timestampPolicy) allows(ts, now int64) bool {
 	return ts <= now || ts-now <= p.afterMax
 }
 
+// topicConfigNamed returns the config called name, or nil.
 func topicConfigNamed(name string) *topicConfig {
 	i, ok := slices.BinarySearchFunc(topicConfigs, name, func(c topicConfig, n string) int { return strings.Compare(c.name, n) })
 	if !ok {
@@ -250,7 +306,7 @@ func (c *topicConfig) current(cfg *Config, s *streamSpec) string {
 
 // specOf is the shape of an existing topic's stream.
 func specOf(t *topicMeta) streamSpec {
-	return streamSpec{retentionHours: t.retentionHours, format: t.format, streamType: t.streamType}
+	return streamSpec{retentionHours: t.retentionHours, format: t.format, streamType: t.streamType, timestamps: t.timestamps}
 }
 
 // brokerConfig is one broker config disgw reports; all are read-only.

@@ -68,6 +68,16 @@ func TestCreateTopicConfigs(t *testing.T) {
 		{"dis.stream.type", "FAST", false, streamSpec{}},
 		{"segment.bytes", "1024", true, streamSpec{}},
 		{"some.unknown.config", "x", true, streamSpec{}},
+		{"message.timestamp.type", "LogAppendTime", true, streamSpec{timestamps: timestampSpec{typ: "LogAppendTime"}}},
+		{"message.timestamp.type", "CreateTime", true, streamSpec{timestamps: timestampSpec{typ: "CreateTime"}}},
+		{"message.timestamp.type", "logappendtime", false, streamSpec{}},
+		{"message.timestamp.before.max.ms", "60000", true, streamSpec{timestamps: timestampSpec{beforeMax: "60000"}}},
+		{"message.timestamp.before.max.ms", " 060000", true, streamSpec{timestamps: timestampSpec{beforeMax: "60000"}}},
+		{"message.timestamp.before.max.ms", "0", true, streamSpec{timestamps: timestampSpec{beforeMax: "0"}}},
+		{"message.timestamp.before.max.ms", "-1", false, streamSpec{}},
+		{"message.timestamp.after.max.ms", "3600000", true, streamSpec{timestamps: timestampSpec{afterMax: "3600000"}}},
+		{"message.timestamp.after.max.ms", "an hour", false, streamSpec{}},
+		{"message.timestamp.after.max.ms", "9223372036854775808", false, streamSpec{}},
 	} {
 		var s streamSpec
 		v := tc.value
@@ -145,6 +155,11 @@ func TestTopicAlterSet(t *testing.T) {
 		{"segment.bytes", "1073741824", 0, 48},
 		{"segment.bytes", "1024", kerr.InvalidConfig.Code, 48},
 		{"no.such.config", "1", kerr.InvalidConfig.Code, 48},
+		{"message.timestamp.type", "CreateTime", 0, 48},
+		{"message.timestamp.type", "LogAppendTime", kerr.InvalidConfig.Code, 48},
+		{"message.timestamp.before.max.ms", "9223372036854775807", 0, 48},
+		{"message.timestamp.before.max.ms", "60000", kerr.InvalidConfig.Code, 48},
+		{"message.timestamp.after.max.ms", "60000", kerr.InvalidConfig.Code, 48},
 	} {
 		a := newTopicAlter(cfg, testTopic())
 		var code int16
@@ -161,7 +176,7 @@ func TestTopicAlterSet(t *testing.T) {
 		if code != tc.code || a.next.retentionHours != tc.hours {
 			t.Errorf("%s=%s: code %d hours %d, want %d %d", tc.name, tc.value, code, a.next.retentionHours, tc.code, tc.hours)
 		}
-		if a.next.format != FormatRaw || a.next.streamType != disclient.StreamTypeCommon {
+		if a.next.format != FormatRaw || a.next.streamType != disclient.StreamTypeCommon || a.next.timestamps.withDefaults() != (timestampSpec{}).withDefaults() {
 			t.Errorf("%s=%s changed a creation-time config: %+v", tc.name, tc.value, a.next)
 		}
 	}
@@ -252,5 +267,51 @@ func TestTimestampPolicy(t *testing.T) {
 	def := timestampPolicyOf(&Config{}, &topicMeta{format: FormatKafka})
 	if def.logAppendTime || !def.allows(0, 1<<62) || !def.allows(1<<62, 0) {
 		t.Errorf("the default policy %+v refuses timestamps Kafka 3 takes", def)
+	}
+}
+
+// TestTimestampConfigsFromTags checks that the timestamp configs chosen at
+// creation survive the trip through the stream's tags, and that
+// DescribeConfigs and Produce then see them.
+func TestTimestampConfigsFromTags(t *testing.T) {
+	if tags := (timestampSpec{}).tags(); len(tags) != 0 {
+		t.Errorf("default timestamp configs wrote tags %+v", tags)
+	}
+	var s streamSpec
+	for name, v := range map[string]string{"message.timestamp.type": "LogAppendTime", "message.timestamp.before.max.ms": "60000", "message.timestamp.after.max.ms": "0"} {
+		if err := s.apply(name, &v); err != nil {
+			t.Fatalf("%s=%s: %v", name, v, err)
+		}
+	}
+	tags := append([]disclient.Tag{{Key: formatTagKey, Value: "kafka"}}, s.timestamps.tags()...)
+	tm := &topicMeta{format: formatFromTags(tags), retentionHours: 24, timestamps: timestampsFromTags(tags)}
+	if tm.timestamps != s.timestamps {
+		t.Fatalf("tags %+v read back as %+v, want %+v", tags, tm.timestamps, s.timestamps)
+	}
+	p := timestampPolicyOf(testConfigDefaults(), tm)
+	if !p.logAppendTime || p.beforeMax != 60000 || p.afterMax != 0 {
+		t.Errorf("policy %+v, want LogAppendTime, 60000, 0", p)
+	}
+	byName := map[string]configEntry{}
+	for _, e := range topicConfigEntries(testConfigDefaults(), tm) {
+		byName[e.name] = e
+	}
+	for name, want := range map[string]string{"message.timestamp.type": "LogAppendTime", "message.timestamp.before.max.ms": "60000", "message.timestamp.after.max.ms": "0"} {
+		if e := byName[name]; e.value != want || e.source != kmsg.ConfigSourceDynamicTopicConfig || !e.readOnly {
+			t.Errorf("%s = %q source %v read-only %v, want %q DYNAMIC_TOPIC_CONFIG read-only", name, e.value, e.source, e.readOnly, want)
+		}
+	}
+	bad := timestampsFromTags([]disclient.Tag{{Key: timestampTypeTagKey, Value: "Whenever"}, {Key: timestampBeforeTagKey, Value: "-5"}})
+	if bad != (timestampSpec{}) {
+		t.Errorf("tags with values the configs do not take read as %+v, want the defaults", bad)
+	}
+	def := map[string]configEntry{}
+	for _, e := range topicConfigEntries(testConfigDefaults(), testTopic()) {
+		def[e.name] = e
+	}
+	for name, want := range map[string]string{"message.timestamp.type": "CreateTime", "message.timestamp.before.max.ms": "9223372036854775807", "message.timestamp.after.max.ms": "9223372036854775807"} {
+		if e := def[name]; e.value != want || e.source != kmsg.ConfigSourceDefaultConfig {
+			t.Errorf("untagged topic: %s = %q source %v, want %q DEFAULT_CONFIG", name, e.value, e.source, want)
+		}
 	}
 }
