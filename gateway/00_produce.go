@@ -151,6 +151,11 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 				continue
 			}
 			sp.BaseOffset = w.op.baseOffset
+			if w.op.logAppendTime {
+				// Kafka answers a LogAppendTime topic's produce with the
+				// time it stamped the batch with.
+				sp.LogAppendTime = w.op.appendTime
+			}
 			sp.LogStartOffset = 0
 			if t, err := r.s.tenant.catalog.get(ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.partitions) {
 				sp.LogStartOffset = t.partitions[sp.Partition].earliest

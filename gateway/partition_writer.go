@@ -36,6 +36,9 @@ type appendOp struct {
 	// with the time it writes them.
 	kafka         bool
 	logAppendTime bool
+	// appendTime is the time a LogAppendTime batch was stamped with, for
+	// the produce answer's log_append_time.
+	appendTime int64
 
 	producerID        int64 // -1 for non-idempotent producers
 	epoch             int16

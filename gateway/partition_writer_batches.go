@@ -63,6 +63,7 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 			protocol.StampBatch(e.Data, off, 0)
 			if op.logAppendTime {
 				protocol.SetLogAppendTime(e.Data, now)
+				op.appendTime = now
 				ts := now
 				e.Timestamp = &ts
 			}

@@ -57,10 +57,27 @@ func TestTimestampConfigsAtCreation(t *testing.T) {
 	}
 
 	before := time.Now()
-	if _, code := produceBatch(t, cl, "ts_append", batchWithTimestamps(1_000_000, 2_000_000)); code != 0 {
-		t.Fatalf("produce to ts_append: error %d", code)
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "ts_append"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batchWithTimestamps(1_000_000, 2_000_000)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	presp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
 	}
 	after := time.Now()
+	pp := presp.Topics[0].Partitions[0]
+	if pp.ErrorCode != 0 {
+		t.Fatalf("produce to ts_append: error %d", pp.ErrorCode)
+	}
+	// As Kafka, the answer carries the time the batch was stamped with.
+	if pp.LogAppendTime < before.UnixMilli() || pp.LogAppendTime > after.UnixMilli() {
+		t.Errorf("log_append_time %d, want the append time (%d to %d)", pp.LogAppendTime, before.UnixMilli(), after.UnixMilli())
+	}
 	consumer := newClient(t, c, kgo.ConsumeTopics("ts_append"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	var got []*kgo.Record
 	for len(got) < 2 {
