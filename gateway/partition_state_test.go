@@ -64,16 +64,17 @@ func produceRaw(t testing.TB, cl *kgo.Client, topic string, records []byte) int6
 	return resp.Topics[0].Partitions[0].BaseOffset
 }
 
-// fetchAt fetches partition 0 from offset and returns the first and last
-// offsets of the batches that came back, and the high watermark.
-func fetchAt(t testing.TB, cl *kgo.Client, topic string, offset int64) (first, last, hwm int64) {
+// fetchPartition0 sends a Fetch v11 for partition 0 of topic from offset,
+// at most partMax bytes, and returns the partition's answer, failing the
+// test on an error code.
+func fetchPartition0(t testing.TB, cl *kgo.Client, topic string, offset int64, partMax int32) kmsg.FetchResponseTopicPartition {
 	t.Helper()
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = 11, -1, 1<<20, 10
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset = offset, 256<<10, -1
+	rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset = offset, partMax, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(context.Background(), cl)
@@ -84,6 +85,14 @@ func fetchAt(t testing.TB, cl *kgo.Client, topic string, offset int64) (first, l
 	if p.ErrorCode != 0 {
 		t.Fatalf("fetch at %d: error %d", offset, p.ErrorCode)
 	}
+	return p
+}
+
+// fetchAt fetches partition 0 from offset and returns the first and last
+// offsets of the batches that came back, and the high watermark.
+func fetchAt(t testing.TB, cl *kgo.Client, topic string, offset int64) (first, last, hwm int64) {
+	t.Helper()
+	p := fetchPartition0(t, cl, topic, offset, 256<<10)
 	first, last = -1, -1
 	for data := p.RecordBatches; len(data) > 0; {
 		n := 12 + int(binary.BigEndian.Uint32(data[8:]))
@@ -311,22 +320,7 @@ func TestWrittenBatchesDoNotAliasTheFrame(t *testing.T) {
 // fetchRecords fetches partition 0 from offset and decodes what came back.
 func fetchRecords(t testing.TB, cl *kgo.Client, topic string, offset int64) []protocol.Record {
 	t.Helper()
-	req := kmsg.NewPtrFetchRequest()
-	req.Version, req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = 11, -1, 1<<20, 10
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset = offset, 1<<20, -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := resp.Topics[0].Partitions[0]
-	if p.ErrorCode != 0 {
-		t.Fatalf("fetch at %d: error %d", offset, p.ErrorCode)
-	}
+	p := fetchPartition0(t, cl, topic, offset, 1<<20)
 	bs, err := protocol.DecodeBatches(p.RecordBatches, protocol.NewDecompressBudget(1<<20))
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,35 @@ func produceBatch(t *testing.T, cl *kgo.Client, topic string, batch []byte) (int
 	return p.BaseOffset, p.ErrorCode
 }
 
+// produceNumbered produces records "0" to "n-1" on cl in the background,
+// pausing 5 ms every 100 records so that the run spans restarts, counts
+// every acknowledgement in acked, and delivers the first error or the
+// final flush's outcome.
+func produceNumbered(ctx context.Context, cl *kgo.Client, n int, acked *atomic.Int64) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if i%100 == 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			cl.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, func(_ *kgo.Record, err error) {
+				acked.Add(1)
+				if err != nil {
+					select {
+					case done <- err:
+					default:
+					}
+				}
+			})
+		}
+		select {
+		case done <- cl.Flush(ctx):
+		default:
+		}
+	}()
+	return done
+}
+
 // listOffset asks ListOffsets v7 for one timestamp query on partition 0.
 func listOffset(t *testing.T, cl *kgo.Client, topic string, ts int64) (offset, timestamp int64) {
 	t.Helper()
@@ -254,25 +283,8 @@ func TestKafkaIdempotentProducerAcrossRestarts(t *testing.T) {
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
 	const n = 20000
-	errs := make(chan error, 1)
 	var acked atomic.Int64
-	go func() {
-		for i := range n {
-			if i%100 == 0 {
-				time.Sleep(5 * time.Millisecond) // about a second of producing
-			}
-			prod.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, func(_ *kgo.Record, err error) {
-				acked.Add(1)
-				if err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			})
-		}
-		errs <- prod.Flush(ctx)
-	}()
+	errs := produceNumbered(ctx, prod, n, &acked)
 	for range 4 {
 		time.Sleep(200 * time.Millisecond)
 		if acked.Load() == n {

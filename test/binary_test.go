@@ -220,24 +220,7 @@ func TestBinaryIdempotentProducerAcrossKills(t *testing.T) {
 	defer cl.Close()
 	const n = 40000
 	var acked atomic.Int64
-	done := make(chan error, 1)
-	go func() {
-		for i := range n {
-			if i%100 == 0 {
-				time.Sleep(5 * time.Millisecond)
-			}
-			cl.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, func(_ *kgo.Record, err error) {
-				acked.Add(1)
-				if err != nil {
-					select {
-					case done <- err:
-					default:
-					}
-				}
-			})
-		}
-		done <- cl.Flush(ctx)
-	}()
+	done := produceNumbered(ctx, cl, n, &acked)
 	for range 3 {
 		time.Sleep(300 * time.Millisecond)
 		if acked.Load() == n {
