@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/cluster"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -46,6 +47,10 @@ type Config struct {
 	NewTenantDIS func(accessKey, secretKey string) (disclient.API, error)
 	// NodeID is this gateway's broker id in Metadata.
 	NodeID int32
+	// Membership is the cluster of gateways this one belongs to
+	// (docs/design.md §6); nil means a gateway alone, which owns every
+	// partition and group.
+	Membership Membership
 	// ClusterID is reported in Metadata v2+ and DescribeCluster.
 	ClusterID string
 
@@ -330,6 +335,9 @@ type Gateway struct {
 // New creates a gateway over dis. Call Start to listen.
 func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	cfg.setDefaults()
+	if cfg.Membership == nil {
+		cfg.Membership = soleMembership{self: cluster.Peer{ID: cfg.NodeID}}
+	}
 	if cfg.DefaultRecordFormat != FormatKafka && cfg.DefaultRecordFormat != FormatRaw {
 		return nil, fmt.Errorf("gateway: unknown record format %q", cfg.DefaultRecordFormat)
 	}
