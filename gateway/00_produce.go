@@ -17,9 +17,10 @@ import (
 //
 // v3 is the first version with record batches v2 (and the transactional id
 // field); v5 added log_start_offset to the response; v8 per-record errors
-// and an error message; v9 made it flexible; v10 and v11 only changed the
-// error codes a client may see (KIP-951 leader hints are not needed: this
-// gateway leads every partition). Batches are decoded and checked as a Kafka
+// and an error message; v9 made it flexible; v10 added the KIP-951 leader
+// hints, which a partition another gateway owns is answered with next to
+// NOT_LEADER_OR_FOLLOWER; v11 only changed the error codes a client may
+// see. Batches are decoded and checked as a Kafka
 // broker checks them; on kafka-format topics each is stored as one DIS
 // record, as sent (docs/record-formats.md), on raw topics split into DIS
 // records. They are queued on the partition writer in request order and
@@ -107,6 +108,8 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 				sp.ErrorMessage = kmsg.StringPtr("DIS scaled this partition in: it can be read but no longer written")
 			case !t.writable(rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case !gw.ownsPartition(rt.Topic, rp.Partition):
+				gw.produceNotLeader(r, resp, &sp, rt.Topic)
 			default:
 				before := budget.Charged()
 				op, owned := gw.startAppend(qctx, t, rp, &sp, budget)
@@ -166,6 +169,25 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 		}
 		return resp, nil
 	}, nil
+}
+
+// produceNotLeader answers a partition another gateway owns as a Kafka
+// follower does: NOT_LEADER_OR_FOLLOWER, and from v10 the owner as current
+// leader with its endpoint, so the producer need not refresh its metadata
+// first (KIP-951).
+func (gw *Gateway) produceNotLeader(r *request, resp *kmsg.ProduceResponse, sp *kmsg.ProduceResponseTopicPartition, topic string) {
+	owner := gw.partitionOwner(topic, sp.Partition)
+	sp.ErrorCode = kerr.NotLeaderForPartition.Code
+	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = owner.ID, 0
+	for _, b := range resp.Brokers {
+		if b.NodeID == owner.ID {
+			return
+		}
+	}
+	b := kmsg.NewProduceResponseBroker()
+	b.NodeID = owner.ID
+	b.Host, b.Port = gw.peerAddr(r.s.lis, owner)
+	resp.Brokers = append(resp.Brokers, b)
 }
 
 // holdDecompressed counts a produce request's decompressed bytes against

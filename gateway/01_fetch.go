@@ -137,6 +137,8 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 				sp.ErrorCode = kafkaCodeForDIS(terr)
 			case !t.readable(sp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case !gw.ownsPartition(name, sp.Partition):
+				gw.fetchNotLeader(r, resp, &sp, name)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -157,6 +159,24 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 }
 
 var errUnknownTopicID = errors.New("unknown topic id")
+
+// fetchNotLeader answers a partition another gateway owns as a Kafka
+// follower answers a consumer: NOT_LEADER_OR_FOLLOWER, with the owner as
+// current leader from v12 and its endpoint from v16 (KIP-951).
+func (gw *Gateway) fetchNotLeader(r *request, resp *kmsg.FetchResponse, sp *kmsg.FetchResponseTopicPartition, topic string) {
+	owner := gw.partitionOwner(topic, sp.Partition)
+	sp.ErrorCode = kerr.NotLeaderForPartition.Code
+	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = owner.ID, 0
+	for _, b := range resp.Brokers {
+		if b.NodeID == owner.ID {
+			return
+		}
+	}
+	b := kmsg.NewFetchResponseBroker()
+	b.NodeID = owner.ID
+	b.Host, b.Port = gw.peerAddr(r.s.lis, owner)
+	resp.Brokers = append(resp.Brokers, b)
+}
 
 // serveFetch reads every partition, long-polling until min_bytes are there
 // or max_wait_ms has passed, then encodes the batches. A long poll registers

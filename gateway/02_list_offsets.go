@@ -72,6 +72,8 @@ func handleListOffsets(ctx context.Context, gw *Gateway, r *request, req *kmsg.L
 				sp.ErrorCode = kafkaCodeForDIS(terr)
 			case !t.readable(rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case !gw.ownsPartition(rt.Topic, rp.Partition):
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
 				gw.listOffset(ctx, t, rp.Partition, rp.Timestamp, &sp)
 			}

@@ -16,9 +16,11 @@ import (
 // controller and rack; v2 the cluster id; v4 allow_auto_topic_creation; v5
 // offline replicas; v7 leader epochs; v8–v10 authorized operations; v10 topic
 // ids; v11 dropped cluster authorized operations; v12 allows requesting a
-// topic by id alone. This gateway is the only broker and leads every
-// partition; the leader epoch is always 0, since DIS partitions never change
-// leader.
+// topic by id alone. The brokers are the live gateways of the Membership,
+// each partition's leader is its owner, its only replica and ISR member,
+// and the controller is this gateway, since every gateway serves the admin
+// APIs (docs/design.md §6). The leader epoch is always 0: DIS partitions
+// never change leader, and gateways fence each other without epochs.
 
 func init() {
 	regKey(3, 0, 12, api[*kmsg.MetadataRequest]{concurrent: handleMetadata, errors: metadataError})
@@ -39,9 +41,12 @@ func metadataError(req *kmsg.MetadataRequest, code int16) kmsg.Response {
 func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.MetadataRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = gw.cfg.NodeID, r.s.lis.host, r.s.lis.port
-	resp.Brokers = []kmsg.MetadataResponseBroker{b}
+	for _, p := range gw.cfg.Membership.Live() {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID = p.ID
+		b.Host, b.Port = gw.peerAddr(r.s.lis, p)
+		resp.Brokers = append(resp.Brokers, b)
+	}
 	resp.ClusterID = &gw.cfg.ClusterID
 	resp.ControllerID = gw.cfg.NodeID
 
@@ -130,10 +135,10 @@ func (gw *Gateway) topicMetadata(ctx context.Context, tn *tenant, name string, f
 		}
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p
-		mp.Leader = gw.cfg.NodeID
+		mp.Leader = gw.partitionOwner(name, p).ID
 		mp.LeaderEpoch = 0
-		mp.Replicas = []int32{gw.cfg.NodeID}
-		mp.ISR = []int32{gw.cfg.NodeID}
+		mp.Replicas = []int32{mp.Leader}
+		mp.ISR = []int32{mp.Leader}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

@@ -115,6 +115,21 @@ func (gw *Gateway) fetchGroupOffsets(ctx context.Context, tn *tenant, g offsetFe
 		out.ErrorCode = kerr.InvalidGroupID.Code
 		return out
 	}
+	if !gw.coordinates(g.group) {
+		// Before v2 only the partitions carry an error.
+		out.ErrorCode = kerr.NotCoordinator.Code
+		for _, t := range g.topics {
+			rt := kmsg.NewOffsetFetchResponseGroupTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, out.ErrorCode
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			out.Topics = append(out.Topics, rt)
+		}
+		return out
+	}
 	all := g.topics == nil
 	topics := g.topics
 	if all {

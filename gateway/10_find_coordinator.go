@@ -9,8 +9,8 @@ import (
 //
 // v1 added the key type (0 group, 1 transaction) and error messages; v3 made
 // it flexible; v4 batches keys (KIP-699); v5 and v6 only changed error codes
-// and key types (2, share groups). This gateway coordinates every group
-// itself, so the answer is always the broker Metadata lists
+// and key types (2, share groups). A group's coordinator is its owner in
+// the Membership (docs/design.md §6), at the address Metadata lists for it
 // (docs/kafka-compat.md item 5). disgw has no transactions: a transactional key
 // gets a non-retriable error with a message, not an endless retry loop.
 
@@ -50,7 +50,9 @@ func handleFindCoordinator(gw *Gateway, r *request, req *kmsg.FindCoordinatorReq
 		c.Key = key
 		switch req.CoordinatorType {
 		case coordinatorKeyGroup:
-			c.NodeID, c.Host, c.Port = gw.cfg.NodeID, r.s.lis.host, r.s.lis.port
+			owner := gw.coordinator(key)
+			c.NodeID = owner.ID
+			c.Host, c.Port = gw.peerAddr(r.s.lis, owner)
 		case coordinatorKeyTransaction:
 			c.NodeID, c.Port = -1, -1
 			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code

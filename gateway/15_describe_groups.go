@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/groupcoord"
@@ -46,12 +47,17 @@ func handleDescribeGroups(ctx context.Context, gw *Gateway, r *request, req *kms
 		}
 	})
 	for i, g := range req.Groups {
-		if live[i] != nil {
+		d := kmsg.NewDescribeGroupsResponseGroup()
+		d.Group, d.State = g, groupStateDead
+		switch {
+		case !gw.coordinates(g):
+			d.ErrorCode = kerr.NotCoordinator.Code
+			resp.Groups = append(resp.Groups, d)
+			continue
+		case live[i] != nil:
 			resp.Groups = append(resp.Groups, *live[i])
 			continue
 		}
-		d := kmsg.NewDescribeGroupsResponseGroup()
-		d.Group, d.State = g, groupStateDead
 		stored, err := gw.groupStored(ctx, tn, g)
 		switch {
 		case err != nil:

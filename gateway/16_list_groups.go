@@ -49,6 +49,10 @@ func handleListGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.Li
 		}
 	}
 	for _, g := range all {
+		if !gw.coordinates(g.Group) {
+			// Admin tools ask every broker: each lists its own.
+			continue
+		}
 		g.GroupType = "classic"
 		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, g.GroupState) }) {
 			continue

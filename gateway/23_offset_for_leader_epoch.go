@@ -53,6 +53,8 @@ func handleOffsetForLeaderEpoch(ctx context.Context, gw *Gateway, r *request, re
 				sp.ErrorCode = kafkaCodeForDIS(terr)
 			case !t.readable(rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case !gw.ownsPartition(rt.Topic, rp.Partition):
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			case req.Version >= 2 && rp.CurrentLeaderEpoch > 0:
 				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			case rp.LeaderEpoch == 0 && t.format == FormatKafka:

@@ -37,6 +37,10 @@ func handleDeleteGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 	codes := make([]int16, len(req.Groups))
 	gw.groups.with(func(c *groupcoord.Coordinator) {
 		for i, g := range req.Groups {
+			if !gw.coordinates(g) {
+				codes[i] = kerr.NotCoordinator.Code
+				continue
+			}
 			codes[i] = c.Delete(g)
 		}
 	})

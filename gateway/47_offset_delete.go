@@ -40,6 +40,9 @@ func offsetDeleteError(req *kmsg.OffsetDeleteRequest, code int16) kmsg.Response 
 
 func handleOffsetDelete(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
+	if !gw.coordinates(req.Group) {
+		return offsetDeleteError(req, kerr.NotCoordinator.Code), nil
+	}
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	subscribed := map[string]bool{}
 	gw.groups.with(func(c *groupcoord.Coordinator) {

@@ -8,7 +8,8 @@ import (
 // DescribeCluster v0–v1.
 //
 // v1 added the endpoint type (KIP-919; 1 = brokers, the only kind served).
-// The cluster is this gateway: one broker, which is also the controller.
+// The brokers are the live gateways of the Membership, as in Metadata; the
+// controller is this gateway, since every gateway serves the admin APIs.
 
 func init() {
 	regKey(60, 0, 1, api[*kmsg.DescribeClusterRequest]{ordered: handleDescribeCluster, errors: describeClusterError})
@@ -30,8 +31,11 @@ func handleDescribeCluster(gw *Gateway, r *request, req *kmsg.DescribeClusterReq
 	resp.EndpointType = 1
 	resp.ClusterID = gw.cfg.ClusterID
 	resp.ControllerID = gw.cfg.NodeID
-	b := kmsg.NewDescribeClusterResponseBroker()
-	b.NodeID, b.Host, b.Port = gw.cfg.NodeID, r.s.lis.host, r.s.lis.port
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
+	for _, p := range gw.cfg.Membership.Live() {
+		b := kmsg.NewDescribeClusterResponseBroker()
+		b.NodeID = p.ID
+		b.Host, b.Port = gw.peerAddr(r.s.lis, p)
+		resp.Brokers = append(resp.Brokers, b)
+	}
 	return resp, nil
 }

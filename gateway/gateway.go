@@ -397,6 +397,7 @@ func (gw *Gateway) Start() error {
 	go gw.reap()
 	gw.swept = make(chan struct{})
 	go gw.sweepIdle()
+	gw.goSafe("membership follower", gw.followMembership)
 	return nil
 }
 

@@ -90,15 +90,23 @@ func newMemberID(clientID string) string {
 
 // step hands one membership request to the coordinator; the answer
 // arrives on the returned channel when the coordinator says so.
+// A group this gateway does not coordinate is answered NOT_COORDINATOR,
+// judged under the driver's lock so that it cannot be loaded again after
+// unloadMoved let go of it.
 func (d *groupDriver) step(r *request, req kmsg.Request) <-chan kmsg.Response {
 	clientID := ""
 	if r.hdr.ClientID != nil {
 		clientID = *r.hdr.ClientID
 	}
+	w := groupWaiter{req: req, answer: make(chan kmsg.Response, 1)}
 	d.mu.Lock()
+	if !d.gw.coordinates(membershipGroup(req)) {
+		d.mu.Unlock()
+		w.answer <- r.h.errorResponse(r, kerr.NotCoordinator.Code)
+		return w.answer
+	}
 	d.nextID++
 	id := d.nextID
-	w := groupWaiter{req: req, answer: make(chan kmsg.Response, 1)}
 	d.waiting[id] = w
 	err := d.coord.Step(time.Now(), id, clientID, r.s.remoteHost(), req)
 	ready := d.readyLocked()
@@ -108,6 +116,42 @@ func (d *groupDriver) step(r *request, req kmsg.Request) <-chan kmsg.Response {
 	}
 	d.deliver(ready)
 	return w.answer
+}
+
+// membershipGroup is the group a membership request is for.
+func membershipGroup(req kmsg.Request) string {
+	switch r := req.(type) {
+	case *kmsg.JoinGroupRequest:
+		return r.Group
+	case *kmsg.SyncGroupRequest:
+		return r.Group
+	case *kmsg.HeartbeatRequest:
+		return r.Group
+	case *kmsg.LeaveGroupRequest:
+		return r.Group
+	}
+	return ""
+}
+
+// unloadMoved takes the groups another gateway now coordinates out of the
+// coordinator: their waiting requests are answered NOT_COORDINATOR and
+// every later one is too (step), so their members rejoin at the new
+// coordinator, which loads their committed offsets from DIS on first use.
+func (d *groupDriver) unloadMoved() {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	for _, g := range d.coord.Groups() {
+		if !d.gw.coordinates(g) {
+			d.coord.Unload(g)
+			d.gw.log.Info().Str("group", g).Msg("group moved to another gateway: unloaded")
+		}
+	}
+	ready := d.readyLocked()
+	d.mu.Unlock()
+	d.deliver(ready)
 }
 
 // tick advances the coordinator's clock.

@@ -30,9 +30,14 @@ type offsetQueueKey struct {
 // stale when the commit came from a member and the group has since moved to
 // a newer generation (or was forgotten and made again): it must then not
 // land, so an older generation never overwrites a newer one. Returns the
-// coordinator's code; write runs only when it is 0.
+// coordinator's code, NOT_COORDINATOR for a group another gateway
+// coordinates; write runs only when it is 0.
 func (d *groupDriver) commit(tn *tenant, group, memberID string, instanceID *string, generation int32, write func(stale bool)) int16 {
 	d.mu.Lock()
+	if !d.gw.coordinates(group) {
+		d.mu.Unlock()
+		return kerr.NotCoordinator.Code
+	}
 	code := d.coord.CheckCommit(time.Now(), group, memberID, instanceID, generation)
 	if code == 0 {
 		var fence uint64

@@ -28,6 +28,7 @@ type harness struct {
 	got      map[uint64]kmsg.Response
 	order    []uint64 // response ids in the order they were ready
 	nextTick time.Time
+	removed  []Removed // every Ready's, in order
 }
 
 func newHarness(t *testing.T, cfg Config) *harness {
@@ -57,6 +58,7 @@ func (h *harness) step(client string, req kmsg.Request) uint64 {
 func (h *harness) collect() {
 	h.t.Helper()
 	rd := h.c.Ready()
+	h.removed = append(h.removed, rd.Removed...)
 	for _, r := range rd.Responses {
 		req, ok := h.sent[r.ID]
 		if !ok {

@@ -156,3 +156,39 @@ func (c *Coordinator) CommitFence(group string) uint64 {
 	}
 	return 0
 }
+
+// Groups lists the ids of the groups in memory, commit-only ones included,
+// ordered by id: what the gateway checks against its Membership when the
+// live set changes (docs/design.md §6).
+func (c *Coordinator) Groups() []string {
+	out := make([]string, 0, len(c.groups))
+	for id := range c.groups {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Unload takes a group out of memory because another coordinator now owns
+// it (docs/design.md §6). Its waiting JoinGroup and SyncGroup requests are
+// answered NOT_COORDINATOR, so their clients look for the new coordinator
+// and rejoin there; its offsets are not expired, they stay in DIS for the
+// new owner. The next Ready lists it in Removed. A group not in memory is
+// no-op.
+func (c *Coordinator) Unload(group string) {
+	g := c.groups[group]
+	if g == nil {
+		return
+	}
+	for _, m := range g.members {
+		if m.join != nil {
+			c.respond(m.join.id, joinError(m.join.version, m.id, kerr.NotCoordinator.Code))
+			m.join = nil
+		}
+		if m.sync != nil {
+			c.respond(m.sync.id, syncError(m.sync.version, kerr.NotCoordinator.Code))
+			m.sync = nil
+		}
+	}
+	c.forget(g, false)
+}

@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/disgw/disgw/gateway/cluster"
+)
+
+// The gateway obeys its Membership (docs/design.md §6): Metadata names each
+// partition's owner as its leader and FindCoordinator each group's owner;
+// a request for a partition or group this gateway does not own is answered
+// as a Kafka follower or a former coordinator answers it, and when the live
+// set changes the gateway lets go of what moved away.
+
+// peerAddr is where clients of listener l reach peer p: this gateway at the
+// listener's own advertised address, another at its host and first
+// listener's port, shifted by this listener's offset from this gateway's
+// first listener (every gateway lays its listeners out alike).
+func (gw *Gateway) peerAddr(l *listener, p cluster.Peer) (string, int32) {
+	if p.ID == gw.cfg.NodeID {
+		return l.host, l.port
+	}
+	return p.Host, p.Port + l.port - gw.listeners[0].port
+}
+
+// partitionOwner is the gateway that leads partition p of topic.
+func (gw *Gateway) partitionOwner(topic string, p int32) cluster.Peer {
+	return gw.cfg.Membership.Owner(cluster.PartitionKey(topic, p))
+}
+
+// ownsPartition reports whether this gateway leads partition p of topic.
+func (gw *Gateway) ownsPartition(topic string, p int32) bool {
+	return gw.partitionOwner(topic, p).ID == gw.cfg.NodeID
+}
+
+// coordinator is the gateway that coordinates group.
+func (gw *Gateway) coordinator(group string) cluster.Peer {
+	return gw.cfg.Membership.Owner(cluster.GroupKey(group))
+}
+
+// coordinates reports whether this gateway coordinates group.
+func (gw *Gateway) coordinates(group string) bool {
+	return gw.coordinator(group).ID == gw.cfg.NodeID
+}
+
+// movedRetryInterval is how often the gateway looks again for a partition
+// that moved away but still had batches queued or a read running.
+const movedRetryInterval = 50 * time.Millisecond
+
+// followMembership runs until the gateway closes, letting go of the
+// partitions and groups that moved away whenever the live set changes.
+func (gw *Gateway) followMembership() {
+	var retry <-chan time.Time
+	for {
+		changed := gw.cfg.Membership.Changed()
+		if changed == nil && retry == nil {
+			return // a gateway alone: nothing ever moves
+		}
+		select {
+		case <-gw.ctx.Done():
+			return
+		case <-changed:
+		case <-retry:
+		}
+		retry = nil
+		gw.groups.unloadMoved()
+		if !gw.releaseMovedPartitions() {
+			retry = time.After(movedRetryInterval)
+		}
+	}
+}
+
+// releaseMovedPartitions drops the state of every partition this gateway
+// no longer leads, so that if it leads one again it recovers the next
+// offset and producer state from DIS, where another gateway wrote
+// meanwhile. Produce no longer queues on such a partition, so a state
+// still writing its queued batches or serving a read goes once it is idle;
+// it reports whether none is left.
+func (gw *Gateway) releaseMovedPartitions() bool {
+	done := true
+	far := time.Now().Add(time.Hour)
+	gw.forEachTenant(func(tn *tenant) {
+		tn.parts.evict(far, func(ps *partitionState) bool {
+			if gw.ownsPartition(ps.key.topic, ps.key.partition) {
+				return false
+			}
+			if !ps.idle() {
+				done = false
+				return false
+			}
+			ps.dropped()
+			return true
+		})
+	})
+	return done
+}
