@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/disgw/disgw/disclient/dislocal"
 	"github.com/disgw/disgw/disclient/dislocal/dislocaltest"
 	"github.com/disgw/disgw/gateway"
+	"github.com/disgw/disgw/gateway/cluster"
 )
 
 // ProjectID is the DIS project id the harness uses.
@@ -58,9 +61,13 @@ type Options struct {
 	// DISConfig adjusts the embedded DIS server's configuration (its
 	// clock, for retention tests).
 	DISConfig func(*dislocal.Config)
+	// Gateways is how many gateways share the embedded DIS server
+	// (default 1). With more, gateway i has node id i and a Membership of
+	// its own that the test controls (Cluster.Members), every gateway live.
+	Gateways int
 }
 
-// Cluster is one gateway in front of one embedded DIS server.
+// Cluster is one gateway, or several, in front of one embedded DIS server.
 type Cluster struct {
 	DIS     *dislocal.Server
 	DISURL  string
@@ -68,6 +75,11 @@ type Cluster struct {
 	Gateway *gateway.Gateway
 	// Addr is the Kafka bootstrap address.
 	Addr string
+	// Gateways are every gateway, Gateway first, and Addrs their
+	// bootstrap addresses; Members their Memberships, with several.
+	Gateways []*gateway.Gateway
+	Addrs    []string
+	Members  []*Membership
 
 	dis       *dislocaltest.Server
 	cfg       gateway.Config
@@ -123,16 +135,45 @@ func Start(o Options) (*Cluster, error) {
 		api = o.WrapDIS(api)
 	}
 	c.cfg, c.api = cfg, api
-	c.Gateway, err = gateway.New(cfg, api)
-	if err == nil {
-		err = c.Gateway.Start()
+	if err := c.startGateways(max(o.Gateways, 1)); err != nil {
+		_ = c.close()
+		return nil, err
 	}
-	if err != nil {
-		_ = dis.Close()
-		return nil, fmt.Errorf("start gateway: %w", err)
-	}
-	c.Addr = c.Gateway.Addr().String()
+	c.Gateway, c.Addr = c.Gateways[0], c.Addrs[0]
 	return c, nil
+}
+
+// startGateways starts n gateways with the cluster's configuration; with
+// more than one, each gets its node id and Membership, and once all are
+// bound every Membership learns their addresses.
+func (c *Cluster) startGateways(n int) error {
+	peers := make([]cluster.Peer, n)
+	for i := range peers {
+		peers[i].ID = int32(i)
+	}
+	for i := range n {
+		cfg := c.cfg
+		if n > 1 {
+			m := newMembership(slices.Clone(peers))
+			c.Members = append(c.Members, m)
+			cfg.NodeID, cfg.Membership = int32(i), m
+		}
+		gw, err := gateway.New(cfg, c.api)
+		if err == nil {
+			err = gw.Start()
+		}
+		if err != nil {
+			return fmt.Errorf("start gateway %d: %w", i, err)
+		}
+		c.Gateways = append(c.Gateways, gw)
+		c.Addrs = append(c.Addrs, gw.Addr().String())
+		addr := gw.Addr().(*net.TCPAddr)
+		peers[i].Host, peers[i].Port = addr.IP.String(), int32(addr.Port)
+	}
+	for _, m := range c.Members {
+		m.setAddrs(peers)
+	}
+	return nil
 }
 
 // RestartGateway stops the gateway and starts a new one with the same
@@ -155,7 +196,16 @@ func (c *Cluster) RestartGateway() error {
 		return fmt.Errorf("restart gateway: %w", err)
 	}
 	c.Gateway, c.Addr = gw, gw.Addr().String()
+	c.Gateways[0], c.Addrs[0] = c.Gateway, c.Addr
 	return nil
+}
+
+// CloseGateway stops gateway i of several, as a gateway that died or was
+// taken away; Close skips it.
+func (c *Cluster) CloseGateway(i int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.Gateways[i].Close(ctx)
 }
 
 // Close stops the gateway, then the embedded DIS server. Calls after the
@@ -168,7 +218,11 @@ func (c *Cluster) Close() error {
 func (c *Cluster) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := c.Gateway.Close(ctx)
+	var err error
+	for _, gw := range c.Gateways {
+		// Close returns its first result again for a gateway CloseGateway stopped.
+		err = errors.Join(err, gw.Close(ctx))
+	}
 	_ = c.dis.Close()
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("gateway did not stop in time: %w", err)
