@@ -422,3 +422,158 @@ func TestMultiGatewaySplitBrain(t *testing.T) {
 		})
 	}
 }
+
+// TestMultiGatewayOwnershipMove takes a gateway that leads partitions and
+// coordinates the group out of the others' live sets, and stops it, while
+// an idempotent producer and a three-member group run. Production and
+// consumption go on through the two left; every acknowledged record is
+// stored once, at its acknowledged offset, and consumed; committed offsets
+// never go backwards.
+func TestMultiGatewayOwnershipMove(t *testing.T) {
+	c := startGateways(t, 3)
+	topic := nameOwnedBy(c, "move", 2, func(n string) string { return cluster.PartitionKey(n, 0) })
+	group := nameOwnedBy(c, "move-group", 2, cluster.GroupKey)
+	const partitions = 6
+	createTopic(t, c, topic, partitions, nil)
+	type loc struct {
+		p   int32
+		off int64
+	}
+	var mu sync.Mutex
+	acked := map[string]loc{}
+	ackedCount := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	// The producer: idempotent and acks=all, franz-go's defaults.
+	prodCtx, stopProducing := context.WithCancel(ctx)
+	prod := clientAt(t, c.Addrs, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 0; prodCtx.Err() == nil; n += 10 {
+			var recs []*kgo.Record
+			for i := n; i < n+10; i++ {
+				recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, "v%06d", i)})
+			}
+			for _, r := range prod.ProduceSync(ctx, recs...) {
+				if r.Err != nil {
+					t.Logf("produce %s: %v", r.Record.Value, r.Err)
+					continue
+				}
+				mu.Lock()
+				acked[string(r.Record.Value)] = loc{r.Record.Partition, r.Record.Offset}
+				mu.Unlock()
+			}
+		}
+	}()
+	// The group: three members, each bootstrapped at another gateway
+	// first; a commit refused while the coordinator moves is left to the
+	// next one.
+	ledger := newLedger()
+	for i := range 3 {
+		seeds := append(slices.Clone(c.Addrs[i:]), c.Addrs[:i]...)
+		cl := clientAt(t, seeds, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ClientID(fmt.Sprint("m", i)),
+			kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(200*time.Millisecond), kgo.FetchMaxWait(200*time.Millisecond))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				fs := cl.PollRecords(ctx, 500)
+				fs.EachRecord(func(r *kgo.Record) { ledger.add(fmt.Sprint("m", i), r) })
+				if err := cl.CommitRecords(ctx, fs.Records()...); err != nil && ctx.Err() == nil {
+					t.Logf("m%d: commit: %v", i, err)
+				}
+				cl.AllowRebalance()
+			}
+			cl.Close()
+		}()
+	}
+	// Committed offsets, sampled through the gateways that stay.
+	var backwards []string
+	adm := kadm.NewClient(clientAt(t, c.Addrs[:2]))
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		high := map[int32]int64{}
+		for ctx.Err() == nil {
+			fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
+			offs, err := adm.FetchOffsets(fctx, group)
+			fcancel()
+			if err == nil {
+				offs.Each(func(o kadm.OffsetResponse) {
+					if o.Err == nil && o.At < high[o.Partition] {
+						mu.Lock()
+						backwards = append(backwards, fmt.Sprintf("partition %d: %d after %d", o.Partition, o.At, high[o.Partition]))
+						mu.Unlock()
+					}
+					high[o.Partition] = max(high[o.Partition], o.At)
+				})
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+
+	waitFor(t, "the group consuming", func() bool { return ackedCount() >= 500 && ledger.count() >= 300 })
+	c.Members[0].SetLive(0, 1)
+	c.Members[1].SetLive(0, 1)
+	if err := c.CloseGateway(2); err != nil {
+		t.Fatalf("close gateway 2: %v", err)
+	}
+	moved := ackedCount()
+	waitFor(t, "production through the two left", func() bool { return ackedCount() >= moved+1000 })
+	stopProducing()
+	waitFor(t, "the group consuming every acknowledged record", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		ledger.mu.Lock()
+		defer ledger.mu.Unlock()
+		for v := range acked {
+			if _, ok := ledger.seen[v]; !ok {
+				return false
+			}
+		}
+		return true
+	})
+	cancel()
+	wg.Wait()
+	if len(backwards) > 0 {
+		t.Fatalf("committed offsets went backwards: %v", backwards)
+	}
+
+	// Every acknowledged record is stored once, where it was acknowledged.
+	offsets := map[int32]kgo.Offset{}
+	for p := range int32(partitions) {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	cl := clientAt(t, c.Addrs[:1], kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
+	rctx := testContext(t, 30*time.Second)
+	next := map[int32]int64{}
+	found := 0
+	seen := map[string]bool{}
+	for found < len(acked) {
+		fs := cl.PollFetches(rctx)
+		if rctx.Err() != nil {
+			t.Fatalf("read back %d of %d acknowledged records", found, len(acked))
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			v := string(r.Value)
+			if r.Offset != next[r.Partition] {
+				t.Fatalf("partition %d: record at %d, want the dense next %d", r.Partition, r.Offset, next[r.Partition])
+			}
+			next[r.Partition]++
+			if seen[v] {
+				t.Fatalf("record %s stored twice", v)
+			}
+			seen[v] = true
+			if at, ok := acked[v]; ok {
+				if at != (loc{r.Partition, r.Offset}) {
+					t.Fatalf("record %s at %d/%d, acknowledged at %d/%d", v, r.Partition, r.Offset, at.p, at.off)
+				}
+				found++
+			}
+		})
+	}
+}
