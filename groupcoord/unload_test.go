@@ -15,7 +15,8 @@ func TestUnload(t *testing.T) {
 	h := newHarness(t, Config{})
 	g := h.stableGroup("g", "ga", "gb")
 	joinG := h.step("ga", joinReq("g", g[0])) // waits for gb to rejoin
-	s := h.stableGroup("s", "sa", "sb")
+	clients := []string{"sa", "sb"}
+	s := h.stableGroup("s", clients...)
 	js := []uint64{h.step("sa", joinReq("s", s[0])), h.step("sb", joinReq("s", s[1]))}
 	leader := 0
 	if h.joinResp(js[1]).LeaderID == s[1] {
@@ -23,7 +24,7 @@ func TestUnload(t *testing.T) {
 	}
 	follower := 1 - leader
 	gen := h.joinResp(js[follower]).Generation
-	syncS := h.step("s"+string(rune('a'+follower)), syncReq("s", s[follower], gen, nil)) // waits for the leader
+	syncS := h.step(clients[follower], syncReq("s", s[follower], gen, nil)) // waits for the leader
 	if h.c.CheckCommit(h.now, "c", "", nil, -1) != 0 {
 		t.Fatal("simple commit refused")
 	}
