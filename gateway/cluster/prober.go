@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -135,10 +135,8 @@ func (pc *probeConn) roundTrip(ctx context.Context) error {
 	if corr := int32(binary.BigEndian.Uint32(buf)); corr != pc.corr {
 		return fmt.Errorf("ApiVersions answer to correlation id %d, want %d", corr, pc.corr)
 	}
-	switch code := int16(binary.BigEndian.Uint16(buf[4:])); code {
-	case 0, 35: // none, UNSUPPORTED_VERSION
-		return nil
-	default:
-		return errors.New("ApiVersions answered with error code " + strconv.Itoa(int(code)))
+	if code := int16(binary.BigEndian.Uint16(buf[4:])); code != 0 && code != kerr.UnsupportedVersion.Code {
+		return fmt.Errorf("ApiVersions answered: %w", kerr.ErrorForCode(code))
 	}
+	return nil
 }
