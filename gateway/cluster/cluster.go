@@ -280,5 +280,5 @@ func (c *Cluster) publish() {
 	live := c.state.Live()
 	c.view.Store(&view{live: live, version: c.state.Version(), changed: make(chan struct{})})
 	close(old.changed)
-	c.cfg.Logger.Info().Int("live", len(live)).Msg("cluster membership changed")
+	c.cfg.Logger.Debug().Int("live", len(live)).Msg("cluster membership changed")
 }
