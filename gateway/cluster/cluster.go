@@ -69,7 +69,7 @@ type Cluster struct {
 	resolved chan resolution
 	cancel   context.CancelFunc
 	done     chan struct{}
-	probes   sync.WaitGroup
+	workers  sync.WaitGroup // probes and DNS lookups in flight
 }
 
 // view is one published live set; changed is closed when it is replaced.
@@ -155,14 +155,14 @@ func (c *Cluster) Start(ctx context.Context) {
 	go c.run(ctx)
 }
 
-// Close stops probing and waits for the probes in flight.
+// Close stops probing and waits for the probes and lookups in flight.
 func (c *Cluster) Close() {
 	if c.cancel == nil {
 		return
 	}
 	c.cancel()
 	<-c.done
-	c.probes.Wait()
+	c.workers.Wait()
 	if cl, ok := c.cfg.Prober.(io.Closer); ok {
 		_ = cl.Close()
 	}
@@ -204,7 +204,7 @@ func (c *Cluster) run(ctx context.Context) {
 		case <-resolveTick:
 			if !resolving {
 				resolving = true
-				c.probes.Go(func() {
+				c.workers.Go(func() {
 					peers, ok := c.resolve(ctx)
 					select {
 					case c.resolved <- resolution{peers: peers, ok: ok}:
@@ -223,7 +223,7 @@ func (c *Cluster) run(ctx context.Context) {
 
 // probe runs one probe of p in the background and reports it to run.
 func (c *Cluster) probe(ctx context.Context, p Peer) {
-	c.probes.Go(func() {
+	c.workers.Go(func() {
 		pctx, cancel := context.WithTimeout(ctx, c.timeout)
 		err := c.cfg.Prober.Probe(pctx, p)
 		cancel()

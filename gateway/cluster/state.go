@@ -58,7 +58,6 @@ func NewState(self Peer, peers []Peer, probeInterval, deadAfter time.Duration, n
 	}
 	s := &State{self: self, probeInterval: probeInterval, deadAfter: deadAfter, peers: map[int32]*peerState{}}
 	s.SetPeers(peers, now)
-	s.events = nil
 	return s
 }
 
