@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,6 +34,7 @@ import (
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/disclient/dislocal"
 	"github.com/disgw/disgw/gateway"
+	"github.com/disgw/disgw/gateway/cluster"
 )
 
 // options are the parsed flags.
@@ -71,6 +73,10 @@ type options struct {
 	logLevel, logFormat               string
 	pprof                             bool
 	memoryLimit                       int64
+	nodeID                            int
+	nodeIDSet                         bool
+	peers, peersDNS                   string
+	peerProbeInterval, peerDeadAfter  time.Duration
 }
 
 func main() {
@@ -135,6 +141,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.maxCheckpointReads, "max-checkpoint-reads-per-request", 5000, "GetCheckpoint calls one OffsetFetch request may make")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve Go's profiling handlers under /debug/pprof/ on the admin listener")
 	fs.Int64Var(&o.memoryLimit, "memory-limit", 200<<20, "soft limit in bytes on the Go runtime's memory, past which the GC works harder (runtime/debug.SetMemoryLimit); 0 for none; GOMEMLIMIT in the environment wins")
+	fs.IntVar(&o.nodeID, "node-id", 0, "this gateway's node id, its broker id in Metadata; with --peers, its entry there")
+	fs.StringVar(&o.peers, "peers", "", "the gateways sharing this DIS project, itself included, as ID=host:port,... with each one's advertised address of its first listener")
+	fs.StringVar(&o.peersDNS, "peers-dns", "", "NAME:PORT: the gateways are the addresses NAME resolves to, each at PORT, with node ids derived from the addresses (instead of --peers and --node-id)")
+	fs.DurationVar(&o.peerProbeInterval, "peer-probe-interval", cluster.DefaultProbeInterval, "how often each peer gateway is probed")
+	fs.DurationVar(&o.peerDeadAfter, "peer-dead-after", cluster.DefaultDeadAfter, "a peer gateway without a successful probe for this long is dead and its partitions and groups move")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
 	if err := fs.Parse(args); err != nil {
@@ -151,6 +162,8 @@ func parseFlags(args []string) (*options, error) {
 			}
 		}
 	})
+	_, envNodeID := os.LookupEnv("DISGW_NODE_ID")
+	o.nodeIDSet = set["node-id"] || envNodeID
 	return o, envErr
 }
 
@@ -189,6 +202,20 @@ func isTerminal(f *os.File) bool {
 }
 
 func run(args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, args, nil)
+}
+
+// serving is where a running disgw can be reached; "" for what it does
+// not serve.
+type serving struct {
+	embeddedDIS, admin string
+}
+
+// serve runs disgw until ctx ends, then shuts down. started, when not nil,
+// is told what serves once everything does.
+func serve(ctx context.Context, args []string, started func(serving)) error {
 	o, err := parseFlags(args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -216,15 +243,23 @@ func run(args []string) error {
 		endpoint = "https://dis." + o.disRegion + ".myhuaweicloud.com"
 	}
 	embedded := endpoint == ""
+	// With no Kafka listener at all disgw is the embedded DIS server
+	// alone, for several gateways to share (--dis-endpoint).
+	disOnly := o.listen == "-" && strings.TrimSpace(o.listeners) == ""
+	switch {
+	case disOnly && !embedded:
+		return errors.New("--listen - with no --listeners runs no gateway, only the embedded DIS server, which --dis-endpoint and --dis-region turn off")
+	case disOnly && (o.peers != "" || o.peersDNS != ""):
+		return errors.New("--peers and --peers-dns are for gateways; --listen - with no --listeners runs only the embedded DIS server")
+	}
 	encoding, err := bodyEncoding(o.disEncoding, embedded)
 	if err != nil {
 		return err
 	}
-	var local *dislocal.Server
-	var localHTTP *http.Server
+	var r running
 	projectID := o.disProjectID
 	if embedded {
-		local, localHTTP, endpoint, err = startEmbedded(o, log)
+		r.local, r.localHTTP, endpoint, err = startEmbedded(o, log)
 		if err != nil {
 			return err
 		}
@@ -248,6 +283,10 @@ func run(args []string) error {
 		return err
 	}
 	defer dis.Close()
+	if disOnly {
+		log.Info().Str("endpoint", endpoint).Msg("no Kafka listener: serving the embedded DIS REST API alone")
+		return r.serveUntilDone(ctx, o, reg, dis, endpoint, started, log)
+	}
 
 	autoCreate := embedded
 	switch o.autoCreate {
@@ -314,44 +353,158 @@ func run(args []string) error {
 	if err := applySASLMode(o, &cfg, disCfg); err != nil {
 		return err
 	}
+	if r.cluster, err = newCluster(o, &cfg, log.With().Str("component", "cluster").Logger()); err != nil {
+		return err
+	}
 	gw, err := gateway.New(cfg, dis)
 	if err != nil {
 		return err
 	}
+	if r.cluster != nil {
+		r.cluster.Start(ctx)
+	}
 	if err := gw.Start(); err != nil {
+		r.closeCluster()
 		return err
 	}
+	r.gw = gw
+	embeddedEndpoint := ""
+	if embedded {
+		embeddedEndpoint = endpoint
+	}
+	return r.serveUntilDone(ctx, o, reg, dis, embeddedEndpoint, started, log)
+}
 
+// running is what serve started, for serveUntilDone to stop; nil for what
+// it did not start.
+type running struct {
+	gw        *gateway.Gateway
+	cluster   *cluster.Cluster
+	local     *dislocal.Server
+	localHTTP *http.Server
+}
+
+// serveUntilDone serves the admin HTTP (health and metrics whichever parts
+// run) until ctx ends, then stops everything started, the gateway first so
+// that its in-flight requests still reach DIS.
+func (r *running) serveUntilDone(ctx context.Context, o *options, reg *prometheus.Registry, dis disclient.API, embeddedEndpoint string, started func(serving), log zerolog.Logger) error {
 	var admin *http.Server
+	where := serving{embeddedDIS: embeddedEndpoint}
 	if o.adminListen != "" {
-		admin, err = startAdmin(o.adminListen, adminHandler(reg, dis, o.pprof), log)
-		if err != nil {
+		var err error
+		if admin, where.admin, err = startAdmin(o.adminListen, adminHandler(reg, dis, o.pprof), log); err != nil {
+			r.closeCluster()
 			return err
 		}
 	}
-
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	s := <-sig
-	log.Info().Str("signal", s.String()).Msg("shutting down: finishing in-flight requests")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if started != nil {
+		started(where)
+	}
+	<-ctx.Done()
+	log.Info().Str("reason", context.Cause(ctx).Error()).Msg("shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := gw.Close(ctx); err != nil {
-		log.Warn().Err(err).Msg("gateway shutdown")
+	if r.gw != nil {
+		if err := r.gw.Close(sctx); err != nil {
+			log.Warn().Err(err).Msg("gateway shutdown")
+		}
 	}
+	r.closeCluster()
 	if admin != nil {
-		_ = admin.Shutdown(ctx)
+		_ = admin.Shutdown(sctx)
 	}
-	if localHTTP != nil {
-		_ = localHTTP.Shutdown(ctx)
+	if r.localHTTP != nil {
+		_ = r.localHTTP.Shutdown(sctx)
 	}
-	if local != nil {
-		if err := local.Close(); err != nil {
+	if r.local != nil {
+		if err := r.local.Close(); err != nil {
 			log.Warn().Err(err).Msg("embedded DIS shutdown")
 		}
 	}
 	log.Info().Msg("stopped")
 	return nil
+}
+
+func (r *running) closeCluster() {
+	if r.cluster != nil {
+		r.cluster.Close()
+	}
+}
+
+// newCluster builds the membership --peers or --peers-dns ask for and sets
+// cfg.Membership and cfg.NodeID from it; without either the gateway is
+// alone with --node-id, and nil is returned. A peer's address is the
+// advertised address of its first listener (--listen, or the first of
+// --listeners with --listen -): with --peers this gateway's own entry is
+// that address, and becomes it when none is advertised.
+func newCluster(o *options, cfg *gateway.Config, log zerolog.Logger) (*cluster.Cluster, error) {
+	if o.nodeID < 0 || o.nodeID > math.MaxInt32 {
+		return nil, fmt.Errorf("--node-id must be from 0 to %d", math.MaxInt32)
+	}
+	cfg.NodeID = int32(o.nodeID)
+	if o.peers == "" && o.peersDNS == "" {
+		return nil, nil
+	}
+	switch {
+	case o.peers != "" && o.peersDNS != "":
+		return nil, errors.New("use either --peers or --peers-dns, not both")
+	case o.peersDNS != "" && o.nodeIDSet:
+		return nil, errors.New("--node-id cannot go with --peers-dns: node ids come from the peers' addresses")
+	case o.peerProbeInterval <= 0 || o.peerDeadAfter <= o.peerProbeInterval:
+		return nil, errors.New("--peer-probe-interval must be positive and --peer-dead-after longer")
+	}
+	listen, advertised, protocol := &cfg.Listen, &cfg.AdvertisedAddr, gateway.Plaintext
+	if cfg.Listen == "-" {
+		if len(cfg.Listeners) == 0 {
+			return nil, errors.New("--peers and --peers-dns need a Kafka listener")
+		}
+		first := &cfg.Listeners[0]
+		listen, advertised, protocol = &first.Addr, &first.AdvertisedAddr, first.Protocol
+	}
+	ccfg := cluster.Config{
+		ProbeInterval: o.peerProbeInterval,
+		DeadAfter:     o.peerDeadAfter,
+		Prober:        &cluster.KafkaProber{TLS: protocol == gateway.SSL || protocol == gateway.SASLSSL},
+		Logger:        log,
+	}
+	if o.peers != "" {
+		peers, err := cluster.ParsePeers(o.peers)
+		if err != nil {
+			return nil, fmt.Errorf("--peers: %w", err)
+		}
+		i := slices.IndexFunc(peers, func(p cluster.Peer) bool { return p.ID == cfg.NodeID })
+		if i < 0 {
+			return nil, fmt.Errorf("--peers has no entry for this gateway's --node-id %d", cfg.NodeID)
+		}
+		self := peers[i]
+		own := net.JoinHostPort(self.Host, strconv.Itoa(int(self.Port)))
+		switch *advertised {
+		case "":
+			*advertised = own
+		case own:
+		default:
+			return nil, fmt.Errorf("--peers gives node %d the address %s, but its %s listener advertises %s", self.ID, own, protocol, *advertised)
+		}
+		ccfg.Self, ccfg.Peers = self, peers
+	} else {
+		addr := *advertised
+		if addr == "" {
+			addr = *listen
+		}
+		host, port, err := cluster.ParseAddr(addr)
+		if err != nil {
+			return nil, fmt.Errorf("--peers-dns: the %s listener's advertised address: %w", protocol, err)
+		}
+		ccfg.Self, ccfg.DNS = cluster.Peer{Host: host, Port: port}, o.peersDNS
+	}
+	c, err := cluster.New(ccfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.NodeID, cfg.Membership = c.Self().ID, c
+	log.Info().Int32("node_id", cfg.NodeID).Int("peers", len(ccfg.Peers)).Str("peers_dns", o.peersDNS).
+		Dur("probe_interval", o.peerProbeInterval).Dur("dead_after", o.peerDeadAfter).Msg("cluster of gateways")
+	return c, nil
 }
 
 // checkCredentials rejects credential flags that do not go together, before
@@ -542,11 +695,12 @@ func adminHandler(reg *prometheus.Registry, dis disclient.API, pprof bool) http.
 	return mux
 }
 
-// startAdmin serves the admin handler on addr.
-func startAdmin(addr string, h http.Handler, log zerolog.Logger) (*http.Server, error) {
+// startAdmin serves the admin handler on addr, and returns the address
+// bound.
+func startAdmin(addr string, h http.Handler, log zerolog.Logger) (*http.Server, string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("admin listener: %w", err)
+		return nil, "", fmt.Errorf("admin listener: %w", err)
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -555,5 +709,5 @@ func startAdmin(addr string, h http.Handler, log zerolog.Logger) (*http.Server, 
 		}
 	}()
 	log.Info().Str("listen", ln.Addr().String()).Msg("admin HTTP started")
-	return hs, nil
+	return hs, ln.Addr().String(), nil
 }

@@ -1,21 +1,28 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway"
+	"github.com/disgw/disgw/gateway/cluster"
 )
 
 // Environment variables set flags, and the command line wins over them.
@@ -226,5 +233,154 @@ func TestMemoryLimit(t *testing.T) {
 	debug.SetMemoryLimit(300 << 20)
 	if got, from := applyMemoryLimit(150<<20, "300MiB"); got != 300<<20 || from != "GOMEMLIMIT" || debug.SetMemoryLimit(-1) != 300<<20 {
 		t.Fatalf("GOMEMLIMIT: %d from %q, runtime %d", got, from, debug.SetMemoryLimit(-1))
+	}
+}
+
+// clusterFrom runs newCluster over the gateway settings args give.
+func clusterFrom(t *testing.T, args ...string) (gateway.Config, *cluster.Cluster, error) {
+	t.Helper()
+	o, err := parseFlags(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := gateway.Config{Listen: o.listen, AdvertisedAddr: o.advertised}
+	if cfg.Listeners, err = parseListeners(o.listeners, o.advertisedListeners, &tls.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := newCluster(o, &cfg, zerolog.Nop())
+	return cfg, c, err
+}
+
+// TestClusterFlags checks --node-id, --peers and --peers-dns: what
+// membership and node id they give, and the settings refused at start.
+func TestClusterFlags(t *testing.T) {
+	cfg, c, err := clusterFrom(t, "--node-id", "4")
+	if err != nil || c != nil || cfg.Membership != nil || cfg.NodeID != 4 {
+		t.Fatalf("alone: cluster %v, membership %v, node %d, %v", c, cfg.Membership, cfg.NodeID, err)
+	}
+
+	cfg, c, err = clusterFrom(t, "--node-id", "1", "--listen", "0.0.0.0:19092", "--peers", "0=gw0:9092,1=gw1:19092,2=gw2:9092")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Membership != gateway.Membership(c) || cfg.NodeID != 1 || cfg.AdvertisedAddr != "gw1:19092" {
+		t.Fatalf("--peers: membership %v, node %d, advertised %q", cfg.Membership, cfg.NodeID, cfg.AdvertisedAddr)
+	}
+	if got := c.Live(); len(got) != 3 || got[1] != (cluster.Peer{ID: 1, Host: "gw1", Port: 19092}) {
+		t.Fatalf("live at start %+v, want all three", got)
+	}
+
+	cfg, _, err = clusterFrom(t, "--listen", "-", "--listeners", "SSL://0.0.0.0:9093", "--advertised-listeners", "SSL://gw0:9093", "--peers", "0=gw0:9093,1=gw1:9093")
+	if err != nil || cfg.Listeners[0].AdvertisedAddr != "gw0:9093" {
+		t.Fatalf("--peers on an SSL first listener: %+v, %v", cfg.Listeners, err)
+	}
+
+	cfg, c, err = clusterFrom(t, "--listen", "10.1.2.3:9092", "--peers-dns", "gateways.example:9092")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NodeID != 0x0a010203 || c.Self().ID != cfg.NodeID {
+		t.Fatalf("--peers-dns: node id %#x, want 10.1.2.3's bits", cfg.NodeID)
+	}
+
+	for name, args := range map[string][]string{
+		"negative node id":              {"--node-id", "-1"},
+		"own id missing":                {"--node-id", "3", "--peers", "0=gw0:9092,1=gw1:9092"},
+		"id repeated":                   {"--peers", "0=gw0:9092,0=gw1:9092"},
+		"address repeated":              {"--peers", "0=gw0:9092,1=gw0:9092"},
+		"not ID=host:port":              {"--peers", "gw0:9092"},
+		"own entry not the advertised":  {"--advertised-addr", "gw9:9092", "--peers", "0=gw0:9092,1=gw1:9092"},
+		"both lists":                    {"--peers", "0=gw0:9092", "--peers-dns", "gw:9092"},
+		"node id with DNS":              {"--node-id", "0", "--listen", "10.0.0.1:9092", "--peers-dns", "gw:9092"},
+		"DNS, advertised a host name":   {"--advertised-addr", "gw0:9092", "--peers-dns", "gw:9092"},
+		"DNS, listening on any address": {"--listen", "0.0.0.0:9092", "--peers-dns", "gw:9092"},
+		"DNS, another port":             {"--listen", "10.0.0.1:9093", "--peers-dns", "gw:9092"},
+		"DNS without a port":            {"--listen", "10.0.0.1:9092", "--peers-dns", "gw"},
+		"zero probe interval":           {"--peers", "0=gw0:9092", "--peer-probe-interval", "0s"},
+		"dead before a probe":           {"--peers", "0=gw0:9092", "--peer-probe-interval", "2s", "--peer-dead-after", "1s"},
+	} {
+		if _, c, err := clusterFrom(t, args...); err == nil {
+			t.Errorf("%s: %v accepted (%v)", name, args, c.Live())
+		}
+	}
+	if _, _, err := clusterFrom(t, "--peers", "0=gw0:9092,0=gw1:9092"); err == nil || !strings.Contains(err.Error(), "--peers") {
+		t.Errorf("the error does not name the flag: %v", err)
+	}
+}
+
+// TestEmbeddedDISAlone runs disgw with no Kafka listener: it serves the
+// embedded DIS REST API alone, which a DIS client can use, with health on
+// the admin listener, and stops when told.
+func TestEmbeddedDISAlone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	up := make(chan serving, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, []string{"--listen", "-", "--embedded-dis-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+			"--data-dir", t.TempDir(), "--fsync", "none", "--log-level", "warn"}, func(s serving) { up <- s })
+	}()
+	var s serving
+	select {
+	case s = <-up:
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("not serving after 30s")
+	}
+	if s.embeddedDIS == "" || s.admin == "" {
+		t.Fatalf("serving %+v", s)
+	}
+	dis, err := disclient.New(disclient.Config{Endpoint: s.embeddedDIS, ProjectID: "disgw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dis.Close()
+	if err := dis.CreateStream(ctx, &disclient.CreateStreamRequest{StreamName: "alone", PartitionCount: 2}); err != nil {
+		t.Fatal(err)
+	}
+	streams, err := dis.ListStreams(ctx, 10, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(streams.StreamNames, "alone") {
+		t.Fatalf("streams %v, want the one created", streams.StreamNames)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get("http://" + s.admin + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s = %d", path, resp.StatusCode)
+		}
+	}
+	// No gateway runs: none of its metrics are registered.
+	resp, err := http.Get("http://" + s.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if bytes.Contains(metrics, []byte("disgw_connections")) || !bytes.Contains(metrics, []byte("go_goroutines")) {
+		t.Errorf("metrics of a gateway that should not run, or none at all:\n%s", metrics)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("not stopped 30s after its context ended")
+	}
+	for _, bad := range [][]string{
+		{"--listen", "-", "--dis-endpoint", "http://127.0.0.1:1", "--dis-project-id", "p"},
+		{"--listen", "-", "--peers", "0=gw0:9092"},
+	} {
+		if err := serve(context.Background(), bad, nil); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
 	}
 }

@@ -1,0 +1,142 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// KafkaProber probes a peer with a Kafka ApiVersions request on a
+// connection it keeps open between probes and opens again after a failure.
+// ApiVersions is answered before SASL authentication, so it works on every
+// listener type. With TLS it speaks TLS but verifies nothing: a probe
+// trusts only that a Kafka listener answered at the peer's address, and
+// sends nothing secret. The zero value probes plaintext listeners.
+type KafkaProber struct {
+	// TLS is set when the peers' first listener is SSL or SASL_SSL.
+	TLS bool
+
+	mu     sync.Mutex
+	conns  map[int32]*probeConn
+	closed bool
+}
+
+// probeConn is the kept-open connection to one peer.
+type probeConn struct {
+	addr string
+	conn net.Conn
+	corr int32
+}
+
+// maxProbeResponse bounds the ApiVersions answer read; a gateway's is well
+// under 1 KiB.
+const maxProbeResponse = 1 << 20
+
+var probeFormatter = kmsg.NewRequestFormatter(kmsg.FormatterClientID("disgw-peer-probe"))
+
+// Probe sends ApiVersions v3 to p and waits for the answer until ctx's
+// deadline. An UNSUPPORTED_VERSION answer counts: a Kafka listener
+// answered.
+func (k *KafkaProber) Probe(ctx context.Context, p Peer) error {
+	addr := net.JoinHostPort(p.Host, strconv.Itoa(int(p.Port)))
+	k.mu.Lock()
+	pc := k.conns[p.ID]
+	delete(k.conns, p.ID)
+	k.mu.Unlock()
+	if pc != nil && pc.addr != addr {
+		_ = pc.conn.Close()
+		pc = nil
+	}
+	if pc == nil {
+		conn, err := k.dial(ctx, addr)
+		if err != nil {
+			return err
+		}
+		pc = &probeConn{addr: addr, conn: conn}
+	}
+	if err := pc.roundTrip(ctx); err != nil {
+		_ = pc.conn.Close()
+		return err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		return pc.conn.Close()
+	}
+	if k.conns == nil {
+		k.conns = map[int32]*probeConn{}
+	}
+	k.conns[p.ID] = pc
+	return nil
+}
+
+func (k *KafkaProber) dial(ctx context.Context, addr string) (net.Conn, error) {
+	if k.TLS {
+		// Not verified on purpose: see KafkaProber.
+		d := &tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// Close closes the kept-open connections.
+func (k *KafkaProber) Close() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.closed = true
+	for id, pc := range k.conns {
+		_ = pc.conn.Close()
+		delete(k.conns, id)
+	}
+	return nil
+}
+
+// roundTrip sends one ApiVersions request and checks the answer.
+func (pc *probeConn) roundTrip(ctx context.Context) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(time.Second)
+	}
+	if err := pc.conn.SetDeadline(deadline); err != nil {
+		return err
+	}
+	pc.corr++
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName = "disgw-peer-probe"
+	req.ClientSoftwareVersion = "1"
+	if _, err := pc.conn.Write(probeFormatter.AppendRequest(nil, req, pc.corr)); err != nil {
+		return err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(pc.conn, size[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 6 || n > maxProbeResponse {
+		return fmt.Errorf("ApiVersions answer of %d bytes", n)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(pc.conn, buf); err != nil {
+		return err
+	}
+	// The ApiVersions response header is the correlation id alone, at
+	// every version, and the body starts with the error code.
+	if corr := int32(binary.BigEndian.Uint32(buf)); corr != pc.corr {
+		return fmt.Errorf("ApiVersions answer to correlation id %d, want %d", corr, pc.corr)
+	}
+	if code := int16(binary.BigEndian.Uint16(buf[4:])); code != 0 && code != kerr.UnsupportedVersion.Code {
+		return fmt.Errorf("ApiVersions answered: %w", kerr.ErrorForCode(code))
+	}
+	return nil
+}
