@@ -1,9 +1,7 @@
 package test
 
 import (
-	"hash/fnv"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/disgw/disgw/gateway/cluster"
@@ -48,35 +46,20 @@ func (m *Membership) liveLocked() []cluster.Peer {
 	return out
 }
 
-// Owner is the peer key is pinned to, or the live peer with the highest
-// hash of key and its id.
+// Owner is the peer key is pinned to, or the owner the gateways' own
+// rendezvous hashing picks among the live peers.
 func (m *Membership) Owner(key string) cluster.Peer {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if id, ok := m.pinned[key]; ok {
 		return m.peerLocked(id)
 	}
-	return rendezvous(key, m.liveLocked())
+	return cluster.Owner(key, m.liveLocked())
 }
 
 func (m *Membership) peerLocked(id int32) cluster.Peer {
 	i := slices.IndexFunc(m.peers, func(p cluster.Peer) bool { return p.ID == id })
 	return m.peers[i]
-}
-
-// rendezvous picks the owner of key among live: the same one in every view
-// with the same live set, and a peer leaving moves only its own keys.
-func rendezvous(key string, live []cluster.Peer) cluster.Peer {
-	var best cluster.Peer
-	var bestHash uint64
-	for i, p := range live {
-		h := fnv.New64a()
-		_, _ = h.Write([]byte(key + "@" + strconv.Itoa(int(p.ID))))
-		if v := h.Sum64(); i == 0 || v > bestHash {
-			best, bestHash = p, v
-		}
-	}
-	return best
 }
 
 // Changed is closed at the next change the test makes.
