@@ -139,7 +139,9 @@ func (a *arena) clone(b []byte) []byte {
 	}
 	a.size -= len(b)
 	if len(b) > arenaChunk/4 {
-		return append(make([]byte, 0, len(b)), b...)
+		// append to nil allocates without zeroing what it copies over;
+		// make would clear the whole record first.
+		return append([]byte(nil), b...)
 	}
 	if a.buf == nil || len(a.buf)+len(b) > cap(a.buf) {
 		a.buf = make([]byte, 0, max(len(b), min(arenaChunk, a.size+len(b))))

@@ -154,7 +154,7 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 			parts = append(parts, &fetchPart{topic: metas[ti], req: rp, resp: sp, offset: rp.FetchOffset})
 		}
 	}
-	gw.serveFetch(ctx, req, resp, parts)
+	gw.serveFetch(ctx, req, resp, parts, &r.scratch)
 	return resp, nil
 }
 
@@ -181,7 +181,7 @@ func (gw *Gateway) fetchNotLeader(r *request, resp *kmsg.FetchResponse, sp *kmsg
 // serveFetch reads every partition, long-polling until min_bytes are there
 // or max_wait_ms has passed, then encodes the batches. A long poll registers
 // one waiter with every partition still waiting, which an append wakes.
-func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*fetchPart) {
+func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*fetchPart, scratch *[][]byte) {
 	deadline := time.Now().Add(fetchWait(req))
 	maxBytes := gw.fetchLimit(req)
 	minBytes := int(req.MinBytes)
@@ -242,13 +242,19 @@ func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp 
 			n := 0
 			for i := range p.batches {
 				n += len(p.batches[i].data)
-			}
-			b := make([]byte, 0, n)
-			for i := range p.batches {
-				b = append(b, p.batches[i].data...)
 				fetched += int(p.batches[i].last - p.batches[i].base + 1)
 			}
+			if len(p.batches) == 1 {
+				// Cached batches are never changed: answer with it as is.
+				p.resp.RecordBatches = p.batches[0].data
+				continue
+			}
+			b := responseBuffers.get(n)
+			for i := range p.batches {
+				b = append(b, p.batches[i].data...)
+			}
 			p.resp.RecordBatches = b
+			*scratch = append(*scratch, b)
 			continue
 		}
 		if len(p.records) == 0 {

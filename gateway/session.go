@@ -23,7 +23,9 @@ type responseSink interface {
 	// write queues one whole frame; frames arrive in request order. It is
 	// called with the session's lock held, so it must never block: the
 	// sink reports the bytes as they reach the socket with session.wrote.
-	write(frame []byte)
+	// A recycled frame came from responseBuffers: the sink puts it back
+	// once nothing reads it any more.
+	write(frame []byte, recycled bool)
 	// close closes the connection after the frames already queued.
 	close()
 	// abort closes the connection now, dropping what is still queued: the
@@ -113,8 +115,9 @@ func (s *session) frameLimit() int32 {
 
 // finished is a response waiting for its turn; a nil frame sends nothing.
 type finished struct {
-	frame []byte
-	size  int64
+	frame    []byte
+	recycled bool // frame is a responseBuffers buffer
+	size     int64
 }
 
 // request is one decoded request travelling through the pipeline.
@@ -131,6 +134,10 @@ type request struct {
 	served bool
 	early  []byte // a response frame prepared on the loop (ApiVersions v0 errors)
 	raw    []byte // a bare SASL token (after SaslHandshake v0)
+	// scratch holds responseBuffers buffers the handler's response
+	// refers to; reply gives them back once the response is encoded.
+	// Only the handler's goroutine touches it.
+	scratch [][]byte
 }
 
 const sessionQueueLen = 256
@@ -421,6 +428,12 @@ func (r *request) logEvent(e *zerolog.Event) *zerolog.Event {
 // reply answers r with what its handler returned: resp, or for an error
 // the API's error response with the Kafka code for it.
 func (r *request) reply(resp kmsg.Response, err error) {
+	defer func() {
+		for _, b := range r.scratch {
+			responseBuffers.put(b)
+		}
+		r.scratch = nil
+	}()
 	if err != nil {
 		code := errorCodeFor(err)
 		r.logEvent(r.s.log.Warn()).Err(err).Int16("error_code", code).Msg("handler failed")
@@ -475,18 +488,18 @@ func (r *request) respond(resp kmsg.Response) bool {
 	if r.once.Load() {
 		return true
 	}
-	frame, ok := r.encode(resp)
-	if ok {
-		r.finish(frame)
+	frame, recycled, ok := r.encode(resp)
+	if ok && !r.finishRecycled(frame, recycled) && recycled {
+		responseBuffers.put(frame)
 	}
 	return ok
 }
 
 // encode is resp's frame; ok is false when encoding panicked (a response
 // whose fields do not fit its version).
-func (r *request) encode(resp kmsg.Response) (frame []byte, ok bool) {
+func (r *request) encode(resp kmsg.Response) (frame []byte, recycled, ok bool) {
 	if resp == nil {
-		return nil, true
+		return nil, false, true
 	}
 	defer func() {
 		if v := recover(); v != nil {
@@ -494,19 +507,48 @@ func (r *request) encode(resp kmsg.Response) (frame []byte, ok bool) {
 			ok = false
 		}
 	}()
-	return protocol.AppendResponse(nil, r.hdr, resp), true
+	if fr, isFetch := resp.(*kmsg.FetchResponse); isFetch {
+		if n := fetchFrameSize(fr); pooledSize(n) {
+			buf := responseBuffers.get(n)
+			frame = protocol.AppendResponse(buf, r.hdr, resp)
+			if recycled = cap(frame) == cap(buf) && &frame[:1][0] == &buf[:1][0]; !recycled {
+				responseBuffers.put(buf)
+			}
+			return frame, recycled, true
+		}
+	}
+	return protocol.AppendResponse(nil, r.hdr, resp), false, true
+}
+
+// fetchFrameSize is at least the encoded size of a Fetch response: its
+// record batches and a generous allowance for everything else.
+func fetchFrameSize(resp *kmsg.FetchResponse) int {
+	n := 1 << 10
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		n += len(t.Topic) + 64
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			n += len(p.RecordBatches) + 128 + 16*len(p.AbortedTransactions)
+		}
+	}
+	return n
 }
 
 // finish writes r's one answer (nil: none) and reports whether this was
 // it; later answers are dropped.
-func (r *request) finish(frame []byte) bool {
+func (r *request) finish(frame []byte) bool { return r.finishRecycled(frame, false) }
+
+// finishRecycled is finish for a frame that may be a responseBuffers
+// buffer, which the transport then gives back.
+func (r *request) finishRecycled(frame []byte, recycled bool) bool {
 	if !r.once.CompareAndSwap(false, true) {
 		return false
 	}
 	if r.served {
 		defer r.s.gw.handlersRun.Done()
 	}
-	r.s.complete(r, frame)
+	r.s.complete(r, frame, recycled)
 	return true
 }
 
@@ -514,10 +556,10 @@ func (r *request) finishFrame(frame []byte) { r.finish(frame) }
 
 // complete records a finished response and writes every response that is
 // now next in order.
-func (s *session) complete(r *request, frame []byte) {
+func (s *session) complete(r *request, frame []byte, recycled bool) {
 	s.gw.inflight.Add(-r.size)
 	s.mu.Lock()
-	s.done[r.seq] = finished{frame: frame, size: r.size}
+	s.done[r.seq] = finished{frame: frame, recycled: recycled && frame != nil, size: r.size}
 	var resume bool
 	for {
 		f, ok := s.done[s.writeSeq]
@@ -532,7 +574,7 @@ func (s *session) complete(r *request, frame []byte) {
 			s.gw.metrics.bytesOut.Add(float64(len(f.frame)))
 			s.unsent += int64(len(f.frame))
 			s.gw.inflight.Add(int64(len(f.frame)))
-			s.sink.write(f.frame)
+			s.sink.write(f.frame, f.recycled)
 		}
 	}
 	resume = s.resumeLocked()

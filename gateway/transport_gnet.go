@@ -48,11 +48,16 @@ type gnetSink struct {
 	outbound int
 }
 
-func (k *gnetSink) write(frame []byte) {
+func (k *gnetSink) write(frame []byte, recycled bool) {
 	n := len(frame)
 	_ = k.c.AsyncWrite(frame, func(c gnet.Conn, err error) error {
 		if err == nil {
 			k.observe(n)
+		}
+		// gnet has written the frame or copied what the socket did not
+		// take into its outbound buffer, or failed: frame is free.
+		if recycled {
+			responseBuffers.put(frame)
 		}
 		return nil
 	})

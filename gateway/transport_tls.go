@@ -102,7 +102,7 @@ type tlsSink struct {
 	timeout time.Duration
 
 	mu      sync.Mutex
-	queue   [][]byte
+	queue   []finished // frame and recycled only
 	closing bool // write nothing more; the writer exits once the queue is empty
 
 	ready chan struct{} // queue or closing changed
@@ -124,10 +124,10 @@ func wakeChan(ch chan struct{}) {
 	}
 }
 
-func (k *tlsSink) write(frame []byte) {
+func (k *tlsSink) write(frame []byte, recycled bool) {
 	k.mu.Lock()
 	if !k.closing {
-		k.queue = append(k.queue, frame)
+		k.queue = append(k.queue, finished{frame: frame, recycled: recycled})
 	}
 	k.mu.Unlock()
 	wakeChan(k.ready)
@@ -164,7 +164,11 @@ func (k *tlsSink) writeLoop() {
 		k.queue = nil
 		k.mu.Unlock()
 		for _, f := range frames {
-			if err := k.writeFrame(f); err != nil {
+			err := k.writeFrame(f.frame)
+			if f.recycled {
+				responseBuffers.put(f.frame)
+			}
+			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
 					k.s.gw.metrics.connsClosed.WithLabelValues("write_timeout").Inc()
