@@ -68,6 +68,10 @@ type partitionState struct {
 	// ahead is set while a read-ahead is queued or running.
 	busy  atomic.Int32
 	ahead atomic.Bool
+	// moved is set when the partition moved to another gateway while
+	// this state was busy: it is dropped once idle, even if the partition
+	// came back meanwhile (releaseMovedPartitions).
+	moved atomic.Bool
 }
 
 // batchLoc places one DIS record of a kafka-format stream: its sequence
