@@ -112,7 +112,7 @@ func TestQuotasRawTopicHeldToRecordRate(t *testing.T) {
 	const topic = "rawquota"
 	createTopic(t, c, topic, 1, map[string]*string{"dis.record.format": kadm.StringPtr("raw")})
 	ctx := testContext(t, 2*time.Minute)
-	cl := newClient(t, c, kgo.DefaultProduceTopic(topic), kgo.MaxBufferedRecords(2000))
+	cl := newClient(t, c, kgo.DefaultProduceTopic(topic))
 	n, elapsed := produceFor(t, ctx, cl, 4*time.Second, 100)
 	limit := 1000 + 1100*elapsed.Seconds()
 	t.Logf("%d records in %v: %.0f records/s", n, elapsed, float64(n)/elapsed.Seconds())
