@@ -13,6 +13,7 @@ type API interface {
 	DeleteStream(ctx context.Context, name string) error
 	UpdatePartitionCount(ctx context.Context, req *UpdatePartitionCountRequest) error
 	UpdateStream(ctx context.Context, req *UpdateStreamRequest) error
+	UpdateStreamTags(ctx context.Context, streamID string, req *StreamTagsRequest) error
 
 	PutRecords(ctx context.Context, req *PutRecordsRequest) (*PutRecordsResponse, error)
 	GetCursor(ctx context.Context, req *GetCursorRequest) (*GetCursorResponse, error)

@@ -42,6 +42,21 @@ type Tag struct {
 	Value string `json:"value"`
 }
 
+// Tag actions of StreamTagsRequest, as the official SDK spells them.
+const (
+	TagActionCreate = "create"
+	TagActionDelete = "delete"
+)
+
+// StreamTagsRequest is the body of POST
+// /v2/{project_id}/stream/{stream_id}/tags/action, the official SDK's
+// BatchCreateTags and BatchDeleteTags: the only way to change a stream's
+// tags after creation, where disgw keeps topic configs.
+type StreamTagsRequest struct {
+	Action string `json:"action"`
+	Tags   []Tag  `json:"tags"`
+}
+
 // CreateStreamRequest is the body of POST /v2/{project_id}/streams.
 type CreateStreamRequest struct {
 	StreamName     string `json:"stream_name"`

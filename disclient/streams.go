@@ -74,3 +74,19 @@ func (c *Client) UpdateStream(ctx context.Context, req *UpdateStreamRequest) err
 	u := newURL(c.v3, "/streams").segment(req.StreamName)
 	return c.do(ctx, &call{op: op, method: http.MethodPut, url: u.String(), in: req})
 }
+
+// UpdateStreamTags adds (TagActionCreate, replacing the value of a key the
+// stream has) or removes (TagActionDelete) tags of the stream with id
+// streamID, DescribeStream's stream_id: the path names the stream by id,
+// not by name.
+func (c *Client) UpdateStreamTags(ctx context.Context, streamID string, req *StreamTagsRequest) error {
+	const op = "UpdateStreamTags"
+	if streamID == "" {
+		return missing(op, "stream id")
+	}
+	if req == nil || req.Action == "" {
+		return missing(op, "action")
+	}
+	u := newURL(c.v2, "/stream").segment(streamID).segment("tags").segment("action")
+	return c.do(ctx, &call{op: op, method: http.MethodPost, url: u.String(), in: req})
+}

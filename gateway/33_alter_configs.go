@@ -10,9 +10,9 @@ import (
 //
 // v1 changed nothing on the wire; v2 is flexible. As in Kafka, a request
 // replaces a topic's whole configuration: an alterable config it does not
-// list (retention.ms) goes back to its default, and a null value means the
-// default too. Configs chosen at creation (dis.record.format,
-// dis.stream.type, message.timestamp.*) and those DIS fixes keep their value
+// list (retention.ms, message.timestamp.*) goes back to its default, and a
+// null value means the default too. Configs chosen at creation
+// (dis.record.format, dis.stream.type) and those DIS fixes keep their value
 // when left out, and may be listed with the value they have. Broker configs
 // are static and cannot be altered.
 

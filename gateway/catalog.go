@@ -21,8 +21,8 @@ import (
 // every gateway in front of the same DIS project decodes it the same way.
 const formatTagKey = "disgw-record-format"
 
-// The DIS stream tags that record a topic's message.timestamp.* configs
-// chosen at creation; a stream without one has Kafka's default.
+// The DIS stream tags that record a topic's message.timestamp.* configs,
+// set at creation and by alters; a stream without one has Kafka's default.
 const (
 	timestampTypeTagKey   = "disgw-timestamp-type"
 	timestampBeforeTagKey = "disgw-timestamp-before-max-ms"

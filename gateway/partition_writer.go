@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -264,14 +265,6 @@ func nextSequence(s int32) int32 {
 	return s + 1
 }
 
-// forgetProducer drops a producer's state after a batch of it was not
-// written because its request timed out, so that its retry is accepted.
-func (w *partitionWriter) forgetProducer(id int64) {
-	w.mu.Lock()
-	delete(w.producers, id)
-	w.mu.Unlock()
-}
-
 // producerFailed handles a failed write of an idempotent producer's op, as
 // Kafka does (docs/design.md §4): the producer's sequence goes back to
 // before the op, so its retry is in sequence, and its later batches still
@@ -423,7 +416,7 @@ func (w *partitionWriter) take() (ops, cancelled []*appendOp) {
 	}
 	maxRecs, maxBytes := w.gw.cfg.PutRecordsMaxRecords, w.gw.cfg.PutRecordsMaxBytes
 	i, recs, bytes := 0, 0, 0
-	var producers map[int64]bool
+	var producers, stopped map[int64]bool
 	for ; i < len(w.queue); i++ {
 		op := w.queue[i]
 		if len(ops) > 0 && (recs+len(op.entries) > maxRecs || bytes+op.bytes > maxBytes || op.kafka != ops[0].kafka) {
@@ -435,8 +428,20 @@ func (w *partitionWriter) take() (ops, cancelled []*appendOp) {
 		if op.producerID >= 0 && producers[op.producerID] && !w.gw.cfg.PutRecordsKeepsOrder {
 			break
 		}
+		// A producer's batches after one of its batches that was
+		// cancelled wait: skip fails them, as they must not overtake
+		// the cancelled batch's retry.
+		if op.producerID >= 0 && stopped[op.producerID] {
+			break
+		}
 		if !op.state.CompareAndSwap(opQueued, opTaken) {
 			cancelled = append(cancelled, op)
+			if op.producerID >= 0 {
+				if stopped == nil {
+					stopped = make(map[int64]bool)
+				}
+				stopped[op.producerID] = true
+			}
 			continue
 		}
 		recs += len(op.entries)
@@ -457,15 +462,17 @@ func (w *partitionWriter) take() (ops, cancelled []*appendOp) {
 }
 
 // skip completes ops whose producers were answered before they were
-// written: they are not written, and their producers' state is dropped so
-// that a retry of the same sequence is accepted.
+// written: they are not written. An idempotent producer's sequence goes
+// back to before such an op and its later queued batches fail, as after a
+// failed write (producerFailed), so that its retry is in sequence and
+// nothing of the producer is written before it.
 func (w *partitionWriter) skip(ops []*appendOp) {
 	var cost int64
 	for _, op := range ops {
 		cost += op.queueCost()
 		op.fail(kerr.RequestTimedOut.Code, "the produce request timed out before its records were written")
 		if op.producerID >= 0 {
-			w.forgetProducer(op.producerID)
+			w.producerFailed(op)
 		}
 		op.finish()
 	}
@@ -482,30 +489,37 @@ func (w *partitionWriter) write(ops []*appendOp) {
 		w.writeBatches(ops)
 		return
 	}
-	var entries []disclient.PutRecordsEntry
-	var cost int64
-	if len(ops) == 1 {
-		entries = ops[0].entries
-	} else {
+	entries := ops[0].entries
+	if len(ops) > 1 {
+		entries = nil
 		for _, op := range ops {
 			entries = append(entries, op.entries...)
 		}
 	}
-	results, code, msg, throttled := w.put(callDeadline(ops), entries)
-	if code == 0 && len(results) != len(entries) {
-		code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
+	ends := make([]int, len(ops))
+	for i, op := range ops {
+		ends[i] = len(op.entries)
+		if i > 0 {
+			ends[i] += ends[i-1]
+		}
 	}
+	var cost int64
+	out := w.put(callDeadline(ops), entries, ends)
 	i := 0
 	var written []protocol.Record
 	for _, op := range ops {
 		cost += op.queueCost()
 		n := len(op.entries)
 		switch {
-		case code != 0:
-			op.fail(code, msg)
-			op.throttled = throttled
+		case i+n <= len(out.results):
+			op.complete(out.results[i : i+n])
 		default:
-			op.complete(results[i : i+n])
+			// A call failed with an error other than throttling before
+			// DIS answered all of op's records. Should DIS have stored
+			// some, the retry stores them again: DIS records carry no
+			// producer sequence to recognise them by.
+			op.fail(out.code, out.msg)
+			op.throttled = out.throttled
 		}
 		i += n
 		if op.errCode != 0 {
@@ -594,55 +608,118 @@ const putTimeout = 30 * time.Second
 // resends.
 const throttleResendPause = 100 * time.Millisecond
 
-// put sends entries in calls within the per-call limits and returns one
-// result per entry, or a Kafka error code for the whole set.
+// putOutcome is what put learned of its entries: DIS's result for each of
+// entries[:len(results)], and for the entries after them, if any, the
+// error that left them without one.
+type putOutcome struct {
+	results   []disclient.PutRecordsResult
+	code      int16
+	msg       string
+	throttled bool
+}
+
+// put sends entries in calls within the per-call limits. ends are where
+// the ops of entries end, in order; nil makes every entry an op of its own.
 //
-// When a call ends with a tail of records DIS refused for traffic control,
-// the tail is sent again after throttleResendPause, until DIS takes it or
-// the deadline passes: throttling becomes latency, and only past the
-// deadline a retriable error (with throttle_time_ms) on the ops not yet
-// written. DIS refuses a partition's records after the first throttled
-// one of a call (the embedded DIS promises it, docs/dis-embedded.md
-// "Quotas"), so resending the tail keeps the partition in order. Past the
-// deadline the entries not yet sent get a throttled result too.
-func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecordsEntry) ([]disclient.PutRecordsResult, int16, string, bool) {
-	ctx, cancel := context.WithDeadline(w.gw.ctx, deadline)
-	defer cancel()
+// When a call ends with a tail of records DIS refused for traffic control
+// (or DIS refused the whole call so), the tail is sent again after
+// throttleResendPause until DIS takes it: throttling becomes latency. DIS
+// refuses a partition's records after the first throttled one of a call
+// (the embedded DIS promises it, docs/dis-embedded.md "Quotas"), so
+// resending the tail keeps the partition in order.
+//
+// Past the deadline no op is begun: the entries of ops DIS stored nothing
+// of get a throttled result, so their producers retry them whole. But an op
+// DIS stored part of is never given up while the gateway runs: its tail is
+// sent until DIS takes it, whatever the deadline, and each of those calls
+// is bounded by putTimeout alone. Failing it instead would have its
+// producer's retry store the stored part a second time, and an idempotent
+// producer's later batches could overtake the retry. Its producer, answered
+// REQUEST_TIMED_OUT at its deadline, retries the same sequence numbers,
+// which the writer's producer state matches to this op, so the retry is
+// answered with this op's base offset once it is written: each record once,
+// in the producer's order (docs/record-formats.md, "Raw topics under
+// quotas").
+func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecordsEntry, ends []int) putOutcome {
+	// opEnd returns where the op holding entry i ends when i is inside it
+	// (the op's earlier records are stored), or 0 at an op's first record.
+	opEnd := func(i int) int {
+		for _, e := range ends {
+			if i < e {
+				if i == 0 || slices.Contains(ends, i) {
+					return 0
+				}
+				return e
+			}
+		}
+		return 0
+	}
 	results := make([]disclient.PutRecordsResult, 0, len(entries))
 	maxRecs, maxBytes := w.gw.cfg.PutRecordsMaxRecords, w.gw.cfg.PutRecordsMaxBytes
 	for start := 0; start < len(entries); {
+		limit := len(entries)
+		ctx, cancel := context.WithDeadline(w.gw.ctx, deadline)
+		if e := opEnd(start); e > 0 {
+			limit = e
+			cancel()
+			ctx, cancel = context.WithTimeout(w.gw.ctx, putTimeout)
+		}
 		end, bytes := start, 0
-		for end < len(entries) && (end == start || (end-start < maxRecs && bytes+len(entries[end].Data) <= maxBytes)) {
+		for end < limit && (end == start || (end-start < maxRecs && bytes+len(entries[end].Data) <= maxBytes)) {
 			bytes += len(entries[end].Data)
 			end++
 		}
 		began := time.Now()
 		resp, err := w.key.tenant.dis.PutRecords(ctx, &disclient.PutRecordsRequest{StreamName: w.key.topic, Records: entries[start:end]})
 		w.gw.metrics.putRecordsCall.Observe(time.Since(began).Seconds())
-		if err != nil {
+		tail := 0
+		switch {
+		case err != nil && isThrottle(disclient.ErrorCode(err)):
+			// Refused as a whole: nothing of the call was stored.
+			w.gw.metrics.disErrors.WithLabelValues(disclient.ErrorCode(err)).Inc()
+			resp = &disclient.PutRecordsResponse{Records: make([]disclient.PutRecordsResult, end-start)}
+			for i := range resp.Records {
+				resp.Records[i] = disclient.PutRecordsResult{ErrorCode: disclient.ErrorCode(err), ErrorMessage: err.Error()}
+			}
+		case err != nil:
+			cancel()
 			w.gw.metrics.disErrors.WithLabelValues(disclient.ErrorCode(err)).Inc()
 			w.gw.log.Warn().Err(err).Str("topic", w.key.topic).Int32("partition", w.key.partition).Msg("PutRecords failed")
-			return nil, kafkaCodeForDIS(err), err.Error(), isThrottle(disclient.ErrorCode(err))
+			return putOutcome{results: results, code: kafkaCodeForDIS(err), msg: err.Error(), throttled: isThrottle(disclient.ErrorCode(err))}
+		case len(resp.Records) != end-start:
+			cancel()
+			return putOutcome{results: results, code: kerr.UnknownServerError.Code, msg: "DIS answered PutRecords with a different number of records"}
+		default:
+			tail = throttledTail(resp.Records)
+			results = append(results, resp.Records[:tail]...)
+			start += tail
 		}
-		if len(resp.Records) != end-start {
-			return nil, kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records", false
-		}
-		tail := throttledTail(resp.Records)
-		results = append(results, resp.Records[:tail]...)
-		start += tail
 		if start == end {
+			cancel()
 			continue
 		}
 		w.gw.metrics.disErrors.WithLabelValues(resp.Records[tail].ErrorCode).Inc()
-		if !sleepCtx(ctx, throttleResendPause) {
-			results = append(results, resp.Records[tail:]...)
-			for range entries[end:] {
-				results = append(results, resp.Records[tail])
-			}
-			return results, 0, "", true
+		if opEnd(start) > 0 {
+			// Inside a partly stored op: wait out the throttling
+			// whatever the deadline.
+			cancel()
+			ctx, cancel = w.gw.ctx, func() {}
 		}
+		resent := sleepCtx(ctx, throttleResendPause)
+		cancel()
+		if resent {
+			continue
+		}
+		if w.gw.ctx.Err() != nil {
+			return putOutcome{results: results, code: kerr.KafkaStorageError.Code, msg: "disgw is stopping"}
+		}
+		results = append(results, resp.Records[tail:]...)
+		for range entries[end:] {
+			results = append(results, resp.Records[tail])
+		}
+		return putOutcome{results: results, throttled: true}
 	}
-	return results, 0, "", false
+	return putOutcome{results: results}
 }
 
 // throttledTail returns where the tail of results refused for traffic
@@ -660,6 +737,16 @@ func throttledTail(results []disclient.PutRecordsResult) int {
 		}
 	}
 	return tail
+}
+
+// whole is o as a call that either stored every entry or failed: results
+// only when DIS answered each entry. The kafka-format writer, which reads
+// back what a failed call stored, takes outcomes so.
+func (o putOutcome) whole() ([]disclient.PutRecordsResult, int16, string, bool) {
+	if o.code != 0 {
+		return nil, o.code, o.msg, o.throttled
+	}
+	return o.results, 0, "", o.throttled
 }
 
 // sleepCtx waits for d, or reports false at once when ctx ends first or

@@ -72,7 +72,7 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 		}
 		entries = append(entries, op.entries...)
 	}
-	results, code, msg, throttled := w.put(deadline, entries)
+	results, code, msg, throttled := w.put(deadline, entries, nil).whole()
 	var lost *callFailure
 	if code == 0 && len(results) != len(entries) {
 		code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
@@ -310,7 +310,7 @@ func (w *partitionWriter) fence(deadline time.Time, written []cachedBatch, owner
 			entries[k] = disclient.PutRecordsEntry{PartitionID: disclient.PartitionID(w.key.partition), Data: b.data, Timestamp: &ts}
 		}
 		w.gw.metrics.fencedBatches.Add(float64(len(entries)))
-		results, code, msg, _ := w.put(deadline, entries)
+		results, code, msg, _ := w.put(deadline, entries, nil).whole()
 		if code == 0 && len(results) != len(entries) {
 			code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
 		}

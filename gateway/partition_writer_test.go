@@ -359,3 +359,105 @@ func TestFailedBatchFailsTheProducersQueuedBatches(t *testing.T) {
 		t.Fatalf("the retry failed: %d", retry.errCode)
 	}
 }
+
+// An op DIS stored part of when its deadline passed, DIS throttling the
+// rest, is written to its end rather than failed: its producer's retry of
+// the same sequence numbers is answered with the op's outcome, so no record
+// is stored twice, and the producer's batch queued behind it is written
+// after it.
+func TestPartlyWrittenOpOutlivesItsDeadline(t *testing.T) {
+	dis := &putDIS{}
+	deadline := time.Now().Add(200 * time.Millisecond)
+	calls := 0
+	dis.results = func(n int) []disclient.PutRecordsResult {
+		calls++
+		out := make([]disclient.PutRecordsResult, n)
+		stored := 0
+		switch {
+		case calls == 1:
+			stored = 2 // the first call stores two records of four
+		case time.Now().After(deadline.Add(200 * time.Millisecond)):
+			stored = n // DIS takes the rest well after the deadline
+		}
+		for i := range out {
+			if i >= stored {
+				out[i] = disclient.PutRecordsResult{ErrorCode: disclient.CodeTrafficControl, ErrorMessage: "Exceeded traffic control limit."}
+				continue
+			}
+			out[i] = disclient.PutRecordsResult{SequenceNumber: strconv.Itoa(dis.next)}
+			dis.written = append(dis.written, "r")
+			dis.next++
+		}
+		return out
+	}
+	w := testWriter(t, Config{}, dis)
+	ctx := context.Background()
+	first := idemDataOp(7, 0, "a", "b", "c", "d")
+	first.deadline = deadline
+	if _, code := w.enqueue(ctx, first); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	second := idemDataOp(7, 4, "e")
+	second.deadline = time.Now().Add(10 * time.Second)
+	if _, code := w.enqueue(ctx, second); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	time.Sleep(time.Until(deadline.Add(50 * time.Millisecond)))
+	// The producer was answered REQUEST_TIMED_OUT and retries.
+	if dup, code := w.enqueue(ctx, idemDataOp(7, 0, "a", "b", "c", "d")); dup != first || code != 0 {
+		t.Fatalf("the retry: dup %p code %v, want the original op", dup, kerr.ErrorForCode(code))
+	}
+	waitDone(t, first)
+	waitDone(t, second)
+	if first.errCode != 0 || first.baseOffset != 0 {
+		t.Fatalf("the partly written op: %v, base offset %d; want written at 0", kerr.ErrorForCode(first.errCode), first.baseOffset)
+	}
+	if second.errCode != 0 || second.baseOffset != 4 {
+		t.Fatalf("the batch behind it: %v, base offset %d; want written at 4", kerr.ErrorForCode(second.errCode), second.baseOffset)
+	}
+	if got := len(dis.writtenData()); got != 5 {
+		t.Fatalf("DIS holds %d records, want 5, each once", got)
+	}
+}
+
+// A queued idempotent batch whose producer timed out is not written, and
+// neither is the producer's later batch queued behind it: that one fails
+// OUT_OF_ORDER_SEQUENCE_NUMBER, and the retry of the first is in sequence.
+func TestCancelledBatchHoldsBackItsProducer(t *testing.T) {
+	dis := &putDIS{hold: make(chan struct{}), started: make(chan struct{}, 10)}
+	w := testWriter(t, Config{PutRecordsKeepsOrder: true}, dis)
+	ctx := context.Background()
+	blocker := dataOp("x")
+	if _, code := w.enqueue(ctx, blocker); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	<-dis.started
+	first, second := idemDataOp(7, 0, "a"), idemDataOp(7, 1, "b")
+	for _, op := range []*appendOp{first, second} {
+		if _, code := w.enqueue(ctx, op); code != 0 {
+			t.Fatal(kerr.ErrorForCode(code))
+		}
+	}
+	if !first.cancel() {
+		t.Fatal("could not cancel the queued batch")
+	}
+	close(dis.hold)
+	for _, op := range []*appendOp{blocker, first, second} {
+		waitDone(t, op)
+	}
+	if first.errCode != kerr.RequestTimedOut.Code || second.errCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("cancelled batch %v, the one behind it %v; want REQUEST_TIMED_OUT and OUT_OF_ORDER_SEQUENCE_NUMBER",
+			kerr.ErrorForCode(first.errCode), kerr.ErrorForCode(second.errCode))
+	}
+	if got := dis.writtenData(); len(got) != 1 {
+		t.Fatalf("DIS got %v, want only the other producer's record", got)
+	}
+	retry := idemDataOp(7, 0, "a")
+	if dup, code := w.enqueue(ctx, retry); dup != nil || code != 0 {
+		t.Fatalf("the retry: dup %v code %v, want it queued", dup, kerr.ErrorForCode(code))
+	}
+	waitDone(t, retry)
+	if retry.errCode != 0 {
+		t.Fatal(kerr.ErrorForCode(retry.errCode))
+	}
+}

@@ -21,9 +21,9 @@ import (
 // A topic is a DIS stream, so DIS decides most of what Kafka tunes per topic.
 // topicConfigs is the one list of the topic configs disgw knows: each says
 // how its value follows from the stream and whether a client may set it.
-// Only retention.ms (DIS data_duration) can change after creation;
-// dis.record.format, dis.stream.type and the message.timestamp.* configs are
-// chosen at creation (kept in the stream's tags); the rest
+// retention.ms (DIS data_duration) and the message.timestamp.* configs (kept
+// in the stream's tags, which DIS lets change) can change after creation;
+// dis.record.format and dis.stream.type are chosen at creation; the rest
 // report, in Kafka's terms, what DIS does, and are read-only. A topic config
 // reads as DYNAMIC_TOPIC_CONFIG when the topic's value differs from the one a
 // topic created through this gateway gets by default, and as DEFAULT_CONFIG
@@ -126,8 +126,8 @@ var topicConfigs = []topicConfig{
 		def: func(cfg *Config) string { return strconv.Itoa(cfg.MaxRecordBytes) },
 	},
 	{
-		name: configTimestampAfter, typ: kmsg.ConfigTypeLong, readOnly: true,
-		doc:   "How far in the future a CreateTime record's timestamp may be, in ms (Kafka 3's default: any distance); Produce answers INVALID_TIMESTAMP beyond it. Chosen at creation.",
+		name: configTimestampAfter, typ: kmsg.ConfigTypeLong,
+		doc:   "How far in the future a CreateTime record's timestamp may be, in ms (Kafka 3's default: any distance); Produce answers INVALID_TIMESTAMP beyond it.",
 		value: func(_ *Config, s *streamSpec) string { return s.timestamps.withDefaults().afterMax },
 		def:   fixedValue(maxTimestampWindow),
 		set: func(s *streamSpec, v string) (err error) {
@@ -136,8 +136,8 @@ var topicConfigs = []topicConfig{
 		},
 	},
 	{
-		name: configTimestampBefore, typ: kmsg.ConfigTypeLong, readOnly: true,
-		doc:   "How old a CreateTime record's timestamp may be, in ms (Kafka's default: any age); Produce answers INVALID_TIMESTAMP beyond it. Chosen at creation.",
+		name: configTimestampBefore, typ: kmsg.ConfigTypeLong,
+		doc:   "How old a CreateTime record's timestamp may be, in ms (Kafka's default: any age); Produce answers INVALID_TIMESTAMP beyond it.",
 		value: func(_ *Config, s *streamSpec) string { return s.timestamps.withDefaults().beforeMax },
 		def:   fixedValue(maxTimestampWindow),
 		set: func(s *streamSpec, v string) (err error) {
@@ -146,8 +146,8 @@ var topicConfigs = []topicConfig{
 		},
 	},
 	{
-		name: configTimestampType, typ: kmsg.ConfigTypeString, readOnly: true,
-		doc:   "CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch with the time the gateway appends it. Chosen at creation.",
+		name: configTimestampType, typ: kmsg.ConfigTypeString,
+		doc:   "CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch with the time the gateway appends it.",
 		value: func(_ *Config, s *streamSpec) string { return s.timestamps.withDefaults().typ },
 		def:   fixedValue(timestampCreateTime),
 		set: func(s *streamSpec, v string) error {
@@ -469,7 +469,25 @@ func (gw *Gateway) alterResource(ctx context.Context, tn *tenant, rt kmsg.Config
 	if cerr := fill(a); cerr != nil {
 		return cerr
 	}
-	if validateOnly || a.next.retentionHours == a.cur.retentionHours {
+	changed := a.changedTimestampTags()
+	if len(changed) > 0 && a.next.format != FormatKafka {
+		return invalidConfig("the message.timestamp.* configs need dis.record.format kafka: a raw topic keeps no Kafka timestamps to check")
+	}
+	if validateOnly {
+		return nil
+	}
+	if len(changed) > 0 {
+		err := tn.dis.UpdateStreamTags(ctx, t.streamID, &disclient.StreamTagsRequest{Action: disclient.TagActionCreate, Tags: changed})
+		tn.catalog.invalidate(name)
+		if err != nil {
+			gw.log.Warn().Err(err).Str("topic", name).Msg("changing the stream's timestamp tags failed")
+			return &configError{code: kafkaCodeForDIS(err), msg: err.Error()}
+		}
+		gw.log.Info().Str("topic", name).Str(configTimestampType, a.next.timestamps.withDefaults().typ).
+			Str(configTimestampBefore, a.next.timestamps.withDefaults().beforeMax).
+			Str(configTimestampAfter, a.next.timestamps.withDefaults().afterMax).Msg("changed topic timestamp configs")
+	}
+	if a.next.retentionHours == a.cur.retentionHours {
 		return nil
 	}
 	hours := a.next.retentionHours
@@ -481,6 +499,27 @@ func (gw *Gateway) alterResource(ctx context.Context, tn *tenant, rt kmsg.Config
 	}
 	gw.log.Info().Str("topic", name).Int32("retention_hours", hours).Msg("changed topic retention")
 	return nil
+}
+
+// changedTimestampTags are the stream tags that record the timestamp
+// configs the alter changes. Each is written with its value, a default
+// one included: the tag then says what a missing tag would.
+func (a *topicAlter) changedTimestampTags() []disclient.Tag {
+	cur, next := a.cur.timestamps.withDefaults(), a.next.timestamps.withDefaults()
+	var out []disclient.Tag
+	for _, t := range []struct {
+		key       string
+		cur, next string
+	}{
+		{timestampTypeTagKey, cur.typ, next.typ},
+		{timestampBeforeTagKey, cur.beforeMax, next.beforeMax},
+		{timestampAfterTagKey, cur.afterMax, next.afterMax},
+	} {
+		if t.cur != t.next {
+			out = append(out, disclient.Tag{Key: t.key, Value: t.next})
+		}
+	}
+	return out
 }
 
 // topicLookupError turns a failed catalog lookup into a resource error.

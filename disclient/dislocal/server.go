@@ -291,6 +291,7 @@ func (s *Server) routes() {
 	handle("PUT /v2/{project}/streams/{stream}", s.updatePartitionCount)
 	handle("PUT /v3/{project}/streams/{stream}", s.updateStream)
 	handle("PUT /v2/{project}/streams/{stream}/update", s.updateStream)
+	handle("POST /v2/{project}/stream/{stream_id}/tags/action", s.streamTags)
 
 	handle("POST /v2/{project}/records", s.putRecords)
 	handle("GET /v2/{project}/records", s.getRecords)

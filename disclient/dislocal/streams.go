@@ -500,3 +500,55 @@ func (s *Server) updateStream(w http.ResponseWriter, r *http.Request, project st
 	w.WriteHeader(http.StatusOK)
 	return nil
 }
+
+// streamTags serves the official SDK's BatchCreateTags and BatchDeleteTags,
+// which share one path and tell themselves apart by action. Creating a tag
+// whose key the stream has replaces its value; deleting a key the stream
+// lacks is no error.
+func (s *Server) streamTags(w http.ResponseWriter, r *http.Request, project string) error {
+	var req disclient.StreamTagsRequest
+	if err := decodeBody(w, r, maxMetaBodyBytes, &req); err != nil {
+		return err
+	}
+	if req.Action != disclient.TagActionCreate && req.Action != disclient.TagActionDelete {
+		return errorf(disclient.CodeInvalidRequest, "Invalid action. [%s] must be create or delete.", req.Action)
+	}
+	if err := checkTags(req.Tags); err != nil {
+		return err
+	}
+	id := r.PathValue("stream_id")
+	s.mu.RLock()
+	var name string
+	for _, st := range s.streams {
+		if st.project == project && st.meta.ID == id {
+			name = st.meta.Name
+			break
+		}
+	}
+	s.mu.RUnlock()
+	if name == "" {
+		return errStreamNotFound(id)
+	}
+	st, err := s.writeStream(project, name)
+	if err != nil {
+		return err
+	}
+	defer st.mu.Unlock()
+	meta := st.meta
+	meta.Tags = slices.DeleteFunc(slices.Clone(meta.Tags), func(t disclient.Tag) bool {
+		return slices.ContainsFunc(req.Tags, func(u disclient.Tag) bool { return u.Key == t.Key })
+	})
+	if req.Action == disclient.TagActionCreate {
+		meta.Tags = append(meta.Tags, req.Tags...)
+		if err := checkTags(meta.Tags); err != nil {
+			return err
+		}
+	}
+	meta.LastModifiedTime = s.nowMs()
+	if err := s.putStreamMeta(project, &meta); err != nil {
+		return err
+	}
+	st.meta = meta
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
