@@ -129,13 +129,24 @@ func (b *bench) runCell(ctx context.Context, size, batch int, directProduce, dir
 		return fmt.Errorf("direct batch consume, %s: %w", labels, err)
 	}
 	printThroughput("consume.direct-batches", labels, c)
+	stream = fmt.Sprintf("bench-direct-native-%d-%d", size, batch)
+	np, counts, err := b.produceDirectNative(ctx, stream, size, batch)
+	if err != nil {
+		return fmt.Errorf("direct native produce, %s: %w", labels, err)
+	}
+	printThroughput("produce.direct-native", labels, np)
+	nc, err := b.consumeDirectNative(ctx, stream, size, counts)
+	if err != nil {
+		return fmt.Errorf("direct native consume, %s: %w", labels, err)
+	}
+	printThroughput("consume.direct-native", labels, nc)
 
 	gw := *produced["disgw"]
-	fmt.Printf("ratio produce %s disgw/kafka=%s gateway/direct-batches=%s gateway/direct-records=%s\n",
-		labels, ratio(gw, produced["kafka"]), ratio(gw, &p), ratio(gw, &directProduce))
+	fmt.Printf("ratio produce %s disgw/kafka=%s gateway/direct-batches=%s gateway/direct-native=%s gateway/direct-records=%s\n",
+		labels, ratio(gw, produced["kafka"]), ratio(gw, &p), ratio(gw, &np), ratio(gw, &directProduce))
 	gw = *consumed["disgw"]
-	fmt.Printf("ratio consume %s disgw/kafka=%s gateway/direct-batches=%s gateway/direct-records=%s\n",
-		labels, ratio(gw, consumed["kafka"]), ratio(gw, &c), ratio(gw, &directConsume))
+	fmt.Printf("ratio consume %s disgw/kafka=%s gateway/direct-batches=%s gateway/direct-native=%s gateway/direct-records=%s\n",
+		labels, ratio(gw, consumed["kafka"]), ratio(gw, &c), ratio(gw, &nc), ratio(gw, &directConsume))
 	return nil
 }
 
