@@ -24,6 +24,13 @@ const (
 	clusterBatch = 16384
 )
 
+// clusterPartitions is the partition count of the cluster mode's topics
+// unless -partitions is given: enough that rendezvous hashing gives each of
+// two or three gateways near its share of the partitions, and so of the
+// records (14:10 of 24 on two, 7:8:9 on three with the bench's topic
+// names), where 3 partitions may all land on one.
+const clusterPartitions = 24
+
 // maxGateways bounds -gateways: every gateway is a process on this machine.
 const maxGateways = 16
 

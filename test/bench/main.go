@@ -96,7 +96,7 @@ func main() {
 	flag.StringVar(&s.dir, "dir", "", "working directory for DIS data, Kafka's logs and the disgw binary (default a temporary directory, removed after)")
 	flag.StringVar(&s.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (gateway, DIS and clients; -mode inprocess) to this file")
 	flag.DurationVar(&s.timeout, "timeout", 15*time.Minute, "give up after this long")
-	flag.StringVar(&gateways, "gateways", "", "cluster mode instead of the single-gateway bench: for each count, comma-separated, the embedded DIS alone and that many gateway processes in front of it (default -sizes 1024 -batches 16384)")
+	flag.StringVar(&gateways, "gateways", "", "cluster mode instead of the single-gateway bench: for each count, comma-separated, the embedded DIS alone and that many gateway processes in front of it (default -sizes 1024 -batches 16384 -partitions 24)")
 	flag.Parse()
 	s.sync, s.encoding = dislocal.SyncMode(syncMode), disclient.BodyEncoding(encoding)
 	var err error
@@ -109,6 +109,9 @@ func main() {
 		}
 		if !given["batches"] {
 			batches = strconv.Itoa(clusterBatch)
+		}
+		if !given["partitions"] {
+			s.partitions = clusterPartitions
 		}
 	}
 	if err == nil {
