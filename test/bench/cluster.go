@@ -123,13 +123,30 @@ func (c *cluster) target() target {
 // processes are the DIS process and then the gateways.
 func (c *cluster) processes() []*disgwProcess { return append([]*disgwProcess{c.dis}, c.gateways...) }
 
-// cpu is the CPU time of the bench and of every process of the cluster.
-func (c *cluster) cpu() time.Duration {
-	cpu := processCPU()
-	for _, p := range c.processes() {
-		cpu += procCPU(p.cmd.Process.Pid)
+// cpuSplit is the CPU time the bench, the DIS process and the gateways
+// together have used: what the bench's clients, DIS and the gateways each
+// cost, for sizing them apart.
+type cpuSplit struct{ bench, dis, gateways time.Duration }
+
+func (c *cluster) cpu() cpuSplit {
+	cpu := cpuSplit{bench: processCPU(), dis: procCPU(c.dis.cmd.Process.Pid)}
+	for _, g := range c.gateways {
+		cpu.gateways += procCPU(g.cmd.Process.Pid)
 	}
 	return cpu
+}
+
+func (a cpuSplit) sub(b cpuSplit) cpuSplit {
+	return cpuSplit{bench: a.bench - b.bench, dis: a.dis - b.dis, gateways: a.gateways - b.gateways}
+}
+
+func (a cpuSplit) total() time.Duration { return a.bench + a.dis + a.gateways }
+
+// line is the split and the records the gateways moved per second of
+// their CPU time, the figure that sizes gateways.
+func (a cpuSplit) line(records int) string {
+	return fmt.Sprintf("bench=%s dis=%s gateways=%s gateway-records/cpu-s=%.0f", a.bench.Round(time.Millisecond),
+		a.dis.Round(time.Millisecond), a.gateways.Round(time.Millisecond), float64(records)/a.gateways.Seconds())
 }
 
 // rssKiB is the summed resident memory of the cluster's processes now.
@@ -143,8 +160,9 @@ func (c *cluster) rssKiB() int64 {
 
 // clusterCell is what one value and batch size measured on one cluster.
 type clusterCell struct {
-	size, batch      int
-	produce, consume throughput
+	size, batch            int
+	produce, consume       throughput
+	produceCPU, consumeCPU cpuSplit
 }
 
 // clusterRun is what one cluster of gateways measured.
@@ -179,12 +197,13 @@ func runClusters(ctx context.Context, s settings) error {
 	for _, r := range runs[1:] {
 		for i, cell := range r.cells {
 			bc := base.cells[i]
-			fmt.Printf("cluster.ratio gateways=%d/%d size=%d batch=%d produce=%.2f consume=%.2f e2e-p99=%.2f rss-sum=%.2f produce-cpu/record=%.2f consume-cpu/record=%.2f\n",
+			fmt.Printf("cluster.ratio gateways=%d/%d size=%d batch=%d produce=%.2f consume=%.2f e2e-p99=%.2f rss-sum=%.2f produce-cpu/record=%.2f consume-cpu/record=%.2f produce-gateway-cpu/record=%.2f consume-gateway-cpu/record=%.2f\n",
 				r.gateways, base.gateways, cell.size, cell.batch,
 				cell.produce.recordsPerSecond()/bc.produce.recordsPerSecond(),
 				cell.consume.recordsPerSecond()/bc.consume.recordsPerSecond(),
 				float64(r.e2eP99)/float64(base.e2eP99), float64(r.rssSum)/float64(base.rssSum),
-				float64(cell.produce.cpu)/float64(bc.produce.cpu), float64(cell.consume.cpu)/float64(bc.consume.cpu))
+				float64(cell.produce.cpu)/float64(bc.produce.cpu), float64(cell.consume.cpu)/float64(bc.consume.cpu),
+				float64(cell.produceCPU.gateways)/float64(bc.produceCPU.gateways), float64(cell.consumeCPU.gateways)/float64(bc.consumeCPU.gateways))
 		}
 	}
 	return nil
@@ -225,7 +244,8 @@ func runCluster(ctx context.Context, bin string, s settings, n int) (run cluster
 			if cell.produce, err = b.produce(ctx, t, topic, size, batch); err != nil {
 				return run, fmt.Errorf("produce, %s: %w", labels, err)
 			}
-			cell.produce.cpu, cell.produce.rssKiB = c.cpu()-cpu, c.rssKiB()
+			cell.produceCPU = c.cpu().sub(cpu)
+			cell.produce.cpu, cell.produce.rssKiB = cell.produceCPU.total(), c.rssKiB()
 			leaders, err := leaderCounts(ctx, t, topic)
 			if err != nil {
 				return run, err
@@ -235,8 +255,11 @@ func runCluster(ctx context.Context, bin string, s settings, n int) (run cluster
 			if cell.consume, err = b.consume(ctx, t, topic, size); err != nil {
 				return run, fmt.Errorf("consume, %s: %w", labels, err)
 			}
-			cell.consume.cpu, cell.consume.rssKiB = c.cpu()-cpu, c.rssKiB()
+			cell.consumeCPU = c.cpu().sub(cpu)
+			cell.consume.cpu, cell.consume.rssKiB = cell.consumeCPU.total(), c.rssKiB()
 			printThroughput("cluster.consume", labels, cell.consume)
+			fmt.Printf("cluster.cpu %s produce %s consume %s\n", labels,
+				cell.produceCPU.line(cell.produce.records), cell.consumeCPU.line(cell.consume.records))
 			run.cells = append(run.cells, cell)
 		}
 	}
