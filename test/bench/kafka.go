@@ -139,16 +139,24 @@ group.initial.rebalance.delay.ms=0
 }
 
 // answers reports whether the Kafka listener at addr lists a broker.
-func answers(ctx context.Context, addr string) bool {
+func answers(ctx context.Context, addr string) bool { return brokersListed(ctx, addr) > 0 }
+
+// brokersListed is how many brokers the Metadata answer of the Kafka
+// listener at addr lists, 0 if it does not answer. The client knows only
+// addr, so that is the listener asked.
+func brokersListed(ctx context.Context, addr string) int {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
-		return false
+		return 0
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	brokers, err := kadm.NewClient(cl).ListBrokers(ctx)
-	return err == nil && len(brokers) > 0
+	if err != nil {
+		return 0
+	}
+	return len(brokers)
 }
 
 // pid is the broker JVM's process id.

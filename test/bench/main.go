@@ -11,6 +11,11 @@
 // docs/benchmarks.md explains them and records measured numbers.
 //
 //	go -C test run ./bench [-records N] [-sizes 100,1024] [-batches 16384,1000000] [-kafka auto|on|off] [-kafka-flush default|always] [-mode binary|inprocess]
+//
+// With -gateways 1,2,3 it runs a cluster mode instead: for each count, the
+// embedded DIS alone as a process and that many gateway processes in front
+// of it, with produce, consume and end-to-end latency through all of them
+// and the ratios against the first count (docs/scaling.md).
 package main
 
 import (
@@ -22,6 +27,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,11 +69,14 @@ type settings struct {
 	dir             string
 	cpuProfile      string
 	timeout         time.Duration
+	// gateways are the cluster sizes of the cluster mode, none for the
+	// single-gateway bench.
+	gateways []int
 }
 
 func main() {
 	var s settings
-	var syncMode, encoding, sizes, batches string
+	var syncMode, encoding, sizes, batches, gateways string
 	flag.IntVar(&s.records, "records", 200_000, "records to produce and consume in each throughput phase")
 	flag.IntVar(&s.warmup, "warmup", 100_000, "records of 1 KiB produced and consumed on every server, untimed, before the first phase (0 for none)")
 	flag.StringVar(&sizes, "sizes", "100,1024", "value sizes in bytes of the throughput phases, comma-separated")
@@ -87,10 +96,28 @@ func main() {
 	flag.StringVar(&s.dir, "dir", "", "working directory for DIS data, Kafka's logs and the disgw binary (default a temporary directory, removed after)")
 	flag.StringVar(&s.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (gateway, DIS and clients; -mode inprocess) to this file")
 	flag.DurationVar(&s.timeout, "timeout", 15*time.Minute, "give up after this long")
+	flag.StringVar(&gateways, "gateways", "", "cluster mode instead of the single-gateway bench: for each count, comma-separated, the embedded DIS alone and that many gateway processes in front of it (default -sizes 1024 -batches 16384 -partitions 24)")
 	flag.Parse()
 	s.sync, s.encoding = dislocal.SyncMode(syncMode), disclient.BodyEncoding(encoding)
 	var err error
-	if s.sizes, err = parseInts(sizes); err == nil {
+	if gateways != "" {
+		s.gateways, err = parseInts(gateways)
+		given := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		if !given["sizes"] {
+			sizes = strconv.Itoa(clusterSize)
+		}
+		if !given["batches"] {
+			batches = strconv.Itoa(clusterBatch)
+		}
+		if !given["partitions"] {
+			s.partitions = clusterPartitions
+		}
+	}
+	if err == nil {
+		s.sizes, err = parseInts(sizes)
+	}
+	if err == nil {
 		s.batches, err = parseInts(batches)
 	}
 	if err == nil {
@@ -142,6 +169,10 @@ func (s settings) validate() error {
 		return fmt.Errorf("-kafka must be auto, on or off")
 	case s.kafkaFlush != "default" && s.kafkaFlush != "always":
 		return fmt.Errorf("-kafka-flush must be default or always")
+	case len(s.gateways) > 0 && (s.mode != modeBinary || s.kafka == "on"):
+		return fmt.Errorf("-gateways runs gateway processes without Kafka: use it with -mode %s and without -kafka on", modeBinary)
+	case slices.Max(append([]int{0}, s.gateways...)) > maxGateways:
+		return fmt.Errorf("-gateways counts must be at most %d", maxGateways)
 	}
 	return nil
 }
@@ -149,6 +180,8 @@ func (s settings) validate() error {
 // target is a Kafka-protocol server the workloads run against.
 type target struct {
 	name string
+	// addr is the server's host:port, or several, comma-separated, for a
+	// cluster of gateways: clients bootstrap from all of them.
 	addr string
 	// pid is the server's process, whose CPU time and memory are measured
 	// with the bench's own; 0 when it runs inside the bench.
@@ -167,6 +200,9 @@ func run(s settings) (err error) {
 			return err
 		}
 		defer os.RemoveAll(s.dir)
+	}
+	if len(s.gateways) > 0 {
+		return runClusters(ctx, s)
 	}
 	if s.cpuProfile != "" {
 		f, err := os.Create(s.cpuProfile)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -215,11 +216,12 @@ type firstError struct {
 
 func (f *firstError) set(err error) { f.once.Do(func() { f.err = err }) }
 
-// newClient is a franz-go client of t with the client's defaults (acks=all,
+// newClient is a franz-go client of t, bootstrapped from every address
+// of its comma-separated addr, with the client's defaults (acks=all,
 // idempotent, snappy, 10 ms linger, 50 000 buffered records) unless opts
 // say else.
 func newClient(t target, opts ...kgo.Opt) (*kgo.Client, error) {
-	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(t.addr)}, opts...)...)
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(t.addr, ",")...)}, opts...)...)
 }
 
 // createTopic creates topic with the configured partition count on t,

@@ -82,18 +82,11 @@ func startDisgw(ctx context.Context, bin, dataDir, logPath string, s settings) (
 	args := append([]string{"--listen", addr, "--admin-listen", "", "--data-dir", dataDir,
 		"--fsync", string(s.sync), "--embedded-dis-listen", disAddr, "--dis-encoding", string(s.encoding),
 		"--log-level", "warn"}, strings.Fields(s.disgwArgs)...)
-	logFile, err := os.Create(logPath)
+	p, err := spawn(bin, args, logPath)
 	if err != nil {
 		return nil, err
 	}
-	p := &disgwProcess{addr: addr, log: logFile, done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	if err := p.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, err
-	}
-	go func() { p.done <- p.cmd.Wait() }()
+	p.addr = addr
 	p.client, err = disclient.New(disclient.Config{Endpoint: "http://" + disAddr, ProjectID: embeddedProjectID, Encoding: s.encoding})
 	if err == nil {
 		err = waitAnswers(ctx, addr, p.done, logPath)
@@ -102,6 +95,24 @@ func startDisgw(ctx context.Context, bin, dataDir, logPath string, s settings) (
 		p.stop()
 		return nil, fmt.Errorf("disgw %s: %w", strings.Join(args, " "), err)
 	}
+	return p, nil
+}
+
+// spawn starts bin with args, its output going to logPath, and collects
+// its end on the process's done channel.
+func spawn(bin string, args []string, logPath string) (*disgwProcess, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	p := &disgwProcess{log: logFile, done: make(chan error, 1)}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	if err := p.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	go func() { p.done <- p.cmd.Wait() }()
 	return p, nil
 }
 
@@ -127,6 +138,13 @@ func stopProcess(cmd *exec.Cmd, done chan error) {
 // process reports its end on done, or a minute passes; logPath is the
 // process's output, quoted in errors.
 func waitAnswers(ctx context.Context, addr string, done chan error, logPath string) error {
+	return waitUntil(ctx, func(ctx context.Context) bool { return answers(ctx, addr) }, done, logPath)
+}
+
+// waitUntil polls ready every 200 ms until it holds, the process reports
+// its end on done, or a minute passes; logPath is the process's output,
+// quoted in errors.
+func waitUntil(ctx context.Context, ready func(context.Context) bool, done chan error, logPath string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for {
@@ -136,7 +154,7 @@ func waitAnswers(ctx context.Context, addr string, done chan error, logPath stri
 			return fmt.Errorf("exited while starting: %v\n%s", err, logTail(logPath))
 		default:
 		}
-		if answers(ctx, addr) {
+		if ready(ctx) {
 			return nil
 		}
 		select {
