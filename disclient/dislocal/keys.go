@@ -7,6 +7,7 @@ import "encoding/binary"
 // deletes and bounded iterators cover exactly one stream or partition.
 //
 //	f                                            → data directory format (uint64, dataFormat)
+//	l                                            → log position: where the frames of the last PutRecords indexed end (segment:8, offset:8)
 //	n                                            → next stream key (uint64)
 //	s <project> 0x00 <stream name>               → stream metadata (JSON, streamMeta)
 //	a <project> 0x00 <app name>                  → app metadata (JSON, appMeta)
@@ -31,6 +32,7 @@ import "encoding/binary"
 // without reading record values; it has at most one entry per second.
 const (
 	kindFormat        = 'f'
+	kindLogPosition   = 'l'
 	kindStreamCounter = 'n'
 	kindStream        = 's'
 	kindApp           = 'a'
@@ -50,14 +52,31 @@ const (
 
 var (
 	formatKey        = []byte{kindFormat}
+	logPositionKey   = []byte{kindLogPosition}
 	streamCounterKey = []byte{kindStreamCounter}
 )
 
+// encodeLogPosition is the value of the l key.
+func encodeLogPosition(seg uint64, end int64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), seg), uint64(end))
+}
+
+// decodeLogPosition undoes encodeLogPosition.
+func decodeLogPosition(v []byte) (seg uint64, end int64, ok bool) {
+	if len(v) != 16 {
+		return 0, 0, false
+	}
+	return binary.BigEndian.Uint64(v), int64(binary.BigEndian.Uint64(v[8:])), true
+}
+
 // dataFormat is the version of this key schema and of the record log.
-// Version 2 moved record data out of pebble into the record log; a data
-// directory without the f key was written by an older version and is
-// refused rather than misread.
-const dataFormat = 2
+// Version 2 moved record data out of pebble into the record log; version 3
+// stopped fsyncing pebble for records and added the l key, from which
+// reindexLog finds the frames to index again. A version 2 directory is
+// upgraded when opened (pebble was fsynced then, so nothing is missing);
+// one without the f key was written by an older version and is refused
+// rather than misread, as a version 3 directory is by version 2.
+const dataFormat = 3
 
 // namedKey is kind + project + 0x00 + name: the key of a stream or an app.
 func namedKey(kind byte, project, name string) []byte {

@@ -158,3 +158,121 @@ func (s *Server) dropSegments() error {
 	}
 	return s.records.removeBefore(floor)
 }
+
+// reindexLog indexes the frames that reached the record log after the last
+// ones pebble holds references for: pebble's writes of records are not
+// fsynced (appendRecords), so a power loss can lose the references of
+// records that were acknowledged, whose frames the log's fsync made
+// durable. It scans the log from the position the l key gives (the end of
+// the frames of the last PutRecords pebble kept; references are applied
+// in log order, so every earlier frame has its reference) and gives each
+// frame that continues its partition its reference and index entries
+// again. A frame of a stream since deleted, or behind its partition's next
+// sequence number, is skipped. The w index of a frame indexed again uses
+// the time of the recovery, later than the write: retention keeps such
+// records a little longer, never shorter.
+func (s *Server) reindexLog() error {
+	v, closer, err := s.db.Get(logPositionKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil // nothing written since the directory was made or upgraded
+	}
+	if err != nil {
+		return err
+	}
+	seg, from, ok := decodeLogPosition(v)
+	closer.Close()
+	if !ok {
+		return errors.New("corrupt log position")
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	second := floorDiv(s.nowMs(), 1000)
+	states := make(map[*partition]partitionState)
+	var key [indexKeyLen]byte
+	var ref [recordRefLen]byte
+	indexed, skipped := 0, 0
+	end := from
+	for _, id := range s.records.segments() {
+		if id < seg {
+			continue
+		}
+		start := int64(0)
+		if id == seg {
+			start = from
+		}
+		f := s.records.segmentFile(id)
+		if f == nil {
+			continue
+		}
+		stop, err := scanFrames(f, start, func(off int64, frame []byte) error {
+			skey, n, seq, value, _ := checkFrame(frame)
+			st := s.streamsByKey[skey]
+			if st == nil || int(n) >= len(st.parts) || n < 0 {
+				skipped++
+				return nil
+			}
+			p := st.parts[n]
+			ps, seen := states[p]
+			if !seen {
+				ps = p.state
+			}
+			if seq != ps.next {
+				skipped++
+				return nil
+			}
+			ts, _, _, ok := decodeRecordValue(value)
+			if !ok {
+				return fmt.Errorf("corrupt record value in log segment %d at %d", id, off)
+			}
+			r := recordRef{seg: id, off: off, n: uint32(len(frame))}
+			if err := b.Set(appendRecordKey(key[:0], skey, n, seq), r.encode(ref[:0]), nil); err != nil {
+				return err
+			}
+			if ts > ps.maxTimestamp {
+				if err := b.Set(appendIndexKey(key[:0], kindTimeIndex, skey, n, ts, seq), nil, nil); err != nil {
+					return err
+				}
+				ps.maxTimestamp = ts
+			}
+			if second > ps.lastWriteSecond {
+				if err := b.Set(appendIndexKey(key[:0], kindWriteIndex, skey, n, second, seq), nil, nil); err != nil {
+					return err
+				}
+				ps.lastWriteSecond = second
+			}
+			ps.next++
+			states[p] = ps
+			indexed++
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("segment %d: %w", id, err)
+		}
+		seg, end = id, stop
+	}
+	if indexed == 0 {
+		return nil
+	}
+	for _, st := range s.streamsByKey {
+		for _, p := range st.parts {
+			if ps, ok := states[p]; ok {
+				if err := b.Set(partitionKey(st.meta.Key, p.n), ps.encode(), nil); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := b.Set(logPositionKey, encodeLogPosition(seg, end), nil); err != nil {
+		return err
+	}
+	if err := s.db.Apply(b, pebble.Sync); err != nil {
+		return err
+	}
+	for p, ps := range states {
+		p.state = ps
+		p.visible = ps.next
+	}
+	s.log.Warn().Int("records", indexed).Int("skipped", skipped).
+		Msg("dislocal: indexed again records whose references were lost in a crash (their data was durable)")
+	return nil
+}

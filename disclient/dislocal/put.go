@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	json "github.com/goccy/go-json"
 
 	"github.com/disgw/disgw/disclient"
@@ -226,13 +228,14 @@ func checkRecord(st *stream, rec *disclient.PutRecordsEntry) (int32, *apiError) 
 // size of the records' log frames. Needs st.mu.
 //
 // The records' frames go to the record log in one write and their
-// references into one pebble batch, both under the partition locks, so
-// that log order, sequence numbers and pebble's WAL order agree. With
-// SyncAlways the answer waits for the log's fsync and then pebble's,
-// outside the locks so that concurrent writers share both; a reference
-// that reached the disk without its frame (a power loss between the two)
-// is dropped when the store is opened (recoverLog), and it was never
-// acknowledged.
+// references into one pebble batch, applied under the log's lock and the
+// partition locks, so that log order, sequence numbers and pebble's WAL
+// order agree. The record log is the one durable copy: pebble's batch is
+// never fsynced here, and with SyncAlways the answer waits for the log's
+// fsync alone, outside the locks so that concurrent writers share it.
+// When the store is opened, references whose frames did not reach the
+// disk (a power loss; never acknowledged) are dropped (recoverLog), and
+// frames whose references did not are indexed again (reindexLog).
 func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, targets, touched []int32, frameBytes int, results []disclient.PutRecordsResult) error {
 	parts := make([]*partition, len(touched))
 	states := make([]partitionState, len(touched))
@@ -298,48 +301,45 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 		}
 		results[i] = disclient.PutRecordsResult{PartitionID: parts[j].id, SequenceNumber: strconv.FormatInt(seq, 10)}
 	}
-	seg, base, err := s.records.append(frames)
+	index := func(seg uint64, base int64) error {
+		var ref [recordRefLen]byte
+		for i := range recs {
+			n := targets[i]
+			if n < 0 {
+				continue
+			}
+			r := recordRef{seg: seg, off: base + int64(offsets[i]), n: uint32(offsets[i+1] - offsets[i])}
+			if err := b.Set(appendRecordKey(key[:0], skey, n, seqs[i]), r.encode(ref[:0]), nil); err != nil {
+				return err
+			}
+		}
+		for j, n := range touched {
+			if err := b.Set(partitionKey(skey, n), states[j].encode(), nil); err != nil {
+				return err
+			}
+		}
+		if err := b.Set(logPositionKey, encodeLogPosition(seg, base+int64(len(frames))), nil); err != nil {
+			return err
+		}
+		// Never an fsync of its own: the record log is the durable copy,
+		// from which reindexLog rebuilds what pebble lost in a power loss.
+		return s.db.Apply(b, pebble.NoSync)
+	}
+	seg, base, err := s.records.append(frames, index)
 	if err != nil {
-		return err
-	}
-	var ref [recordRefLen]byte
-	for i := range recs {
-		n := targets[i]
-		if n < 0 {
-			continue
-		}
-		r := recordRef{seg: seg, off: base + int64(offsets[i]), n: uint32(offsets[i+1] - offsets[i])}
-		if err := b.Set(appendRecordKey(key[:0], skey, n, seqs[i]), r.encode(ref[:0]), nil); err != nil {
-			return err
-		}
-	}
-	for j, n := range touched {
-		if err := b.Set(partitionKey(skey, n), states[j].encode(), nil); err != nil {
-			return err
-		}
-	}
-
-	if s.cfg.Sync == SyncNone {
-		if err := s.db.Apply(b, s.writeOpts); err != nil {
-			return err
-		}
-		for j, p := range parts {
-			p.state = states[j]
-			p.visible = states[j].next
-		}
-		return nil
-	}
-	if err := s.db.ApplyNoSyncWait(b, s.writeOpts); err != nil {
 		return err
 	}
 	for j, p := range parts {
 		p.state = states[j]
 	}
+	if s.cfg.Sync == SyncNone {
+		for j, p := range parts {
+			p.visible = states[j].next
+		}
+		return nil
+	}
 	unlock()
 	if err := s.records.sync(seg, base+int64(len(frames))); err != nil {
-		return err
-	}
-	if err := b.SyncWait(); err != nil {
 		return err
 	}
 	// A finished sync covers every batch before this one too, so visible

@@ -181,12 +181,20 @@ func openRecordLog(dir string, segmentBytes int64) (l *recordLog, lastID uint64,
 // validLength reads a segment frame by frame and returns the length of the
 // prefix made of whole frames with correct checksums.
 func validLength(f *os.File) (int64, error) {
+	return scanFrames(f, 0, nil)
+}
+
+// scanFrames reads the frames of a segment from offset from on, handing
+// each whole, checked frame and its offset to fn (nil: none), and returns
+// where the whole frames end: a torn or corrupt frame ends the scan. The
+// frame passed to fn is valid until fn returns.
+func scanFrames(f *os.File, from int64, fn func(off int64, frame []byte) error) (int64, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return 0, err
 	}
 	end := st.Size()
-	var off int64
+	off := from
 	var hdr [frameHeaderLen]byte
 	var buf []byte
 	for off+frameHeaderLen <= end {
@@ -204,9 +212,33 @@ func validLength(f *os.File) (int64, error) {
 		if _, _, _, _, ok := checkFrame(buf); !ok {
 			break
 		}
+		if fn != nil {
+			if err := fn(off, buf); err != nil {
+				return 0, err
+			}
+		}
 		off += frameHeaderLen + n
 	}
 	return off, nil
+}
+
+// segments lists the ids of the segments there are, oldest first.
+func (l *recordLog) segments() []uint64 {
+	l.filesMu.RLock()
+	defer l.filesMu.RUnlock()
+	ids := make([]uint64, 0, len(l.files))
+	for id := range l.files {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// segmentFile is the open file of segment id, nil when there is none.
+func (l *recordLog) segmentFile(id uint64) *os.File {
+	l.filesMu.RLock()
+	defer l.filesMu.RUnlock()
+	return l.files[id]
 }
 
 func (l *recordLog) segmentPath(id uint64) string {
@@ -245,11 +277,13 @@ func syncDir(dir string) error {
 }
 
 // append writes frames (whole frames, one or more) to the active segment
-// in one write and returns where they start. It rolls to a new segment
-// first when they would not fit, fsyncing the old one. The frames are in
-// the OS's page cache when it returns (they survive a process crash);
-// sync makes them durable.
-func (l *recordLog) append(frames []byte) (seg uint64, off int64, err error) {
+// in one write and then calls index with where they start, still holding
+// the log's lock, so that what index records (the frames' references in
+// pebble) is applied in log order (see reindexLog). It rolls to a new
+// segment first when the frames would not fit, fsyncing the old one. The
+// frames are in the OS's page cache when it returns (they survive a
+// process crash); sync makes them durable.
+func (l *recordLog) append(frames []byte, index func(seg uint64, off int64) error) (seg uint64, off int64, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.size > 0 && l.size+int64(len(frames)) > l.segmentBytes {
@@ -263,10 +297,20 @@ func (l *recordLog) append(frames []byte) (seg uint64, off int64, err error) {
 	seg, off = l.activeID, l.size
 	n, err := l.active.WriteAt(frames, off)
 	l.size += int64(n)
-	if err != nil {
-		return 0, 0, err
+	if err == nil {
+		if err = index(seg, off); err == nil {
+			return seg, off, nil
+		}
 	}
-	return seg, off, nil
+	// Frames without references must not stay: reindexLog would take
+	// them for records whose references were lost, while their sequence
+	// numbers go to the next write.
+	if terr := l.active.Truncate(off); terr == nil {
+		l.size = off
+	} else {
+		err = errors.Join(err, terr)
+	}
+	return 0, 0, err
 }
 
 // sync makes everything appended before end (in segment seg) durable.

@@ -2,11 +2,12 @@ package dislocal
 
 import (
 	"errors"
-	json "github.com/goccy/go-json"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/disgw/disgw/disclient"
 )

@@ -189,6 +189,11 @@ func Open(cfg Config) (*Server, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("dislocal: recover %s: %w", cfg.Dir, err)
 	}
+	if err := s.reindexLog(); err != nil {
+		_ = rlog.close()
+		_ = db.Close()
+		return nil, fmt.Errorf("dislocal: index the record log of %s: %w", cfg.Dir, err)
+	}
 	s.routes()
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopSweep = cancel
@@ -323,10 +328,13 @@ func checkFormat(db *pebble.DB) error {
 	switch {
 	case err == nil:
 		defer closer.Close()
-		if len(v) != 8 || binary.BigEndian.Uint64(v) != dataFormat {
-			return fmt.Errorf("data directory format %x, this version reads only format %d", v, dataFormat)
+		switch {
+		case len(v) == 8 && binary.BigEndian.Uint64(v) == dataFormat:
+			return nil
+		case len(v) == 8 && binary.BigEndian.Uint64(v) == 2:
+			return db.Set(formatKey, binary.BigEndian.AppendUint64(nil, dataFormat), pebble.Sync)
 		}
-		return nil
+		return fmt.Errorf("data directory format %x, this version reads only formats 2 and %d", v, dataFormat)
 	case !errors.Is(err, pebble.ErrNotFound):
 		return err
 	}
