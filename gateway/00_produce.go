@@ -176,18 +176,14 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 // leader with its endpoint, so the producer need not refresh its metadata
 // first (KIP-951).
 func (gw *Gateway) produceNotLeader(r *request, resp *kmsg.ProduceResponse, sp *kmsg.ProduceResponseTopicPartition, topic string) {
-	owner := gw.partitionOwner(topic, sp.Partition)
 	sp.ErrorCode = kerr.NotLeaderForPartition.Code
+	owner := gw.partitionOwner(topic, sp.Partition)
 	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = owner.ID, 0
-	for _, b := range resp.Brokers {
-		if b.NodeID == owner.ID {
-			return
-		}
+	if host, port, add := gw.leaderEndpoint(r, owner, len(resp.Brokers), func(i int) int32 { return resp.Brokers[i].NodeID }); add {
+		b := kmsg.NewProduceResponseBroker()
+		b.NodeID, b.Host, b.Port = owner.ID, host, port
+		resp.Brokers = append(resp.Brokers, b)
 	}
-	b := kmsg.NewProduceResponseBroker()
-	b.NodeID = owner.ID
-	b.Host, b.Port = gw.peerAddr(r.s.lis, owner)
-	resp.Brokers = append(resp.Brokers, b)
 }
 
 // holdDecompressed counts a produce request's decompressed bytes against

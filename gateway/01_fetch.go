@@ -164,18 +164,14 @@ var errUnknownTopicID = errors.New("unknown topic id")
 // follower answers a consumer: NOT_LEADER_OR_FOLLOWER, with the owner as
 // current leader from v12 and its endpoint from v16 (KIP-951).
 func (gw *Gateway) fetchNotLeader(r *request, resp *kmsg.FetchResponse, sp *kmsg.FetchResponseTopicPartition, topic string) {
-	owner := gw.partitionOwner(topic, sp.Partition)
 	sp.ErrorCode = kerr.NotLeaderForPartition.Code
+	owner := gw.partitionOwner(topic, sp.Partition)
 	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = owner.ID, 0
-	for _, b := range resp.Brokers {
-		if b.NodeID == owner.ID {
-			return
-		}
+	if host, port, add := gw.leaderEndpoint(r, owner, len(resp.Brokers), func(i int) int32 { return resp.Brokers[i].NodeID }); add {
+		b := kmsg.NewFetchResponseBroker()
+		b.NodeID, b.Host, b.Port = owner.ID, host, port
+		resp.Brokers = append(resp.Brokers, b)
 	}
-	b := kmsg.NewFetchResponseBroker()
-	b.NodeID = owner.ID
-	b.Host, b.Port = gw.peerAddr(r.s.lis, owner)
-	resp.Brokers = append(resp.Brokers, b)
 }
 
 // serveFetch reads every partition, long-polling until min_bytes are there

@@ -38,6 +38,19 @@ func (gw *Gateway) coordinator(group string) cluster.Peer {
 	return gw.cfg.Membership.Owner(cluster.GroupKey(group))
 }
 
+// leaderEndpoint is the endpoint a KIP-951 leader hint gives for owner,
+// on the listener r came in on; add is false when the response's n
+// brokers (ids by id(i)) already list it.
+func (gw *Gateway) leaderEndpoint(r *request, owner cluster.Peer, n int, id func(i int) int32) (host string, port int32, add bool) {
+	for i := range n {
+		if id(i) == owner.ID {
+			return "", 0, false
+		}
+	}
+	host, port = gw.peerAddr(r.s.lis, owner)
+	return host, port, true
+}
+
 // coordinates reports whether this gateway coordinates group.
 func (gw *Gateway) coordinates(group string) bool {
 	return gw.coordinator(group).ID == gw.cfg.NodeID
