@@ -18,7 +18,8 @@ import (
 // the state is rebuilt from the partition's tail first, so the answer after
 // a restart, or on the gateway a partition moved to, is the one before it;
 // raw topics keep producer state in memory only, so there the answer is
-// what this gateway has seen since it started. disgw has no transactions:
+// what this gateway has seen since it started, or since it dropped the
+// idle partition's state. disgw has no transactions:
 // the coordinator epoch and the transaction start offset are always -1.
 
 func init() {
