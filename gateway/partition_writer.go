@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -101,10 +102,52 @@ func (op *appendOp) finish() {
 // producerState is what an idempotent producer last wrote to one partition:
 // enough to answer a retried batch with its original offsets.
 type producerState struct {
-	epoch    int16
-	lastSeq  int32
-	recent   []*appendOp // the last idempotentWindow batches, oldest first
-	lastSeen time.Time   // of its last accepted batch, for expiry
+	epoch   int16
+	lastSeq int32
+	recent  []*appendOp // the last idempotentWindow batches, oldest first
+	// lastSeen is when its last batch was accepted, for expiry;
+	// lastTimestamp that batch's max timestamp, for DescribeProducers.
+	lastSeen      time.Time
+	lastTimestamp int64
+}
+
+// producerSnapshot is one producer's state as DescribeProducers reports it.
+type producerSnapshot struct {
+	id            int64
+	epoch         int16
+	lastSeq       int32
+	lastTimestamp int64
+}
+
+// activeProducers lists the idempotent producers the writer tracks and has
+// not expired, by producer id: what the partition's leader knows of them.
+func (w *partitionWriter) activeProducers(now time.Time) []producerSnapshot {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]producerSnapshot, 0, len(w.producers))
+	for id, st := range w.producers {
+		if now.Sub(st.lastSeen) <= w.gw.cfg.ProducerIDExpiration {
+			out = append(out, producerSnapshot{id: id, epoch: st.epoch, lastSeq: st.lastSeq, lastTimestamp: st.lastTimestamp})
+		}
+	}
+	slices.SortFunc(out, func(a, b producerSnapshot) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
+// maxTimestamp is the largest timestamp of op's records, as its producer
+// state keeps it; a LogAppendTime batch is stamped when it is written, so
+// it gets the time it was accepted, which that stamp follows closely.
+func (op *appendOp) maxTimestamp(now time.Time) int64 {
+	if op.logAppendTime {
+		return now.UnixMilli()
+	}
+	ts := int64(-1)
+	for i := range op.entries {
+		if e := &op.entries[i]; e.Timestamp != nil {
+			ts = max(ts, *e.Timestamp)
+		}
+	}
+	return ts
 }
 
 // idempotentWindow is how many batches per producer and partition are
@@ -220,7 +263,7 @@ func (w *partitionWriter) checkSequence(op *appendOp) (*appendOp, int16) {
 		}
 	}
 	st.lastSeq = op.lastSeq
-	st.lastSeen = now
+	st.lastSeen, st.lastTimestamp = now, op.maxTimestamp(now)
 	st.recent = append(st.recent, op)
 	if len(st.recent) > idempotentWindow {
 		st.recent[0] = nil
@@ -342,7 +385,7 @@ func (w *partitionWriter) rebuildProducers(tail []cachedBatch) {
 			lastSeq: info.LastSequence(), baseOffset: info.BaseOffset, kafka: true, done: make(chan struct{})}
 		op.state.Store(opTaken)
 		close(op.done)
-		st.lastSeq, st.lastSeen = op.lastSeq, now
+		st.lastSeq, st.lastSeen, st.lastTimestamp = op.lastSeq, now, info.MaxTimestamp
 		st.recent = append(st.recent, op)
 		if len(st.recent) > idempotentWindow {
 			st.recent[0] = nil

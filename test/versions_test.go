@@ -94,6 +94,11 @@ func versionedRequest(t *testing.T, rc *rawConn, key, v int16, topicID [16]byte)
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.Version, req.EndpointType = v, 1
 		return req
+	case 61:
+		req := kmsg.NewPtrDescribeProducersRequest()
+		req.Version = v
+		req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "ver", Partitions: []int32{0}}}
+		return req
 	case 8:
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Version, req.Group, req.Generation = v, "ver-commit", -1
@@ -405,6 +410,11 @@ func responseError(resp kmsg.Response) error {
 			return fmt.Errorf("%d brokers, cluster id %q", len(r.Brokers), r.ClusterID)
 		}
 		return check(r.ErrorCode)
+	case *kmsg.DescribeProducersResponse:
+		if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+			return fmt.Errorf("%d topics", len(r.Topics))
+		}
+		return check(r.Topics[0].Partitions[0].ErrorCode)
 	case *kmsg.InitProducerIDResponse:
 		if r.ProducerID < 0 {
 			return fmt.Errorf("producer id %d", r.ProducerID)

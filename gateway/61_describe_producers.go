@@ -1,0 +1,92 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeProducers v0 (KIP-664), what `kafka-transactions.sh
+// describe-producers` asks: the idempotent producers of each partition, as
+// the partition's writer tracks them for de-duplication (docs/design.md §4).
+//
+// Only the partition's owner knows its producers, so another gateway answers
+// NOT_LEADER_OR_FOLLOWER, as a Kafka follower does. On kafka-format topics
+// the state is rebuilt from the partition's tail first, so the answer after
+// a restart, or on the gateway a partition moved to, is the one before it;
+// raw topics keep producer state in memory only, so there the answer is
+// what this gateway has seen since it started, or since it dropped the
+// idle partition's state. disgw has no transactions:
+// the coordinator epoch and the transaction start offset are always -1.
+
+func init() {
+	regKey(61, 0, 0, api[*kmsg.DescribeProducersRequest]{concurrent: handleDescribeProducers, errors: describeProducersError})
+}
+
+// describeProducersError answers every partition of req with code.
+func describeProducersError(req *kmsg.DescribeProducersRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewDescribeProducersResponseTopic()
+		st.Topic = rt.Topic
+		for _, p := range rt.Partitions {
+			sp := kmsg.NewDescribeProducersResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = p, code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+func handleDescribeProducers(ctx context.Context, gw *Gateway, r *request, req *kmsg.DescribeProducersRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewDescribeProducersResponseTopic()
+		st.Topic = rt.Topic
+		t, terr := r.s.tenant.catalog.get(ctx, rt.Topic)
+		for _, p := range rt.Partitions {
+			sp := kmsg.NewDescribeProducersResponseTopicPartition()
+			sp.Partition = p
+			switch {
+			case errors.Is(terr, errUnknownTopic):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case terr != nil:
+				sp.ErrorCode = kafkaCodeForDIS(terr)
+			case !t.readable(p):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case !gw.ownsPartition(rt.Topic, p):
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+			default:
+				sp.ActiveProducers, sp.ErrorCode = gw.describeProducers(ctx, t, p)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// describeProducers lists the active producers of partition p of t, which
+// this gateway owns, or returns the error code for why it cannot.
+func (gw *Gateway) describeProducers(ctx context.Context, t *topicMeta, p int32) ([]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, int16) {
+	ps := gw.partitionFor(t.key(p))
+	if t.format == FormatKafka {
+		if err := ps.ensureProducers(ctx); err != nil {
+			gw.log.Warn().Err(err).Str("topic", t.name).Int32("partition", p).Msg("describe producers: recovering the partition's producers from DIS failed")
+			return nil, kafkaCodeForDIS(err)
+		}
+	}
+	var out []kmsg.DescribeProducersResponseTopicPartitionActiveProducer
+	for _, s := range ps.writer.activeProducers(time.Now()) {
+		ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+		ap.ProducerID, ap.ProducerEpoch = s.id, int32(s.epoch)
+		ap.LastSequence, ap.LastTimestamp = s.lastSeq, s.lastTimestamp
+		ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
+		out = append(out, ap)
+	}
+	return out, 0
+}
