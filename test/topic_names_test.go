@@ -210,6 +210,24 @@ func TestTopicNamesAdmin(t *testing.T) {
 	if err := pcl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+	// franz-go fetches by topic id (Fetch v13+) and lists offsets by name.
+	ccl := newClient(t, c, kgo.ConsumeTopics(dottedTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	fetches := ccl.PollFetches(ctx)
+	if err := fetches.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if recs := fetches.Records(); len(recs) != 1 || recs[0].Topic != dottedTopic || string(recs[0].Value) != "v" {
+		t.Fatalf("consumed %+v", recs)
+	}
+	ends, err := adm.ListEndOffsets(ctx, dottedTopic)
+	if err != nil || ends.Error() != nil {
+		t.Fatalf("ListOffsets: %v %v", err, ends.Error())
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	if total != 1 {
+		t.Fatalf("end offsets sum to %d, want 1", total)
+	}
 	offs := kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: dottedTopic, Partition: 0, At: 0, LeaderEpoch: -1})
 	if resp, err := adm.CommitOffsets(ctx, "names-group", offs); err != nil || resp.Error() != nil {
