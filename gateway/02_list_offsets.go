@@ -120,7 +120,7 @@ func (gw *Gateway) listOffset(ctx context.Context, t *topicMeta, p int32, ts int
 // firstRecordAt reads the first record at a cursor and reports its offset
 // and timestamp; none leaves -1, as Kafka answers a timestamp past the end.
 func (gw *Gateway) firstRecordAt(ctx context.Context, t *topicMeta, p int32, cr *disclient.GetCursorRequest, sp *kmsg.ListOffsetsResponseTopicPartition) {
-	cr.StreamName, cr.PartitionID = t.name, disclient.PartitionID(p)
+	cr.StreamName, cr.PartitionID = t.stream, disclient.PartitionID(p)
 	c, err := t.tenant.dis.GetCursor(ctx, cr)
 	if err == nil {
 		var recs *disclient.GetRecordsResponse
@@ -176,7 +176,7 @@ func (gw *Gateway) listBatchOffset(ctx context.Context, t *topicMeta, p int32, t
 		fail(err)
 		return
 	}
-	c, err := t.tenant.dis.GetCursor(ctx, &disclient.GetCursorRequest{StreamName: t.name, PartitionID: disclient.PartitionID(p),
+	c, err := t.tenant.dis.GetCursor(ctx, &disclient.GetCursorRequest{StreamName: t.stream, PartitionID: disclient.PartitionID(p),
 		CursorType: disclient.CursorAtTimestamp, Timestamp: ts})
 	if err != nil {
 		fail(err)

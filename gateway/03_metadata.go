@@ -97,12 +97,22 @@ func (gw *Gateway) topicMetadata(ctx context.Context, tn *tenant, name string, f
 	mt.Topic = kmsg.StringPtr(name)
 	t, err := found.t, found.err
 	if errors.Is(err, errUnknownTopic) && autoCreate {
-		if why := validTopicName(name); why != "" {
+		if why := checkTopicName(name); why != "" {
+			gw.log.Info().Str("topic", name).Str("reason", why).Msg("metadata: not auto-creating an invalid topic name")
 			mt.ErrorCode = kerr.InvalidTopicException.Code
 			return mt
 		}
 		if !budget.take() {
 			mt.ErrorCode = kerr.LeaderNotAvailable.Code
+			return mt
+		}
+		msg, cerr := tn.catalog.collision(ctx, name)
+		if cerr != nil || msg != "" {
+			gw.log.Info().Err(cerr).Str("topic", name).Str("reason", msg).Msg("metadata: not auto-creating a colliding topic")
+			mt.ErrorCode = kerr.InvalidTopicException.Code
+			if cerr != nil {
+				mt.ErrorCode = kafkaCodeForDIS(cerr)
+			}
 			return mt
 		}
 		err = gw.createTopic(ctx, tn, name, gw.cfg.DefaultPartitions, nil, gw.cfg.DefaultRecordFormat)

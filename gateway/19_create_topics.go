@@ -65,7 +65,8 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 		rt.ErrorMessage = kmsg.StringPtr(msg)
 		return rt
 	}
-	if why := validTopicName(t.Topic); why != "" {
+	if why := checkTopicName(t.Topic); why != "" {
+		gw.log.Info().Str("topic", t.Topic).Str("reason", why).Msg("CreateTopics: invalid topic name")
 		return fail(kerr.InvalidTopicException.Code, why)
 	}
 	partitions := t.NumPartitions
@@ -102,6 +103,12 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 		return fail(kerr.TopicAlreadyExists.Code, "topic '"+t.Topic+"' already exists")
 	} else if !errors.Is(err, errUnknownTopic) {
 		return fail(kafkaCodeForDIS(err), err.Error())
+	}
+	if msg, err := tn.catalog.collision(ctx, t.Topic); err != nil {
+		return fail(kafkaCodeForDIS(err), err.Error())
+	} else if msg != "" {
+		gw.log.Info().Str("topic", t.Topic).Str("reason", msg).Msg("CreateTopics: colliding topic name")
+		return fail(kerr.InvalidTopicException.Code, msg)
 	}
 	rt.NumPartitions = partitions
 	rt.ReplicationFactor = 1
@@ -161,16 +168,18 @@ func (s *streamSpec) apply(name string, value *string) error {
 	return c.set(s, *value)
 }
 
-// createTopic creates the stream for a topic; spec nil means defaults.
+// createTopic creates the stream for a topic (streamNameFor, with the Kafka
+// name in topicNameTags when the stream name is encoded); spec nil means
+// defaults.
 func (gw *Gateway) createTopic(ctx context.Context, tn *tenant, name string, partitions int32, spec *streamSpec, format RecordFormat) error {
 	hours := gw.cfg.DefaultRetentionHours
 	req := &disclient.CreateStreamRequest{
-		StreamName:     name,
+		StreamName:     streamNameFor(name),
 		PartitionCount: partitions,
 		StreamType:     disclient.StreamTypeCommon,
 		DataType:       disclient.DataTypeBlob,
 		DataDuration:   &hours,
-		Tags:           []disclient.Tag{{Key: formatTagKey, Value: string(format)}},
+		Tags:           append([]disclient.Tag{{Key: formatTagKey, Value: string(format)}}, topicNameTags(name)...),
 	}
 	if spec != nil {
 		hours = spec.retentionHours
@@ -179,5 +188,5 @@ func (gw *Gateway) createTopic(ctx context.Context, tn *tenant, name string, par
 		}
 		req.Tags = append(req.Tags, spec.timestamps.tags()...)
 	}
-	return tn.catalog.create(ctx, req)
+	return tn.catalog.create(ctx, name, req)
 }

@@ -90,7 +90,7 @@ func (gw *Gateway) deleteTopic(ctx context.Context, tn *tenant, name string) (in
 	if errors.Is(err, errUnknownTopic) {
 		return kerr.UnknownTopicOrPartition.Code, nil
 	}
-	err = tn.dis.DeleteStream(ctx, name)
+	err = tn.dis.DeleteStream(ctx, streamNameFor(name))
 	tn.catalog.invalidate(name)
 	if t != nil {
 		gw.forgetStream(t.streamID)

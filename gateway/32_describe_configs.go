@@ -63,7 +63,7 @@ func (gw *Gateway) describeResource(ctx context.Context, tn *tenant, req *kmsg.D
 func (gw *Gateway) configEntries(ctx context.Context, tn *tenant, rt kmsg.ConfigResourceType, name string) ([]configEntry, *configError) {
 	switch rt {
 	case kmsg.ConfigResourceTypeTopic:
-		if why := validTopicName(name); why != "" {
+		if why := checkTopicName(name); why != "" {
 			return nil, &configError{code: kerr.InvalidTopicException.Code, msg: why}
 		}
 		t, err := tn.catalog.get(ctx, name)

@@ -81,7 +81,7 @@ func (gw *Gateway) createPartitions(ctx context.Context, tn *tenant, t *kmsg.Cre
 	if validateOnly {
 		return 0, nil
 	}
-	err = tn.dis.UpdatePartitionCount(ctx, &disclient.UpdatePartitionCountRequest{StreamName: t.Topic, TargetPartitionCount: t.Count})
+	err = tn.dis.UpdatePartitionCount(ctx, &disclient.UpdatePartitionCountRequest{StreamName: tm.stream, TargetPartitionCount: t.Count})
 	tn.catalog.invalidate(t.Topic)
 	if err != nil {
 		gw.log.Warn().Err(err).Str("topic", t.Topic).Msg("UpdatePartitionCount failed")

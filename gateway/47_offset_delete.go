@@ -78,7 +78,7 @@ func handleOffsetDelete(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 			case subscribed[t.Topic]:
 				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 			default:
-				err := tn.dis.DeleteCheckpoint(ctx, &disclient.DeleteCheckpointRequest{AppName: app, StreamName: t.Topic,
+				err := tn.dis.DeleteCheckpoint(ctx, &disclient.DeleteCheckpointRequest{AppName: app, StreamName: streamNameFor(t.Topic),
 					PartitionID: disclient.PartitionID(p.Partition), CheckpointType: disclient.CheckpointLastRead})
 				if err != nil && !disclient.IsCode(err, disclient.CodeNoCheckpoint) {
 					rp.ErrorCode = kafkaCodeForDIS(err)

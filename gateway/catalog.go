@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -32,23 +31,14 @@ const (
 // errUnknownTopic is returned by the catalog for a stream DIS does not have.
 var errUnknownTopic = errors.New("unknown topic")
 
-// topicNamePattern is what DIS accepts as a stream name.
-var topicNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// validTopicName explains why DIS cannot hold name as a stream, or returns "".
-func validTopicName(name string) string {
-	if topicNamePattern.MatchString(name) {
-		return ""
-	}
-	return "DIS stream names are 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'; '" + name + "' is not"
-}
-
 // topicMeta is the gateway's view of one stream.
 type topicMeta struct {
 	// tenant is whose catalog described the topic; its partitions are
 	// that tenant's alone.
-	tenant         *tenant
+	tenant *tenant
+	// name is the Kafka name, stream the DIS stream's (streamNameFor).
 	name           string
+	stream         string
 	streamID       string
 	id             [16]byte
 	format         RecordFormat
@@ -119,6 +109,9 @@ type catalog struct {
 	unknown    map[string]time.Time
 	unknownIDs map[[16]byte]time.Time
 	pruneAt    int
+	// streamTopics holds the Kafka names of encoded streams described
+	// for a listing that lacked their tags.
+	streamTopics map[string]string
 	// gen counts invalidations: a lookup that began before one does not
 	// remember its "unknown" answer, which the change may have outdated.
 	gen uint64
@@ -138,6 +131,7 @@ func newCatalog(gw *Gateway, tn *tenant) *catalog {
 		byID:         make(map[[16]byte]string),
 		unknown:      make(map[string]time.Time),
 		unknownIDs:   make(map[[16]byte]time.Time),
+		streamTopics: make(map[string]string),
 		pruneAt:      minPruneAt,
 	}
 }
@@ -305,10 +299,10 @@ func (c *catalog) getMany(ctx context.Context, names []string, budget *callBudge
 }
 
 func (c *catalog) describe(ctx context.Context, name string) (*topicMeta, error) {
-	t := &topicMeta{tenant: c.tenant, name: name, format: FormatRaw, fetched: time.Now()}
+	t := &topicMeta{tenant: c.tenant, name: name, stream: streamNameFor(name), format: FormatRaw, fetched: time.Now()}
 	start := ""
 	for {
-		d, err := c.dis.DescribeStream(ctx, name, start, 1000)
+		d, err := c.dis.DescribeStream(ctx, t.stream, start, 1000)
 		if err != nil {
 			if disclient.IsCode(err, disclient.CodeStreamNotFound) {
 				return nil, errUnknownTopic
@@ -316,6 +310,11 @@ func (c *catalog) describe(ctx context.Context, name string) (*topicMeta, error)
 			return nil, err
 		}
 		if start == "" {
+			// An encoded stream is this topic's only if its tags say so:
+			// two names whose hashes agree never share a stream.
+			if n, ok := topicForStream(t.stream, d.Tags); !ok || n != name {
+				return nil, errUnknownTopic
+			}
 			t.streamID = d.StreamID
 			t.id = topicIDFor(d.StreamID)
 			t.retentionHours = d.RetentionPeriod
@@ -461,7 +460,7 @@ func (c *catalog) namesForIDs(ctx context.Context, ids [][16]byte, budget *callB
 	return out
 }
 
-// list returns every stream name, sorted.
+// list returns the Kafka name of every stream that is a topic, sorted.
 func (c *catalog) list(ctx context.Context) ([]string, error) {
 	var names []string
 	start := ""
@@ -470,7 +469,15 @@ func (c *catalog) list(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		names = append(names, resp.StreamNames...)
+		tags := make(map[string][]disclient.Tag, len(resp.StreamInfoList))
+		for _, si := range resp.StreamInfoList {
+			tags[si.StreamName] = si.Tags
+		}
+		for _, stream := range resp.StreamNames {
+			if name, ok := c.topicForStream(ctx, stream, tags[stream]); ok {
+				names = append(names, name)
+			}
+		}
 		if !resp.HasMoreStreams || len(resp.StreamNames) == 0 {
 			break
 		}
@@ -480,10 +487,81 @@ func (c *catalog) list(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// create makes a stream for a new topic.
-func (c *catalog) create(ctx context.Context, req *disclient.CreateStreamRequest) error {
+// maxStreamTopics bounds the cache of Kafka names of encoded streams.
+const maxStreamTopics = 10000
+
+// topicForStream returns the Kafka name of a listed stream, as the package
+// function does from the tags the listing gave. An encoded stream listed
+// without tags is described once: an encoded name stands for one Kafka
+// name for good, so the answer is cached (up to maxStreamTopics names).
+func (c *catalog) topicForStream(ctx context.Context, stream string, tags []disclient.Tag) (string, bool) {
+	if name, ok := topicForStream(stream, tags); ok || !isEncodedStreamName(stream) || len(tags) > 0 {
+		return name, ok
+	}
+	c.mu.Lock()
+	name, ok := c.streamTopics[stream]
+	c.mu.Unlock()
+	if ok {
+		return name, true
+	}
+	d, err := c.dis.DescribeStream(ctx, stream, "", 1)
+	if err != nil {
+		if !disclient.IsCode(err, disclient.CodeStreamNotFound) {
+			c.log.Warn().Err(err).Str("stream", stream).Msg("reading the Kafka name of a stream failed")
+		}
+		return "", false
+	}
+	if name, ok = topicForStream(stream, d.Tags); ok {
+		c.mu.Lock()
+		if len(c.streamTopics) >= maxStreamTopics {
+			clear(c.streamTopics)
+		}
+		c.streamTopics[stream] = name
+		c.mu.Unlock()
+	}
+	return name, ok
+}
+
+// topicsForStreams maps stream names a DIS answer gave (an app's
+// checkpointed streams) to Kafka names, skipping streams that are no topic.
+func (c *catalog) topicsForStreams(ctx context.Context, streams []string) []string {
+	var out []string
+	for _, s := range streams {
+		if name, ok := c.topicForStream(ctx, s, nil); ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// collision returns Kafka's INVALID_TOPIC_EXCEPTION message when a new
+// topic differs from existing ones only by '.' against '_', or "". Names
+// without either character cannot collide and cost no ListStreams pass.
+func (c *catalog) collision(ctx context.Context, name string) (string, error) {
+	if !mayCollide(name) {
+		return "", nil
+	}
+	listed, err := c.list(ctx)
+	if err != nil {
+		return "", err
+	}
+	key := topicCollisionKey(name)
+	var existing []string
+	for _, n := range listed {
+		if n != name && topicCollisionKey(n) == key {
+			existing = append(existing, n)
+		}
+	}
+	if len(existing) == 0 {
+		return "", nil
+	}
+	return topicCollisionMessage(name, existing), nil
+}
+
+// create makes the stream for a new topic.
+func (c *catalog) create(ctx context.Context, topic string, req *disclient.CreateStreamRequest) error {
 	err := c.dis.CreateStream(ctx, req)
-	c.invalidate(req.StreamName)
+	c.invalidate(topic)
 	return err
 }
 

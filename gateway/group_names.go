@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -16,8 +14,12 @@ import (
 // appNamePattern is what DIS accepts as an app name.
 var appNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,200}$`)
 
-// encodedAppPrefix marks app names that encode a group id DIS cannot hold.
-const encodedAppPrefix = "disgw-"
+const (
+	// maxAppNameLen is DIS's limit on an app name.
+	maxAppNameLen = 200
+	// appNameKeep is how much of a group id an encoded app name shows.
+	appNameKeep = 120
+)
 
 // maxCheckpointMetadata is DIS's limit on checkpoint metadata, in characters.
 const maxCheckpointMetadata = 1000
@@ -25,35 +27,17 @@ const maxCheckpointMetadata = 1000
 // appNameFor maps a group id to its DIS app name. An id DIS can hold as it is
 // (and that does not start with the encoded prefix) is used unchanged, so
 // DIS-native consumers and Huawei's adapter share the group. Any other id
-// becomes "disgw-" + the id with every character DIS refuses replaced by
-// '_', cut to 120 characters, + "-" + the first 16 hex digits of the id's
-// SHA-256: readable in the DIS console, and the same on every gateway.
+// is encoded by encodeDISName, as topic names are, showing 120 characters
+// of the id: readable in the DIS console, and the same on every gateway.
 func appNameFor(group string) string {
-	if appNamePattern.MatchString(group) && !strings.HasPrefix(group, encodedAppPrefix) {
+	if holdsUnchanged(group, maxAppNameLen) {
 		return group
 	}
-	var b strings.Builder
-	b.WriteString(encodedAppPrefix)
-	n := 0
-	for _, r := range group {
-		if n == 120 {
-			break
-		}
-		if r < 128 && (r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-		n++
-	}
-	sum := sha256.Sum256([]byte(group))
-	b.WriteByte('-')
-	b.WriteString(hex.EncodeToString(sum[:8]))
-	return b.String()
+	return encodeDISName(group, appNameKeep)
 }
 
 // isEncodedAppName reports whether app holds a group id encoded by appNameFor.
-func isEncodedAppName(app string) bool { return strings.HasPrefix(app, encodedAppPrefix) }
+func isEncodedAppName(app string) bool { return strings.HasPrefix(app, encodedNamePrefix) }
 
 // checkpointMetadata is what disgw stores in DIS checkpoint metadata for
 // groups whose app name is encoded: the real group id beside the client's

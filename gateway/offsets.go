@@ -164,7 +164,7 @@ func (gw *Gateway) commitOffset(ctx context.Context, tn *tenant, group, topic st
 	req := &disclient.CommitCheckpointRequest{
 		AppName:        app,
 		CheckpointType: disclient.CheckpointLastRead,
-		StreamName:     topic,
+		StreamName:     streamNameFor(topic),
 		PartitionID:    disclient.PartitionID(partition),
 		SequenceNumber: strconv.FormatInt(seq, 10),
 		Metadata:       stored,
@@ -190,7 +190,7 @@ func (gw *Gateway) committedOffset(ctx context.Context, tn *tenant, group, topic
 	app := appNameFor(group)
 	cp, err := tn.dis.GetCheckpoint(ctx, &disclient.GetCheckpointRequest{
 		AppName:        app,
-		StreamName:     topic,
+		StreamName:     streamNameFor(topic),
 		PartitionID:    disclient.PartitionID(partition),
 		CheckpointType: disclient.CheckpointLastRead,
 	})
@@ -227,7 +227,7 @@ func (gw *Gateway) committedOffset(ctx context.Context, tn *tenant, group, topic
 	return off, &meta, 0
 }
 
-// committedTopics lists the streams the group has checkpoints on.
+// committedTopics lists the topics the group has checkpoints on.
 func (gw *Gateway) committedTopics(ctx context.Context, tn *tenant, group string) ([]string, error) {
 	app, err := tn.dis.DescribeApp(ctx, appNameFor(group))
 	if disclient.IsCode(err, disclient.CodeAppNotFound) {
@@ -236,7 +236,7 @@ func (gw *Gateway) committedTopics(ctx context.Context, tn *tenant, group string
 	if err != nil {
 		return nil, err
 	}
-	return app.CommitCheckpointStreamNames, nil
+	return tn.catalog.topicsForStreams(ctx, app.CommitCheckpointStreamNames), nil
 }
 
 // parallel runs fn for i in [0, n) with at most describeConcurrency at once.

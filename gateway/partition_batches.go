@@ -183,7 +183,7 @@ func (ps *partitionState) readAt(ctx context.Context, seq int64) ([]disclient.Re
 	for attempt := 0; ; attempt++ {
 		if ps.cursor == "" || ps.cursorSeq != seq || time.Since(ps.cursorAt) > cursorRefreshAge {
 			c, err := dis.GetCursor(ctx, &disclient.GetCursorRequest{
-				StreamName: ps.key.topic, PartitionID: disclient.PartitionID(ps.key.partition),
+				StreamName: ps.key.streamName(), PartitionID: disclient.PartitionID(ps.key.partition),
 				CursorType: disclient.CursorAtSequenceNumber, StartingSequenceNumber: strconv.FormatInt(seq, 10),
 			})
 			if err != nil {
@@ -231,7 +231,7 @@ const watermarkApp = "disgw-offsets"
 // -1 when there is none.
 func (ps *partitionState) readWatermark(ctx context.Context) (int64, error) {
 	cp, err := ps.key.tenant.dis.GetCheckpoint(ctx, &disclient.GetCheckpointRequest{
-		AppName: watermarkApp, StreamName: ps.key.topic,
+		AppName: watermarkApp, StreamName: ps.key.streamName(),
 		PartitionID: disclient.PartitionID(ps.key.partition), CheckpointType: disclient.CheckpointLastRead,
 	})
 	switch {
@@ -258,7 +258,7 @@ func (ps *partitionState) writeWatermark(ctx context.Context) {
 	}
 	tn := ps.key.tenant
 	req := &disclient.CommitCheckpointRequest{
-		AppName: watermarkApp, CheckpointType: disclient.CheckpointLastRead, StreamName: ps.key.topic,
+		AppName: watermarkApp, CheckpointType: disclient.CheckpointLastRead, StreamName: ps.key.streamName(),
 		PartitionID: disclient.PartitionID(ps.key.partition), SequenceNumber: strconv.FormatInt(nextSeq-1, 10),
 		Metadata: strconv.FormatInt(next, 10),
 	}

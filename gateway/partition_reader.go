@@ -363,7 +363,7 @@ func (pr *partitionReader) readDIS(ctx context.Context, format RecordFormat, off
 	for attempt := 0; ; attempt++ {
 		if pr.cursor == "" || pr.cursorOffset != offset || time.Since(pr.cursorAt) > cursorRefreshAge {
 			c, err := pr.key.tenant.dis.GetCursor(ctx, &disclient.GetCursorRequest{
-				StreamName:             pr.key.topic,
+				StreamName:             pr.key.streamName(),
 				PartitionID:            pr.pid,
 				CursorType:             disclient.CursorAtSequenceNumber,
 				StartingSequenceNumber: strconv.FormatInt(offset, 10),

@@ -332,7 +332,7 @@ func (ps *partitionState) readBytes() int { return max(ps.gw.cfg.MaxRecordBytes+
 func (ps *partitionState) readRange(ctx context.Context, from, to int64) ([]disclient.Record, error) {
 	dis := ps.key.tenant.dis
 	c, err := dis.GetCursor(ctx, &disclient.GetCursorRequest{
-		StreamName: ps.key.topic, PartitionID: disclient.PartitionID(ps.key.partition),
+		StreamName: ps.key.streamName(), PartitionID: disclient.PartitionID(ps.key.partition),
 		CursorType: disclient.CursorAtSequenceNumber, StartingSequenceNumber: strconv.FormatInt(from, 10),
 	})
 	if err != nil {
@@ -672,7 +672,7 @@ func (ps *partitionState) earliestSeqOr(lo int64) int64 {
 func (ps *partitionState) probe(ctx context.Context, seq int64) ([]disclient.Record, error) {
 	dis := ps.key.tenant.dis
 	c, err := dis.GetCursor(ctx, &disclient.GetCursorRequest{
-		StreamName: ps.key.topic, PartitionID: disclient.PartitionID(ps.key.partition),
+		StreamName: ps.key.streamName(), PartitionID: disclient.PartitionID(ps.key.partition),
 		CursorType: disclient.CursorAtSequenceNumber, StartingSequenceNumber: strconv.FormatInt(seq, 10),
 	})
 	if err != nil {

@@ -713,7 +713,7 @@ func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecords
 			end++
 		}
 		began := time.Now()
-		resp, err := w.key.tenant.dis.PutRecords(ctx, &disclient.PutRecordsRequest{StreamName: w.key.topic, Records: entries[start:end]})
+		resp, err := w.key.tenant.dis.PutRecords(ctx, &disclient.PutRecordsRequest{StreamName: w.key.streamName(), Records: entries[start:end]})
 		w.gw.metrics.putRecordsCall.Observe(time.Since(began).Seconds())
 		tail := 0
 		switch {

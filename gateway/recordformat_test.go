@@ -113,19 +113,6 @@ func TestTopicIDs(t *testing.T) {
 	}
 }
 
-func TestTopicNames(t *testing.T) {
-	for _, ok := range []string{"a", "Topic_1-x", strings.Repeat("x", 64)} {
-		if why := validTopicName(ok); why != "" {
-			t.Errorf("%q refused: %s", ok, why)
-		}
-	}
-	for _, bad := range []string{"", "with.dot", "sp ace", strings.Repeat("x", 65), "ünï"} {
-		if validTopicName(bad) == "" {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
-
 // A batch whose offsets overlap those of the records before it is a stale
 // copy: it holds no offsets, keeps no data, and the records after it are
 // placed as if it were not there.

@@ -458,7 +458,7 @@ func (gw *Gateway) alterResource(ctx context.Context, tn *tenant, rt kmsg.Config
 	default:
 		return resourceTypeError(rt)
 	}
-	if why := validTopicName(name); why != "" {
+	if why := checkTopicName(name); why != "" {
 		return &configError{code: kerr.InvalidTopicException.Code, msg: why}
 	}
 	t, err := tn.catalog.refresh(ctx, name)
@@ -491,7 +491,7 @@ func (gw *Gateway) alterResource(ctx context.Context, tn *tenant, rt kmsg.Config
 		return nil
 	}
 	hours := a.next.retentionHours
-	err = tn.dis.UpdateStream(ctx, &disclient.UpdateStreamRequest{StreamName: name, DataDuration: &hours})
+	err = tn.dis.UpdateStream(ctx, &disclient.UpdateStreamRequest{StreamName: t.stream, DataDuration: &hours})
 	tn.catalog.invalidate(name)
 	if err != nil {
 		gw.log.Warn().Err(err).Str("topic", name).Msg("UpdateStream failed")

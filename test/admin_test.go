@@ -45,12 +45,12 @@ func TestKadmTopicLifecycle(t *testing.T) {
 	if !errors.Is(bad["life-c"].Err, kerr.InvalidReplicationFactor) || bad["life-c"].ErrMessage == "" {
 		t.Fatalf("replication factor 3: %v %q", bad["life-c"].Err, bad["life-c"].ErrMessage)
 	}
-	dotted, err := adm.CreateTopics(ctx, 1, 1, nil, "orders.v1")
+	spaced, err := adm.CreateTopics(ctx, 1, 1, nil, "orders v1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(dotted["orders.v1"].Err, kerr.InvalidTopicException) || dotted["orders.v1"].ErrMessage == "" {
-		t.Fatalf("a name DIS cannot hold: %v %q", dotted["orders.v1"].Err, dotted["orders.v1"].ErrMessage)
+	if !errors.Is(spaced["orders v1"].Err, kerr.InvalidTopicException) || spaced["orders v1"].ErrMessage == "" {
+		t.Fatalf("a name Kafka refuses: %v %q", spaced["orders v1"].Err, spaced["orders v1"].ErrMessage)
 	}
 
 	grown, err := adm.UpdatePartitions(ctx, 4, "life-a")
