@@ -103,7 +103,7 @@ type tlsSink struct {
 
 	mu      sync.Mutex
 	queue   []finished // frame and recycled only
-	closing bool // write nothing more; the writer exits once the queue is empty
+	closing bool       // write nothing more; the writer exits once the queue is empty
 
 	ready chan struct{} // queue or closing changed
 	wake  chan struct{} // the session resumed
