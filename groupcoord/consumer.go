@@ -139,7 +139,7 @@ type consumerMember struct {
 	revokeDeadline   time.Time // when an unrevoked member is fenced
 }
 
-// newConsumerGroup makes g a consumer group. Only an empty group may
+// makeConsumer makes g a consumer group. Only an empty group may
 // change type (Kafka's offline migration): its committed offsets stay.
 func (g *group) makeConsumer() {
 	g.cg = &consumerGroup{
