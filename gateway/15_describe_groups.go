@@ -15,7 +15,8 @@ import (
 // instance ids; v5 flexible. A group with committed offsets in DIS but no
 // live members is described as Empty with protocol type "consumer", so
 // kafka-consumer-groups --describe works on it (docs/kafka-compat.md item 10); a
-// group that exists nowhere is Dead, as Kafka answers before v6.
+// group that exists nowhere is Dead, as Kafka answers before v6, and so is
+// a consumer-protocol group (ConsumerGroupDescribe describes those).
 
 func init() {
 	regKey(15, 0, 5, api[*kmsg.DescribeGroupsRequest]{concurrent: handleDescribeGroups, errors: describeGroupsError})

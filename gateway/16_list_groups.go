@@ -12,9 +12,10 @@ import (
 
 // ListGroups v0–v5.
 //
-// v3 flexible; v4 a state filter (KIP-518); v5 a type filter (KIP-848;
-// every group here is "classic"). Groups are the coordinator's live groups
-// plus every group with committed offsets in DIS, which is Empty.
+// v3 flexible; v4 a state filter (KIP-518); v5 the group type and a type
+// filter (KIP-848: "classic" or "consumer"). Groups are the coordinator's
+// live groups plus every group with committed offsets in DIS, which is an
+// Empty classic group.
 
 func init() {
 	regKey(16, 0, 5, api[*kmsg.ListGroupsRequest]{concurrent: handleListGroups, errors: listGroupsError})
@@ -44,7 +45,7 @@ func handleListGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.Li
 	for _, g := range stored {
 		if !seen[g] {
 			lg := kmsg.NewListGroupsResponseGroup()
-			lg.Group, lg.ProtocolType, lg.GroupState = g, "consumer", groupStateEmpty
+			lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g, "consumer", groupStateEmpty, "classic"
 			all = append(all, lg)
 		}
 	}
@@ -53,7 +54,6 @@ func handleListGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.Li
 			// Admin tools ask every broker: each lists its own.
 			continue
 		}
-		g.GroupType = "classic"
 		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, g.GroupState) }) {
 			continue
 		}

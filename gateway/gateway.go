@@ -172,6 +172,12 @@ type Config struct {
 	MaxGroups                int
 	GroupMaxRebalanceTimeout time.Duration
 	OffsetsRetention         time.Duration
+	// ConsumerGroupSessionTimeout and ConsumerGroupHeartbeatInterval are
+	// Kafka's group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms for consumer-protocol (KIP-848)
+	// groups; zero means Kafka's defaults, 45s and 5s.
+	ConsumerGroupSessionTimeout    time.Duration
+	ConsumerGroupHeartbeatInterval time.Duration
 	// RequestTimeout bounds a request whose handler calls DIS and has no
 	// deadline of its own (Produce, Fetch and JoinGroup derive theirs from
 	// the request). It stays below a Kafka client's request.timeout.ms

@@ -41,14 +41,16 @@ func newGroupDriver(gw *Gateway) *groupDriver {
 	return &groupDriver{
 		gw: gw,
 		coord: groupcoord.New(groupcoord.Config{
-			MaxRebalanceTimeout:   gw.cfg.GroupMaxRebalanceTimeout,
-			MaxGroupSize:          gw.cfg.GroupMaxSize,
-			MaxPendingMembers:     gw.cfg.GroupMaxPendingMembers,
-			MaxGroups:             gw.cfg.MaxGroups,
-			OffsetsRetention:      gw.cfg.OffsetsRetention,
-			InitialRebalanceDelay: gw.cfg.InitialRebalanceDelay,
-			NewMemberID:           newMemberID,
-			Logger:                gw.log.With().Str("component", "groupcoord").Logger(),
+			MaxRebalanceTimeout:       gw.cfg.GroupMaxRebalanceTimeout,
+			MaxGroupSize:              gw.cfg.GroupMaxSize,
+			MaxPendingMembers:         gw.cfg.GroupMaxPendingMembers,
+			MaxGroups:                 gw.cfg.MaxGroups,
+			OffsetsRetention:          gw.cfg.OffsetsRetention,
+			InitialRebalanceDelay:     gw.cfg.InitialRebalanceDelay,
+			ConsumerSessionTimeout:    gw.cfg.ConsumerGroupSessionTimeout,
+			ConsumerHeartbeatInterval: gw.cfg.ConsumerGroupHeartbeatInterval,
+			NewMemberID:               newMemberID,
+			Logger:                    gw.log.With().Str("component", "groupcoord").Logger(),
 		}),
 		waiting:    make(map[uint64]groupWaiter),
 		queues:     make(map[offsetQueueKey][]func()),
@@ -94,13 +96,30 @@ func newMemberID(clientID string) string {
 // judged under the driver's lock so that it cannot be loaded again after
 // unloadMoved let go of it.
 func (d *groupDriver) step(r *request, req kmsg.Request) <-chan kmsg.Response {
+	return d.stepWith(r, req, membershipGroup(req), func(id uint64, clientID, host string) error {
+		return d.coord.Step(time.Now(), id, clientID, host, req)
+	})
+}
+
+// stepConsumer hands a ConsumerGroupHeartbeat to the coordinator with the
+// topic metadata looked up for it; it is answered at once.
+func (d *groupDriver) stepConsumer(r *request, req *kmsg.ConsumerGroupHeartbeatRequest, topics groupcoord.Topics) kmsg.Response {
+	return <-d.stepWith(r, req, req.Group, func(id uint64, clientID, host string) error {
+		d.coord.StepConsumer(time.Now(), id, clientID, host, req, topics)
+		return nil
+	})
+}
+
+// stepWith runs one Step-like call for group under the driver's lock, with
+// the waiter for its answer registered under id.
+func (d *groupDriver) stepWith(r *request, req kmsg.Request, group string, fn func(id uint64, clientID, host string) error) <-chan kmsg.Response {
 	clientID := ""
 	if r.hdr.ClientID != nil {
 		clientID = *r.hdr.ClientID
 	}
 	w := groupWaiter{req: req, answer: make(chan kmsg.Response, 1)}
 	d.mu.Lock()
-	if !d.gw.coordinates(membershipGroup(req)) {
+	if !d.gw.coordinates(group) {
 		d.mu.Unlock()
 		w.answer <- r.h.errorResponse(r, kerr.NotCoordinator.Code)
 		return w.answer
@@ -108,7 +127,7 @@ func (d *groupDriver) step(r *request, req kmsg.Request) <-chan kmsg.Response {
 	d.nextID++
 	id := d.nextID
 	d.waiting[id] = w
-	err := d.coord.Step(time.Now(), id, clientID, r.s.remoteHost(), req)
+	err := fn(id, clientID, r.s.remoteHost())
 	ready := d.readyLocked()
 	d.mu.Unlock()
 	if err != nil {

@@ -77,6 +77,14 @@ type Config struct {
 	// adds randomness. As in Kafka, a static member's id is made from its
 	// group.instance.id instead of its client id.
 	NewMemberID func(clientID string) string
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms: a
+	// consumer-protocol member not heard from for this long is removed.
+	// Default 45s.
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms,
+	// what ConsumerGroupHeartbeat tells members: how soon a member learns
+	// of a new assignment. Default 5s.
+	ConsumerHeartbeatInterval time.Duration
 	// Logger receives rebalance and membership events; the zero Logger
 	// discards them.
 	Logger zerolog.Logger
@@ -150,6 +158,12 @@ func New(cfg Config) *Coordinator {
 	}
 	if cfg.OffsetsRetention <= 0 {
 		cfg.OffsetsRetention = defaultOffsetsRetention
+	}
+	if cfg.ConsumerSessionTimeout <= 0 {
+		cfg.ConsumerSessionTimeout = defaultConsumerSessionTimeout
+	}
+	if cfg.ConsumerHeartbeatInterval <= 0 {
+		cfg.ConsumerHeartbeatInterval = defaultConsumerHeartbeatInterval
 	}
 	c := &Coordinator{cfg: cfg, log: cfg.Logger, groups: make(map[string]*group)}
 	if c.cfg.NewMemberID == nil {

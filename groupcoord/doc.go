@@ -18,4 +18,9 @@
 // commit; Ready reports it in Removed so its offsets can go). Config caps
 // what clients can make it hold: members and pending member ids per group,
 // groups, session and rebalance timeouts.
+//
+// It also runs KIP-848's consumer group protocol (consumer.go): StepConsumer
+// takes ConsumerGroupHeartbeat with the topic metadata the caller looked up,
+// and the coordinator assigns partitions itself. A group id is either type,
+// never both; an empty group may change type.
 package groupcoord

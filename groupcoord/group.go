@@ -82,6 +82,10 @@ type group struct {
 	commitOnly bool
 	// stamp changes with every generation and incarnation: see CommitFence.
 	stamp uint64
+	// cg is set while the group is a consumer-protocol (KIP-848) group;
+	// the classic fields then stay empty. A group id is one type at a
+	// time, as in Kafka.
+	cg *consumerGroup
 
 	next       timer // earliest deadline, as placed in the heap
 	timerIndex int   // position in the heap, -1 when not in it

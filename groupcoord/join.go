@@ -48,6 +48,18 @@ func (c *Coordinator) join(now time.Time, id uint64, clientID, clientHost string
 		return
 	}
 	g := c.groups[req.Group]
+	if g != nil && g.cg != nil {
+		// A classic member cannot join a consumer-protocol group (this
+		// coordinator does not run Kafka's mixed groups); an empty one
+		// becomes classic, Kafka's offline migration.
+		if !g.empty() {
+			c.log.Info().Str("group", req.Group).Msg("refusing a classic join to a consumer-protocol group")
+			c.failJoin(j, req.MemberID, kerr.InconsistentGroupProtocol.Code)
+			return
+		}
+		g.cg = nil
+		c.log.Info().Str("group", req.Group).Msg("empty consumer group converted to a classic group")
+	}
 	switch {
 	case g == nil && req.MemberID != "":
 		c.failJoin(j, req.MemberID, kerr.UnknownMemberID.Code)

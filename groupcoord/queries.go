@@ -42,6 +42,8 @@ func (c *Coordinator) CheckCommit(now time.Time, group, memberID string, instanc
 		return kerr.IllegalGeneration.Code
 	case g == nil:
 		return kerr.UnknownMemberID.Code
+	case g.cg != nil:
+		return g.checkConsumerCommit(now, asMember, memberID, instanceID, generation)
 	case !asMember && g.state != stateEmpty:
 		return kerr.UnknownMemberID.Code
 	case !asMember:
@@ -82,6 +84,12 @@ func (c *Coordinator) Describe(group string) (g kmsg.DescribeGroupsResponseGroup
 	}
 	g = kmsg.NewDescribeGroupsResponseGroup()
 	g.Group = gr.id
+	if gr.cg != nil {
+		// Kafka's DescribeGroups before v6 describes a group of the other
+		// type as Dead; ConsumerGroupDescribe is the one for it.
+		g.State = "Dead"
+		return g, true
+	}
 	g.State = gr.state.String()
 	g.ProtocolType = gr.protocolType
 	stable := gr.state == stateStable
@@ -103,8 +111,8 @@ func (c *Coordinator) Describe(group string) (g kmsg.DescribeGroupsResponseGroup
 	return g, true
 }
 
-// List returns the groups in memory (group id, protocol type, state) for
-// ListGroups, ordered by group id.
+// List returns the groups in memory (group id, protocol type, state, type:
+// "classic" or "consumer") for ListGroups, ordered by group id.
 func (c *Coordinator) List() []kmsg.ListGroupsResponseGroup {
 	out := make([]kmsg.ListGroupsResponseGroup, 0, len(c.groups))
 	for _, g := range c.groups {
@@ -116,6 +124,9 @@ func (c *Coordinator) List() []kmsg.ListGroupsResponseGroup {
 		lg.ProtocolType = g.protocolType
 		lg.GroupState = g.state.String()
 		lg.GroupType = "classic"
+		if g.cg != nil {
+			lg.ProtocolType, lg.GroupState, lg.GroupType = "consumer", g.cg.state(), "consumer"
+		}
 		out = append(out, lg)
 	}
 	slices.SortFunc(out, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
@@ -131,7 +142,7 @@ func (c *Coordinator) Delete(group string) int16 {
 	if g == nil {
 		return 0
 	}
-	if g.state != stateEmpty {
+	if g.cg != nil && !g.empty() || g.cg == nil && g.state != stateEmpty {
 		return kerr.NonEmptyGroup.Code
 	}
 	c.forget(g, false)

@@ -9,12 +9,14 @@ import (
 type timerKind uint8
 
 const (
-	timerNone    timerKind = iota
-	timerJoin              // the join phase of PreparingRebalance ends
-	timerSync              // members that got their JoinGroup answer must have synced
-	timerSession           // a member has been silent for its session timeout
-	timerPending           // a member told MEMBER_ID_REQUIRED did not come back
-	timerExpire            // an Empty group's retention passed
+	timerNone            timerKind = iota
+	timerJoin                      // the join phase of PreparingRebalance ends
+	timerSync                      // members that got their JoinGroup answer must have synced
+	timerSession                   // a member has been silent for its session timeout
+	timerPending                   // a member told MEMBER_ID_REQUIRED did not come back
+	timerExpire                    // an Empty group's retention passed
+	timerConsumerSession           // a consumer-protocol member has been silent for its session timeout
+	timerConsumerRevoke            // a consumer-protocol member did not revoke within its rebalance timeout
 )
 
 // timer is a group's earliest deadline and what to do when it passes.
@@ -23,6 +25,7 @@ type timer struct {
 	kind    timerKind
 	member  *member
 	pending *pendingMember
+	cmember *consumerMember
 }
 
 // offer keeps the earlier of t and a new deadline; on a tie the one offered
@@ -30,6 +33,13 @@ type timer struct {
 func (t *timer) offer(at time.Time, kind timerKind, m *member, p *pendingMember) {
 	if t.kind == timerNone || at.Before(t.at) {
 		*t = timer{at: at, kind: kind, member: m, pending: p}
+	}
+}
+
+// offerConsumer is offer for a consumer-protocol member's deadline.
+func (t *timer) offerConsumer(at time.Time, kind timerKind, m *consumerMember) {
+	if t.kind == timerNone || at.Before(t.at) {
+		*t = timer{at: at, kind: kind, cmember: m}
 	}
 }
 
@@ -52,7 +62,15 @@ func (g *group) nextTimer() timer {
 	for _, p := range g.pending {
 		t.offer(p.expires, timerPending, nil, p)
 	}
-	if g.state == stateEmpty && len(g.pending) == 0 {
+	if g.cg != nil {
+		for _, m := range g.cg.members {
+			t.offerConsumer(m.lastHeard.Add(m.sessionTimeout), timerConsumerSession, m)
+			if m.state == memberUnrevoked {
+				t.offerConsumer(m.revokeDeadline, timerConsumerRevoke, m)
+			}
+		}
+	}
+	if g.empty() {
 		t.offer(g.expiresAt(), timerExpire, nil, nil)
 	}
 	return t
@@ -73,6 +91,12 @@ func (g *group) fire(t timer) {
 		g.tryCompleteJoin(t.at)
 	case timerExpire:
 		g.expire()
+	case timerConsumerSession:
+		g.c.log.Info().Str("group", g.id).Str("member", t.cmember.id).Msg("consumer group member session expired")
+		g.removeConsumerMember(t.at, t.cmember, "session timeout of "+t.cmember.id)
+	case timerConsumerRevoke:
+		g.c.log.Info().Str("group", g.id).Str("member", t.cmember.id).Msg("consumer group member did not revoke its partitions in time")
+		g.removeConsumerMember(t.at, t.cmember, "rebalance timeout of "+t.cmember.id)
 	}
 }
 

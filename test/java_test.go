@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/disgw/disgw/gateway"
 )
 
 // TestJavaClient runs test/java (AdminClient, the default idempotent
@@ -14,6 +16,22 @@ import (
 // the unmodified Apache Kafka Java client. It needs Java 17 and Maven, which
 // fetches kafka-clients; it is skipped where either is missing.
 func TestJavaClient(t *testing.T) {
+	runJava(t, nil, "disgw.Compat", "java compat ok")
+}
+
+// TestJavaConsumerProtocol runs test/java's ConsumerProtocol: Java members
+// with group.protocol=consumer (KIP-848) take over a group from a classic
+// consumer at its commits, two share a topic, a third joins and one
+// leaves, and every record is consumed once.
+func TestJavaConsumerProtocol(t *testing.T) {
+	runJava(t, fastConsumerGroups, "disgw.ConsumerProtocol", "java consumer protocol ok")
+}
+
+// runJava builds test/java and runs class against a fresh gateway
+// (configured by tweak), expecting ok in its output; it skips without Java
+// or Maven.
+func runJava(t *testing.T, tweak func(*gateway.Config), class, ok string) {
+	t.Helper()
 	for _, tool := range []string{"java", "mvn"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed", tool)
@@ -34,11 +52,11 @@ func TestJavaClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := startCluster(t, nil)
+	c := startCluster(t, tweak)
 	run := exec.CommandContext(ctx, "java", "-cp", filepath.Join(dir, "target", "classes")+string(os.PathListSeparator)+strings.TrimSpace(string(cp)),
-		"disgw.Compat", c.Addr)
+		class, c.Addr)
 	out, err := run.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "java compat ok") {
-		t.Fatalf("Java client against disgw: %v\n%s", err, out)
+	if err != nil || !strings.Contains(string(out), ok) {
+		t.Fatalf("Java client (%s) against disgw: %v\n%s", class, err, out)
 	}
 }

@@ -178,6 +178,17 @@ func TestMultiGatewayMetadataAndOwners(t *testing.T) {
 	if got := nc.roundTrip(join).(*kmsg.JoinGroupResponse).ErrorCode; got != kerr.NotCoordinator.Code {
 		t.Fatalf("join at a non-coordinator: %v, want NOT_COORDINATOR", kerr.ErrorForCode(got))
 	}
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = group, "cg-member", 10_000
+	hb.SubscribedTopicNames, hb.Topics = []string{topic}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if got := nc.roundTrip(hb).(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode; got != kerr.NotCoordinator.Code {
+		t.Fatalf("consumer heartbeat at a non-coordinator: %v, want NOT_COORDINATOR", kerr.ErrorForCode(got))
+	}
+	cd := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cd.Groups = []string{group}
+	if got := nc.roundTrip(cd).(*kmsg.ConsumerGroupDescribeResponse).Groups[0].ErrorCode; got != kerr.NotCoordinator.Code {
+		t.Fatalf("consumer group describe at a non-coordinator: %v, want NOT_COORDINATOR", kerr.ErrorForCode(got))
+	}
 	oc := kmsg.NewPtrOffsetCommitRequest()
 	oc.Version = 8
 	oc.Group, oc.Generation = group, -1

@@ -229,6 +229,19 @@ func versionedRequest(t *testing.T, rc *rawConn, key, v int16, topicID [16]byte)
 		req.Version = v
 		req.TransactionTimeoutMillis = 60000
 		return req
+	case 68:
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version = v
+		req.Group, req.MemberID = fmt.Sprintf("ver-cg-%d", v), fmt.Sprintf("ver-member-%d", v)
+		req.RebalanceTimeoutMillis = 10000
+		req.SubscribedTopicNames = []string{"ver"}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		return req
+	case 69:
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Version = v
+		req.Groups = []string{"ver-cg-0"}
+		return req
 	}
 	t.Fatalf("the gateway advertises API key %d, which this test does not know how to exercise", key)
 	return nil
@@ -415,6 +428,21 @@ func responseError(resp kmsg.Response) error {
 			return fmt.Errorf("%d topics", len(r.Topics))
 		}
 		return check(r.Topics[0].Partitions[0].ErrorCode)
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		if err := check(r.ErrorCode); err != nil {
+			return err
+		}
+		if r.MemberEpoch != 1 || r.Assignment == nil || len(r.Assignment.Topics) != 1 {
+			return fmt.Errorf("member epoch %d, assignment %+v", r.MemberEpoch, r.Assignment)
+		}
+	case *kmsg.ConsumerGroupDescribeResponse:
+		g := r.Groups[0]
+		if err := check(g.ErrorCode); err != nil {
+			return err
+		}
+		if g.State != "Stable" || len(g.Members) != 1 || len(g.Members[0].Assignment.TopicPartitions) != 1 {
+			return fmt.Errorf("state %s, %d members", g.State, len(g.Members))
+		}
 	case *kmsg.InitProducerIDResponse:
 		if r.ProducerID < 0 {
 			return fmt.Errorf("producer id %d", r.ProducerID)

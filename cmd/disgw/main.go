@@ -63,6 +63,8 @@ type options struct {
 	maxGroups                         int
 	groupMaxRebalanceTimeout          time.Duration
 	offsetsRetention                  time.Duration
+	consumerGroupSessionTimeout       time.Duration
+	consumerGroupHeartbeatInterval    time.Duration
 	requestTimeout                    time.Duration
 	maxConns, maxConnsPerIP           int
 	idleTimeout, writeTimeout         time.Duration
@@ -128,6 +130,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.maxGroups, "max-groups", 10000, "most consumer groups held in memory; a join or simple commit making one more gets COORDINATOR_NOT_AVAILABLE")
 	fs.DurationVar(&o.groupMaxRebalanceTimeout, "group-max-rebalance-timeout", 30*time.Minute, "largest rebalance timeout a member gets; larger requests are clamped")
 	fs.DurationVar(&o.offsetsRetention, "offsets-retention", 7*24*time.Hour, "how long an empty group's committed offsets are kept (Kafka's offsets.retention.minutes)")
+	fs.DurationVar(&o.consumerGroupSessionTimeout, "consumer-group-session-timeout", 45*time.Second, "consumer-protocol (KIP-848) members silent this long are removed (Kafka's group.consumer.session.timeout.ms)")
+	fs.DurationVar(&o.consumerGroupHeartbeatInterval, "consumer-group-heartbeat-interval", 5*time.Second, "heartbeat interval told to consumer-protocol members (Kafka's group.consumer.heartbeat.interval.ms)")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 20*time.Second, "deadline of a request that calls DIS and has none of its own; below clients' 30s request.timeout.ms")
 	fs.IntVar(&o.maxConns, "max-connections", 10000, "most open Kafka client connections (Kafka's max.connections); more are closed at once")
 	fs.IntVar(&o.maxConnsPerIP, "max-connections-per-ip", 1000, "most open Kafka client connections from one IP address (Kafka's max.connections.per.ip)")
@@ -326,11 +330,13 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 		Logger:                       log,
 		Registry:                     reg,
 	}
-	if o.groupMaxSize <= 0 || o.groupMaxPending <= 0 || o.maxGroups <= 0 || o.groupMaxRebalanceTimeout <= 0 || o.offsetsRetention <= 0 {
-		return errors.New("--group-max-size, --group-max-pending-members, --max-groups, --group-max-rebalance-timeout and --offsets-retention must be positive")
+	if o.groupMaxSize <= 0 || o.groupMaxPending <= 0 || o.maxGroups <= 0 || o.groupMaxRebalanceTimeout <= 0 || o.offsetsRetention <= 0 ||
+		o.consumerGroupSessionTimeout <= 0 || o.consumerGroupHeartbeatInterval <= 0 {
+		return errors.New("--group-max-size, --group-max-pending-members, --max-groups, --group-max-rebalance-timeout, --offsets-retention and the --consumer-group-* durations must be positive")
 	}
 	cfg.GroupMaxSize, cfg.GroupMaxPendingMembers, cfg.MaxGroups = o.groupMaxSize, o.groupMaxPending, o.maxGroups
 	cfg.GroupMaxRebalanceTimeout, cfg.OffsetsRetention = o.groupMaxRebalanceTimeout, o.offsetsRetention
+	cfg.ConsumerGroupSessionTimeout, cfg.ConsumerGroupHeartbeatInterval = o.consumerGroupSessionTimeout, o.consumerGroupHeartbeatInterval
 	if embedded {
 		// The embedded server fails every later record of a partition in
 		// a call once one fails (docs/dis-embedded.md), so a call may hold

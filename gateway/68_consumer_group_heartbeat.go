@@ -1,0 +1,73 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/groupcoord"
+)
+
+// ConsumerGroupHeartbeat v0–v1 (KIP-848).
+//
+// The consumer group protocol: the coordinator assigns partitions with its
+// uniform or range assignor and members reconcile towards their target
+// through heartbeats (docs/groups.md). v1 has the client choose its member
+// id and adds regex subscriptions. The topics the group subscribes to are
+// looked up in the tenant's catalog before each heartbeat is stepped, so a
+// new partition or a new topic a regex matches reassigns the group.
+
+func init() {
+	regKey(68, 0, 1, api[*kmsg.ConsumerGroupHeartbeatRequest]{concurrent: handleConsumerGroupHeartbeat, errors: consumerGroupHeartbeatError})
+}
+
+func consumerGroupHeartbeatError(req *kmsg.ConsumerGroupHeartbeatRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	resp.ErrorCode = code
+	return resp
+}
+
+func handleConsumerGroupHeartbeat(ctx context.Context, gw *Gateway, r *request, req *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
+	if req.Group != "" && !gw.coordinates(req.Group) {
+		return consumerGroupHeartbeatError(req, kerr.NotCoordinator.Code), nil
+	}
+	var sub groupcoord.Subscription
+	gw.groups.with(func(c *groupcoord.Coordinator) { sub = c.ConsumerSubscription(req) })
+	topics, err := gw.consumerTopics(ctx, r.s.tenant, sub)
+	if err != nil {
+		gw.log.Warn().Err(err).Str("group", req.Group).Msg("consumer group heartbeat: listing topics failed")
+		return consumerGroupHeartbeatError(req, kafkaCodeForDIS(err)), nil
+	}
+	return gw.groups.stepConsumer(r, req, topics), nil
+}
+
+// consumerTopics looks up what a consumer heartbeat needs: the topics
+// subscribed by name and, when a subscription is a regex, every topic
+// listed and those it matches. A topic whose lookup failed is left out, so
+// the coordinator keeps what it knew of it.
+func (gw *Gateway) consumerTopics(ctx context.Context, tn *tenant, sub groupcoord.Subscription) (groupcoord.Topics, error) {
+	var out groupcoord.Topics
+	names := sub.Names
+	if len(sub.Regexes) > 0 {
+		all, err := tn.catalog.list(ctx)
+		if err != nil {
+			return out, err
+		}
+		out.All = all
+		names = append(slices.Clone(names), sub.Matches(all)...)
+	}
+	found := tn.catalog.getMany(ctx, names, newCallBudget(gw.cfg.MaxDescribesPerRequest))
+	out.Info = make(map[string]groupcoord.TopicInfo, len(found))
+	for name, lk := range found {
+		switch {
+		case lk.err == nil:
+			out.Info[name] = groupcoord.TopicInfo{ID: lk.t.id, Partitions: int32(len(lk.t.partitions))}
+		case errors.Is(lk.err, errUnknownTopic):
+			out.Info[name] = groupcoord.TopicInfo{}
+		}
+	}
+	return out, nil
+}
