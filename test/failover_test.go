@@ -337,14 +337,19 @@ func failoverMember(t *testing.T, addrs []string, group, topic, name string, l *
 
 // watchCommits asks for the group's committed offsets every 200 ms and
 // reports any partition's going backwards.
-func watchCommits(ctx context.Context, adm *kadm.Client, group, topic string) <-chan []string {
+func watchCommits(ctx context.Context, adm *freshAdmin, group, topic string) <-chan []string {
 	out := make(chan []string, 1)
 	go func() {
 		var backwards []string
 		seen := map[int32]int64{}
 		for ctx.Err() == nil {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			offsets, err := adm.FetchOffsets(rctx, group)
+			var offsets kadm.OffsetResponses
+			cl, err := adm.get()
+			if err == nil {
+				offsets, err = cl.FetchOffsets(rctx, group)
+				adm.forget(err)
+			}
 			cancel()
 			if err == nil {
 				offsets.Each(func(o kadm.OffsetResponse) {
@@ -370,15 +375,57 @@ func watchCommits(ctx context.Context, adm *kadm.Client, group, topic string) <-
 	return out
 }
 
+// freshAdmin is a kadm client that starts over after an error. franz-go
+// keeps a group's coordinator cached across failed dials in sharded
+// requests (DescribeGroups, OffsetFetch), so an admin client that last saw
+// the killed gateway as coordinator would ask it until its next metadata
+// refresh (5 minutes); the group members themselves move on.
+type freshAdmin struct {
+	addrs []string
+	mu    sync.Mutex
+	cl    *kgo.Client
+}
+
+func (a *freshAdmin) get() (*kadm.Client, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cl == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(a.addrs...))
+		if err != nil {
+			return nil, err
+		}
+		a.cl = cl
+	}
+	return kadm.NewClient(a.cl), nil
+}
+
+// forget closes the client after err, so the next get starts over.
+func (a *freshAdmin) forget(err error) {
+	if err == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cl != nil {
+		a.cl.Close()
+		a.cl = nil
+	}
+}
+
 // groupStable reports whether the group is Stable with three members whose
 // assignments are disjoint and cover the topic; it fails the test if a
 // Stable group gives a partition to two members.
-func groupStable(t *testing.T, adm *kadm.Client, group, topic string) bool {
+func groupStable(t *testing.T, adm *freshAdmin, group, topic string) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	described, err := adm.DescribeGroups(ctx, group)
+	cl, err := adm.get()
+	if err != nil {
+		return false
+	}
+	described, err := cl.DescribeGroups(ctx, group)
 	if err != nil || described[group].Err != nil || described[group].State != "Stable" {
+		adm.forget(err)
 		return false
 	}
 	var got []int32
@@ -420,6 +467,8 @@ func TestFailoverKillOneOfThree(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute+time.Duration(cycles)*4*phase)
 
 	adm := kadm.NewClient(clientAt(t, tr.addrs))
+	groupAdm := &freshAdmin{addrs: tr.addrs}
+	defer groupAdm.forget(context.Canceled)
 	if _, err := adm.CreateTopic(ctx, failoverPartitions, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
@@ -446,10 +495,12 @@ func TestFailoverKillOneOfThree(t *testing.T) {
 	}()
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	watched := watchCommits(watchCtx, adm, group, topic)
+	watched := watchCommits(watchCtx, &freshAdmin{addrs: tr.addrs}, group, topic)
 
-	waitUntil(t, "a stable group of three", 60*time.Second, func() bool { return groupStable(t, adm, group, topic) })
-	if d, err := adm.DescribeGroups(ctx, group); err != nil || d[group].Coordinator.NodeID != victim {
+	waitUntil(t, "a stable group of three", 60*time.Second, func() bool { return groupStable(t, groupAdm, group, topic) })
+	if cl, err := groupAdm.get(); err != nil {
+		t.Fatal(err)
+	} else if d, err := cl.DescribeGroups(ctx, group); err != nil || d[group].Coordinator.NodeID != victim {
 		t.Fatalf("group coordinator %v (%v), want gateway %d", d[group].Coordinator, err, victim)
 	}
 
@@ -478,7 +529,7 @@ func TestFailoverKillOneOfThree(t *testing.T) {
 				t.Errorf("gateway %d names leaders %v without gateway %d, want %v", id, got, victim, survivors)
 			}
 		}
-		waitUntil(t, "a stable group of three after the kill", 60*time.Second, func() bool { return groupStable(t, adm, group, topic) })
+		waitUntil(t, "a stable group of three after the kill", 60*time.Second, func() bool { return groupStable(t, groupAdm, group, topic) })
 		time.Sleep(phase)
 
 		tr.start(t, int(victim))
@@ -495,7 +546,7 @@ func TestFailoverKillOneOfThree(t *testing.T) {
 		ack, read = l.waitGaps(t, fmt.Sprintf("acks and deliveries on every partition after restarting gateway %d", victim))
 		t.Logf("cycle %d: gateway %d restarted; every gateway named it leader again after %v; partitions acknowledged after %v, delivered after %v",
 			c, victim, back.Round(time.Millisecond), ack, read)
-		waitUntil(t, "a stable group of three after the restart", 60*time.Second, func() bool { return groupStable(t, adm, group, topic) })
+		waitUntil(t, "a stable group of three after the restart", 60*time.Second, func() bool { return groupStable(t, groupAdm, group, topic) })
 		victim = (victim + 1) % 3
 	}
 	time.Sleep(phase)
