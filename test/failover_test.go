@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -220,8 +221,14 @@ func (l *failoverLedger) mark(at time.Time) {
 	l.firstAck, l.firstRead = map[int32]time.Time{}, map[int32]time.Time{}
 }
 
+// ack is a franz-go produce promise.
 func (l *failoverLedger) ack(r *kgo.Record, err error) {
 	seq, _ := strconv.ParseInt(string(r.Value), 10, 64)
+	l.ackAt(seq, r.Partition, r.Offset, err)
+}
+
+// ackAt records the producer's answer for record seq.
+func (l *failoverLedger) ackAt(seq int64, partition int32, offset int64, err error) {
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -229,22 +236,27 @@ func (l *failoverLedger) ack(r *kgo.Record, err error) {
 		l.produceErrs = append(l.produceErrs, fmt.Sprintf("record %d: %v", seq, err))
 		return
 	}
-	l.acked[seq] = ackedAt{r.Partition, r.Offset}
-	if _, ok := l.firstAck[r.Partition]; !ok && seq >= l.markSeq {
-		l.firstAck[r.Partition] = now
+	l.acked[seq] = ackedAt{partition, offset}
+	if _, ok := l.firstAck[partition]; !ok && seq >= l.markSeq {
+		l.firstAck[partition] = now
 	}
 }
 
 func (l *failoverLedger) read(rs []*kgo.Record) {
+	for _, r := range rs {
+		l.readAt(r.Value, r.Partition)
+	}
+}
+
+// readAt records that the group was delivered the record valued value.
+func (l *failoverLedger) readAt(value []byte, partition int32) {
+	seq, _ := strconv.ParseInt(string(value), 10, 64)
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, r := range rs {
-		seq, _ := strconv.ParseInt(string(r.Value), 10, 64)
-		l.consumed[seq]++
-		if _, ok := l.firstRead[r.Partition]; !ok && seq >= l.markSeq {
-			l.firstRead[r.Partition] = now
-		}
+	l.consumed[seq]++
+	if _, ok := l.firstRead[partition]; !ok && seq >= l.markSeq {
+		l.firstRead[partition] = now
 	}
 }
 
@@ -655,4 +667,162 @@ func verifyReadBack(t *testing.T, ctx context.Context, addrs []string, topic str
 	if len(read) != len(l.acked) {
 		t.Fatalf("read back %d of %d acknowledged records", len(read), len(l.acked))
 	}
+}
+
+// TestFailoverSarama is TestFailoverKillOneOfThree's kill with sarama: an
+// idempotent async producer and a group of three sarama consumers with
+// their default timings, one SIGKILL of the gateway that coordinates the
+// group and leads partitions, and no restart.
+func TestFailoverSarama(t *testing.T) {
+	const topic = "failover-sarama"
+	group, victim := failoverGroup(topic)
+	tr := startGatewayTrio(t)
+	ctx := testContext(t, 3*time.Minute)
+	adm := kadm.NewClient(clientAt(t, tr.addrs))
+	if _, err := adm.CreateTopic(ctx, failoverPartitions, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	groupAdm := &freshAdmin{addrs: tr.addrs}
+	defer groupAdm.forget(context.Canceled)
+	l := newFailoverLedger()
+
+	cfg := saramaConfig()
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Retry.Max = 1000
+	cfg.Metadata.Retry.Max = 1000
+	producer, err := sarama.NewAsyncProducer(tr.addrs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answers sync.WaitGroup
+	answers.Go(func() {
+		for m := range producer.Successes() {
+			l.ackAt(m.Metadata.(int64), m.Partition, m.Offset, nil)
+		}
+	})
+	answers.Go(func() {
+		for e := range producer.Errors() {
+			l.ackAt(e.Msg.Metadata.(int64), e.Msg.Partition, e.Msg.Offset, e.Err)
+		}
+	})
+	stopProducing, stopProducer := context.WithCancel(ctx)
+	defer stopProducer()
+	var producing sync.WaitGroup
+	producing.Go(func() {
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for stopProducing.Err() == nil {
+			<-tick.C
+			seq := l.nextSeq()
+			producer.Input() <- &sarama.ProducerMessage{Topic: topic, Partition: int32(seq % failoverPartitions),
+				Value: sarama.StringEncoder(strconv.FormatInt(seq, 10)), Metadata: seq}
+		}
+		producer.AsyncClose()
+	})
+
+	consuming, stopConsuming := context.WithCancel(ctx)
+	defer stopConsuming()
+	var members sync.WaitGroup
+	for i := range 3 {
+		mcfg := saramaConfig()
+		mcfg.ClientID = fmt.Sprintf("member-%d", i)
+		mcfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+		g, err := sarama.NewConsumerGroup(tr.addrs, group, mcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members.Go(func() {
+			for err := range g.Errors() {
+				t.Logf("%s: %v", mcfg.ClientID, err)
+			}
+		})
+		members.Go(func() {
+			defer g.Close()
+			for consuming.Err() == nil {
+				if err := g.Consume(consuming, []string{topic}, failoverSaramaHandler{l}); err != nil && consuming.Err() == nil {
+					t.Logf("%s: consume: %v", mcfg.ClientID, err)
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		})
+	}
+	defer members.Wait()
+	defer stopConsuming()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	watched := watchCommits(watchCtx, &freshAdmin{addrs: tr.addrs}, group, topic)
+
+	waitUntil(t, "a stable group of three", 60*time.Second, func() bool { return groupStable(t, groupAdm, group, topic) })
+	time.Sleep(4 * time.Second)
+	l.mark(tr.kill(t, int(victim)))
+	ack, read := l.waitGaps(t, fmt.Sprintf("acks and deliveries on every partition after killing gateway %d", victim))
+	t.Logf("sarama: gateway %d killed; partitions acknowledged again after %v, delivered after %v", victim, ack, read)
+	all := ownersAmong(topic, 0, 1, 2)
+	for p := range failoverPartitions {
+		if ack[p] > failoverBudget || read[p] > failoverBudget {
+			t.Errorf("partition %d (led by %d) acknowledged after %v and delivered after %v, want both within %v of the kill", p, all[p], ack[p], read[p], failoverBudget)
+		}
+	}
+	waitUntil(t, "a stable group of three after the kill", 60*time.Second, func() bool { return groupStable(t, groupAdm, group, topic) })
+	time.Sleep(2 * time.Second)
+
+	stopProducer()
+	producing.Wait()
+	answers.Wait()
+	l.mu.Lock()
+	total, acked, errs := l.next, len(l.acked), l.produceErrs
+	l.mu.Unlock()
+	if len(errs) > 0 {
+		t.Fatalf("%d records failed, e.g. %v", len(errs), errs[:min(5, len(errs))])
+	}
+	if int64(acked) != total {
+		t.Fatalf("%d of %d records acknowledged", acked, total)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the group committing every partition's end offset", 90*time.Second, func() bool {
+		cl, err := groupAdm.get()
+		if err != nil {
+			return false
+		}
+		offsets, err := cl.FetchOffsets(ctx, group)
+		groupAdm.forget(err)
+		caught := err == nil
+		ends.Each(func(o kadm.ListedOffset) {
+			c, ok := offsets.Lookup(topic, o.Partition)
+			caught = caught && ok && c.At == o.Offset
+		})
+		return caught
+	})
+	stopConsuming()
+	members.Wait()
+	stopWatch()
+	if backwards := <-watched; len(backwards) > 0 {
+		t.Errorf("committed offsets went backwards: %v", backwards)
+	}
+	l.mu.Lock()
+	for seq := range total {
+		if l.consumed[seq] == 0 {
+			t.Errorf("record %d, acknowledged at %+v, never reached the group", seq, l.acked[seq])
+		}
+	}
+	l.mu.Unlock()
+	verifyReadBack(t, ctx, tr.addrs, topic, ends, l)
+}
+
+// failoverSaramaHandler records what a sarama member is delivered and
+// marks it for the automatic commits.
+type failoverSaramaHandler struct{ l *failoverLedger }
+
+func (failoverSaramaHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (failoverSaramaHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h failoverSaramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for m := range claim.Messages() {
+		h.l.readAt(m.Value, m.Partition)
+		s.MarkMessage(m, "")
+	}
+	return nil
 }
