@@ -589,6 +589,9 @@ func TestFailoverKillOneOfThree(t *testing.T) {
 	}
 
 	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -780,6 +783,9 @@ func TestFailoverSarama(t *testing.T) {
 		t.Fatalf("%d of %d records acknowledged", acked, total)
 	}
 	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
