@@ -533,14 +533,16 @@ func TestFailoverKillOneOfThree(t *testing.T) {
 		killedAt := tr.kill(t, int(victim))
 		l.mark(killedAt)
 		ack, read := l.waitGaps(t, fmt.Sprintf("acks and deliveries on every partition after killing gateway %d", victim))
+		var led []int
 		var worstAck, worstRead time.Duration
 		for p, owner := range all {
 			if owner == victim {
+				led = append(led, p)
 				worstAck, worstRead = max(worstAck, ack[p]), max(worstRead, read[p])
 			}
 		}
-		t.Logf("cycle %d: gateway %d (group coordinator: %v) killed; its partitions acknowledged again after %v and delivered after %v; all partitions: acks %v, deliveries %v",
-			c, victim, c == 0, worstAck.Round(time.Millisecond), worstRead.Round(time.Millisecond), ack, read)
+		t.Logf("cycle %d: gateway %d (group coordinator: %v) killed; its partitions %v acknowledged again after %v and delivered after %v; all partitions: acks %v, deliveries %v",
+			c, victim, c == 0, led, worstAck.Round(time.Millisecond), worstRead.Round(time.Millisecond), ack, read)
 		for p := range failoverPartitions {
 			if ack[p] > failoverBudget || read[p] > failoverBudget {
 				t.Errorf("partition %d (led by %d) acknowledged after %v and delivered after %v, want both within %v of the kill", p, all[p], ack[p], read[p], failoverBudget)
