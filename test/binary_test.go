@@ -81,15 +81,15 @@ func startBinary(t *testing.T, dataDir string) *process {
 }
 
 // startBinaryAt is startBinary with the Kafka listener on kafkaAddr, so
-// that clients reconnect to a restarted disgw.
-func startBinaryAt(t *testing.T, dataDir, kafkaAddr string) *process {
+// that clients reconnect to a restarted disgw, and with further flags.
+func startBinaryAt(t *testing.T, dataDir, kafkaAddr string, args ...string) *process {
 	t.Helper()
 	bin, err := disgwBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &process{kafka: kafkaAddr, admin: freeAddr(t), logs: &safeBuffer{}}
-	p.cmd = exec.Command(bin, "--listen", p.kafka, "--log-format", "json")
+	p.cmd = exec.Command(bin, append([]string{"--listen", p.kafka, "--log-format", "json"}, args...)...)
 	p.cmd.Env = append(os.Environ(), "DISGW_ADMIN_LISTEN="+p.admin, "DISGW_DATA_DIR="+dataDir)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
