@@ -9,7 +9,7 @@ import (
 // Defaults of the probing settings.
 const (
 	DefaultProbeInterval = time.Second
-	DefaultDeadAfter     = 5 * time.Second
+	DefaultDeadAfter     = 3 * time.Second
 )
 
 // State is the membership of one gateway as a pure state machine: no
