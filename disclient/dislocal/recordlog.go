@@ -298,23 +298,30 @@ func (l *recordLog) sync(seg uint64, end int64) error {
 // concurrent use.
 type logReader struct {
 	log *recordLog
-	buf []byte
+	buf []byte // read into, reused
 	seg uint64
-	off int64 // of buf[0] in segment seg
+	off int64 // of window[0] in segment seg
+	// window holds the frames last read: buf, or with fresh a new copy of
+	// it per fill, which the slices read returns then alias, so that they
+	// stay valid after later reads and are the caller's to keep. The copy
+	// goes from the reused, cache-warm buffer into memory that append does
+	// not zero first.
+	window []byte
+	fresh  bool
 }
 
 // read returns the checked parts of the frame at ref; the slices alias
-// the reader's buffer and are valid until the next read. span is how many
+// the window and, unless fresh, are valid until the next read. span is how many
 // bytes from ref on the caller will read next (at least ref.n), what a
 // window refilled here covers.
 func (r *logReader) read(ref recordRef, span int64) (skey uint64, part int32, seq int64, value []byte, err error) {
 	end := ref.off + int64(ref.n)
-	if ref.seg != r.seg || ref.off < r.off || end > r.off+int64(len(r.buf)) {
+	if ref.seg != r.seg || ref.off < r.off || end > r.off+int64(len(r.window)) {
 		if err := r.fill(ref, span); err != nil {
 			return 0, 0, 0, nil, err
 		}
 	}
-	frame := r.buf[ref.off-r.off : end-r.off]
+	frame := r.window[ref.off-r.off : end-r.off]
 	skey, part, seq, value, ok := checkFrame(frame)
 	if !ok {
 		return 0, 0, 0, nil, fmt.Errorf("corrupt record in log segment %d at %d", ref.seg, ref.off)
@@ -330,15 +337,20 @@ func (r *logReader) fill(ref recordRef, span int64) error {
 	f := r.log.files[ref.seg]
 	if f == nil {
 		r.log.filesMu.RUnlock()
-		r.buf = r.buf[:0]
+		r.buf, r.window = r.buf[:0], nil
 		return errSegmentGone
 	}
 	n, err := f.ReadAt(r.buf, ref.off)
 	r.log.filesMu.RUnlock()
 	r.buf, r.seg, r.off = r.buf[:n], ref.seg, ref.off
 	if n >= int(ref.n) {
+		r.window = r.buf
+		if r.fresh {
+			r.window = append([]byte(nil), r.buf...)
+		}
 		return nil
 	}
+	r.window = nil
 	if err == nil || errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
