@@ -58,6 +58,11 @@ type Options struct {
 	// DISConfig adjusts the embedded DIS server's configuration (its
 	// clock, for retention tests).
 	DISConfig func(*dislocal.Config)
+	// LocalDIS makes the gateway's own DIS client the embedded server's
+	// LocalClient, as cmd/disgw's default --embedded-dis-transport local
+	// does: records in process, everything else over Client. DISHandler
+	// then sees only the other calls.
+	LocalDIS bool
 }
 
 // Cluster is one gateway in front of one embedded DIS server.
@@ -119,6 +124,9 @@ func Start(o Options) (*Cluster, error) {
 		}
 	}
 	var api disclient.API = c.Client
+	if o.LocalDIS {
+		api = dis.DIS.LocalClient(ProjectID, c.Client)
+	}
 	if o.WrapDIS != nil {
 		api = o.WrapDIS(api)
 	}

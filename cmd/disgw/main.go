@@ -47,6 +47,7 @@ type options struct {
 	disSecurityToken, disAuthToken    string
 	embeddedAK, embeddedSK            string
 	embeddedQuotas                    string
+	embeddedTransport                 string
 	autoCreate, recordFormat          string
 	disEncoding                       string
 	defaultPartitions                 int
@@ -105,6 +106,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.embeddedAK, "embedded-dis-ak", "", "access key the embedded DIS server requires signatures with (with --embedded-dis-sk); the gateway signs with it")
 	fs.StringVar(&o.embeddedSK, "embedded-dis-sk", "", "secret key for --embedded-dis-ak (prefer DISGW_EMBEDDED_DIS_SK)")
 	fs.StringVar(&o.embeddedQuotas, "embedded-dis-quotas", "none", "embedded DIS per-partition traffic limits: none, common (as each stream's type says; COMMON by default) or advanced (the same, ADVANCED by default)")
+	fs.StringVar(&o.embeddedTransport, "embedded-dis-transport", "local", "how the gateway calls the embedded DIS for records (PutRecords, GetCursor, GetRecords): local (in process) or http (its REST API, as a remote DIS)")
 	fs.StringVar(&o.autoCreate, "auto-create-topics", "auto", "create missing topics on Metadata requests: true, false, or auto (true with the embedded DIS, false with real DIS)")
 	fs.StringVar(&o.recordFormat, "record-format", "kafka", "record format of topics created through the gateway: kafka or raw")
 	fs.StringVar(&o.disEncoding, "dis-encoding", "auto", "PutRecords/GetRecords bodies: json, protobuf, or auto (protobuf with the embedded DIS, json with real DIS)")
@@ -248,6 +250,10 @@ func run(args []string) error {
 		return err
 	}
 	defer dis.Close()
+	api, err := ownDIS(o.embeddedTransport, local, projectID, dis)
+	if err != nil {
+		return err
+	}
 
 	autoCreate := embedded
 	switch o.autoCreate {
@@ -314,7 +320,7 @@ func run(args []string) error {
 	if err := applySASLMode(o, &cfg, disCfg); err != nil {
 		return err
 	}
-	gw, err := gateway.New(cfg, dis)
+	gw, err := gateway.New(cfg, api)
 	if err != nil {
 		return err
 	}
@@ -352,6 +358,23 @@ func run(args []string) error {
 	}
 	log.Info().Msg("stopped")
 	return nil
+}
+
+// ownDIS is the gateway's own DIS client: with the embedded server and
+// --embedded-dis-transport local, one that serves the record calls in
+// process and the rest over dis (dislocal.LocalClient); otherwise dis.
+func ownDIS(transport string, local *dislocal.Server, projectID string, dis *disclient.Client) (disclient.API, error) {
+	switch transport {
+	case "local":
+		if local != nil {
+			return local.LocalClient(projectID, dis), nil
+		}
+		return dis, nil
+	case "http":
+		return dis, nil
+	default:
+		return nil, fmt.Errorf("--embedded-dis-transport must be local or http, not %q", transport)
+	}
 }
 
 // checkCredentials rejects credential flags that do not go together, before
