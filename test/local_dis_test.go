@@ -195,7 +195,8 @@ func TestLocalDISQuotasSlowProduce(t *testing.T) {
 	const topic = "localquota"
 	createTopic(t, c, topic, 1, nil)
 	ctx := testContext(t, 2*time.Minute)
-	cl := newClient(t, c, kgo.DefaultProduceTopic(topic))
+	// A small buffer keeps the flush after the producing short.
+	cl := newClient(t, c, kgo.DefaultProduceTopic(topic), kgo.MaxBufferedRecords(1000))
 	const size = 1000
 	n, elapsed := produceFor(t, ctx, cl, 3*time.Second, size)
 	// A full bucket (one second's worth) plus the rate, with a margin.
