@@ -197,8 +197,8 @@ func (b *bodyAnswer) add(key []byte, seq int64, data []byte, ts int64) int {
 // stopping at limit records or once fetchBytes of key and data are reached
 // (after at least one record). It returns the position after the last
 // record handed over and the read quota they cost. Records are read from
-// the record log through one reused buffer, or with fresh through a new
-// copy of it per read (logReader).
+// the record log through one reused buffer and, with fresh, copied from it
+// into pieces of their own (logReader).
 func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, limit, fetchBytes int, fresh bool, a answerWriter) (int64, int, error) {
 	var lower, upper [recordKeyLen]byte
 	it, err := s.db.NewIter(&pebble.IterOptions{

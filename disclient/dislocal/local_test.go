@@ -285,3 +285,32 @@ func TestLocalClientContextAndClose(t *testing.T) {
 		t.Errorf("ListStreams on a closed server:\n http  %s\n local %s", h, l)
 	}
 }
+
+// TestLocalClientReadsPieces reads a partition of small and large records,
+// more than one piece of a fresh read, and wants what HTTP reads.
+func TestLocalClientReadsPieces(t *testing.T) {
+	e := newEnv(t)
+	httpc, local := e.clients(disclient.EncodingProtobuf)
+	ctx := context.Background()
+	e.createStream("s", 1)
+	distinct := func(from, count, size int) []disclient.PutRecordsEntry {
+		recs := make([]disclient.PutRecordsEntry, count)
+		for i := range recs {
+			d := fmt.Appendf(nil, "%06d", from+i)
+			recs[i] = disclient.PutRecordsEntry{Data: append(d, bytes.Repeat([]byte{byte('a' + i%26)}, size)...), PartitionID: "0"}
+		}
+		return recs
+	}
+	e.put("s", distinct(0, 300, 1000)...)
+	e.put("s", distinct(300, 2, freshPiece+1)...)
+	e.put("s", distinct(302, 50, 7)...)
+	c := e.cursor("s", "0", disclient.CursorTrimHorizon)
+	hr, herr := httpc.GetRecords(ctx, c, 8<<20)
+	lr, lerr := local.GetRecords(ctx, c, 8<<20)
+	if herr != nil || lerr != nil || len(lr.Records) != 352 {
+		t.Fatalf("GetRecords: HTTP %v, local %d records, %v", herr, len(lr.Records), lerr)
+	}
+	if h, l := renderOutcome(hr, herr), renderOutcome(lr, lerr); h != l {
+		t.Errorf("GetRecords differ:\n http  %.300s\n local %.300s", h, l)
+	}
+}
