@@ -65,6 +65,11 @@ type Options struct {
 	// (default 1). With more, gateway i has node id i and a Membership of
 	// its own that the test controls (Cluster.Members), every gateway live.
 	Gateways int
+	// LocalDIS makes the gateway's own DIS client the embedded server's
+	// LocalClient, as cmd/disgw's default --embedded-dis-transport local
+	// does: records in process, everything else over Client. DISHandler
+	// then sees only the other calls.
+	LocalDIS bool
 }
 
 // Cluster is one gateway, or several, in front of one embedded DIS server.
@@ -131,6 +136,9 @@ func Start(o Options) (*Cluster, error) {
 		}
 	}
 	var api disclient.API = c.Client
+	if o.LocalDIS {
+		api = dis.DIS.LocalClient(ProjectID, c.Client)
+	}
 	if o.WrapDIS != nil {
 		api = o.WrapDIS(api)
 	}

@@ -49,6 +49,7 @@ type options struct {
 	disSecurityToken, disAuthToken    string
 	embeddedAK, embeddedSK            string
 	embeddedQuotas                    string
+	embeddedTransport                 string
 	autoCreate, recordFormat          string
 	disEncoding                       string
 	defaultPartitions                 int
@@ -113,6 +114,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.embeddedAK, "embedded-dis-ak", "", "access key the embedded DIS server requires signatures with (with --embedded-dis-sk); the gateway signs with it")
 	fs.StringVar(&o.embeddedSK, "embedded-dis-sk", "", "secret key for --embedded-dis-ak (prefer DISGW_EMBEDDED_DIS_SK)")
 	fs.StringVar(&o.embeddedQuotas, "embedded-dis-quotas", "none", "embedded DIS per-partition traffic limits: none, common (as each stream's type says; COMMON by default) or advanced (the same, ADVANCED by default)")
+	fs.StringVar(&o.embeddedTransport, "embedded-dis-transport", "local", "how the gateway calls the embedded DIS for records (PutRecords, GetCursor, GetRecords): local (in process) or http (its REST API, as a remote DIS)")
 	fs.StringVar(&o.autoCreate, "auto-create-topics", "auto", "create missing topics on Metadata requests: true, false, or auto (true with the embedded DIS, false with real DIS)")
 	fs.StringVar(&o.recordFormat, "record-format", "kafka", "record format of topics created through the gateway: kafka or raw")
 	fs.StringVar(&o.disEncoding, "dis-encoding", "auto", "PutRecords/GetRecords bodies: json, protobuf, or auto (protobuf with the embedded DIS, json with real DIS)")
@@ -291,6 +293,10 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 		log.Info().Str("endpoint", endpoint).Msg("no Kafka listener: serving the embedded DIS REST API alone")
 		return r.serveUntilDone(ctx, o, reg, dis, endpoint, started, log)
 	}
+	api, err := ownDIS(o.embeddedTransport, r.local, projectID, dis)
+	if err != nil {
+		return err
+	}
 
 	autoCreate := embedded
 	switch o.autoCreate {
@@ -362,7 +368,7 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 	if r.cluster, err = newCluster(o, &cfg, log.With().Str("component", "cluster").Logger()); err != nil {
 		return err
 	}
-	gw, err := gateway.New(cfg, dis)
+	gw, err := gateway.New(cfg, api)
 	if err != nil {
 		return err
 	}
@@ -511,6 +517,23 @@ func newCluster(o *options, cfg *gateway.Config, log zerolog.Logger) (*cluster.C
 	log.Info().Int32("node_id", cfg.NodeID).Int("peers", len(ccfg.Peers)).Str("peers_dns", o.peersDNS).
 		Dur("probe_interval", o.peerProbeInterval).Dur("dead_after", o.peerDeadAfter).Msg("cluster of gateways")
 	return c, nil
+}
+
+// ownDIS is the gateway's own DIS client: with the embedded server and
+// --embedded-dis-transport local, one that serves the record calls in
+// process and the rest over dis (dislocal.LocalClient); otherwise dis.
+func ownDIS(transport string, local *dislocal.Server, projectID string, dis *disclient.Client) (disclient.API, error) {
+	switch transport {
+	case "local":
+		if local != nil {
+			return local.LocalClient(projectID, dis), nil
+		}
+		return dis, nil
+	case "http":
+		return dis, nil
+	default:
+		return nil, fmt.Errorf("--embedded-dis-transport must be local or http, not %q", transport)
+	}
 }
 
 // checkCredentials rejects credential flags that do not go together, before

@@ -61,27 +61,50 @@ func decodeCursor(s string) (*cursor, int64, error) {
 	return &c, pos, nil
 }
 
-// getCursor resolves a cursor request to a position and returns a cursor
-// holding it.
+// cursorQuery is a GetCursor request as its query carries it, in text:
+// the numbers are parsed only where the cursor type uses them, so a bad
+// one is reported at the same point whichever way the request arrived.
+type cursorQuery struct {
+	stream, partition, cursorType string
+	sequence, timestamp           string
+}
+
+// getCursor serves GET /cursors.
 func (s *Server) getCursor(w http.ResponseWriter, r *http.Request, project string) error {
 	q := r.URL.Query()
-	name := q.Get("stream-name")
-	if name == "" {
-		return errorf(disclient.CodeInvalidRequest, "stream-name is required.")
+	c, err := s.openCursor(project, &cursorQuery{
+		stream:     q.Get("stream-name"),
+		partition:  q.Get("partition-id"),
+		cursorType: q.Get("cursor-type"),
+		sequence:   q.Get("starting-sequence-number"),
+		timestamp:  q.Get("timestamp"),
+	})
+	if err != nil {
+		return err
 	}
-	partID := q.Get("partition-id")
-	cursorType := q.Get("cursor-type")
+	return writeJSON(w, http.StatusOK, &disclient.GetCursorResponse{PartitionCursor: c})
+}
+
+// openCursor resolves a cursor request to a position and returns a cursor
+// holding it.
+func (s *Server) openCursor(project string, q *cursorQuery) (string, error) {
+	name := q.stream
+	if name == "" {
+		return "", errorf(disclient.CodeInvalidRequest, "stream-name is required.")
+	}
+	partID := q.partition
+	cursorType := q.cursorType
 	if cursorType == "" {
 		cursorType = disclient.CursorAtSequenceNumber
 	}
 	st, err := s.readStream(project, name)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer st.mu.RUnlock()
 	n, aerr := parsePartition(partID, len(st.parts))
 	if aerr != nil {
-		return aerr
+		return "", aerr
 	}
 	p := st.parts[n]
 	earliest, visible := p.bounds()
@@ -89,39 +112,39 @@ func (s *Server) getCursor(w http.ResponseWriter, r *http.Request, project strin
 	var pos int64
 	switch cursorType {
 	case disclient.CursorAtSequenceNumber, disclient.CursorAfterSequenceNumber:
-		text := q.Get("starting-sequence-number")
+		text := q.sequence
 		seq, err := strconv.ParseInt(text, 10, 64)
 		if err != nil || seq < 0 {
-			return errorf(disclient.CodeInvalidSequence, "Invalid starting-sequence-number. [%s]", text)
+			return "", errorf(disclient.CodeInvalidSequence, "Invalid starting-sequence-number. [%s]", text)
 		}
 		pos = seq
 		if cursorType == disclient.CursorAfterSequenceNumber {
 			if seq == math.MaxInt64 {
-				return outOfRange(seq, earliest, visible)
+				return "", outOfRange(seq, earliest, visible)
 			}
 			pos = seq + 1
 		}
 		if pos < earliest || pos > visible {
-			return outOfRange(seq, earliest, visible)
+			return "", outOfRange(seq, earliest, visible)
 		}
 	case disclient.CursorTrimHorizon:
 		pos = earliest
 	case disclient.CursorLatest:
 		pos = visible
 	case disclient.CursorAtTimestamp:
-		text := q.Get("timestamp")
+		text := q.timestamp
 		ts, err := strconv.ParseInt(text, 10, 64)
 		if err != nil {
-			return errorf(disclient.CodeInvalidRequest, "Invalid timestamp. [%s]", text)
+			return "", errorf(disclient.CodeInvalidRequest, "Invalid timestamp. [%s]", text)
 		}
 		if pos, err = s.seqAtTimestamp(st.meta.Key, n, ts, earliest, visible); err != nil {
-			return err
+			return "", err
 		}
 	default:
-		return errorf(disclient.CodeInvalidCursorType, "Invalid cursor-type. [%s]", cursorType)
+		return "", errorf(disclient.CodeInvalidCursorType, "Invalid cursor-type. [%s]", cursorType)
 	}
 
-	c, err := encodeCursor(&cursor{
+	return encodeCursor(&cursor{
 		Param: cursorParam{
 			StreamName:             name,
 			PartitionID:            partID,
@@ -130,10 +153,6 @@ func (s *Server) getCursor(w http.ResponseWriter, r *http.Request, project strin
 		},
 		GenerateTimestamp: s.nowMs(),
 	})
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, &disclient.GetCursorResponse{PartitionCursor: c})
 }
 
 // outOfRange is DIS.4224; the Kafka adapter matches the message prefix.

@@ -42,13 +42,20 @@ func errPartitionNotFound(id string) *apiError {
 	return errorf(disclient.CodePartitionNotFound, "Partition does not exist. [%s]", id)
 }
 
-// writeError sends err as a DIS error body and logs failures of the server
-// itself.
-func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+// answerFor is the DIS error answer to a handler's error: an apiError as
+// it is, anything else DIS.5000.
+func answerFor(err error) *apiError {
 	var ae *apiError
 	if !errors.As(err, &ae) {
 		ae = &apiError{status: http.StatusInternalServerError, code: disclient.CodeSystemError, message: "System error."}
 	}
+	return ae
+}
+
+// writeError sends err as a DIS error body and logs failures of the server
+// itself.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	ae := answerFor(err)
 	if ae.status >= 500 {
 		s.log.Error().Err(err).Str("method", r.Method).Str("path", r.URL.Path).Str("code", ae.code).Msg("dislocal: request failed")
 	}

@@ -29,20 +29,13 @@ const (
 // answers and protobuf PutRecords bodies.
 var responseBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// getRecords reads from a cursor's position up to limit records or
-// max_fetch_bytes of key and data. Unlike DIS, which never returns a record
-// larger than max_fetch_bytes, it always returns at least one record when
-// one is available, so a reader with a small max_fetch_bytes cannot get
-// stuck in front of a large record.
+// getRecords serves GET /records. The records are encoded straight into
+// the answer body, as JSON or protobuf, from the buffer they are read into.
 func (s *Server) getRecords(w http.ResponseWriter, r *http.Request, project string) error {
 	q := r.URL.Query()
-	c, pos, err := decodeCursor(q.Get("partition-cursor"))
+	c, pos, now, err := s.readCursor(q.Get("partition-cursor"))
 	if err != nil {
 		return err
-	}
-	now := s.nowMs()
-	if now-c.GenerateTimestamp > s.cfg.CursorTTL.Milliseconds() {
-		return errorf(disclient.CodeCursorExpired, "Partition cursor has expired.")
 	}
 	limit, err := queryInt(q, "limit", defaultFetchLimit, 1, maxFetchLimit)
 	if err != nil {
@@ -54,98 +47,166 @@ func (s *Server) getRecords(w http.ResponseWriter, r *http.Request, project stri
 		if err != nil {
 			return errorf(disclient.CodeInvalidRequest, "Invalid max_fetch_bytes. [%s]", v)
 		}
-		if n > 0 {
-			fetchBytes = min(n, maxFetchBytes)
-		}
+		fetchBytes = fetchBytesFor(n)
 	}
 
-	st, err := s.readStream(project, c.Param.StreamName)
+	bufp := responseBuffers.Get().(*[]byte)
+	body := bodyAnswer{out: (*bufp)[:0], protobuf: wantsProtobuf(r)}
+	if !body.protobuf {
+		body.out = append(body.out, `{"records":[`...)
+	}
+	defer func() {
+		*bufp = body.out
+		recycleBuffer(bufp)
+	}()
+	nextCursor, err := s.readRecords(project, c, pos, now, limit, fetchBytes, false, &body)
 	if err != nil {
 		return err
+	}
+	if body.protobuf {
+		body.out = disclient.AppendGetRecordsCursor(body.out, nextCursor)
+		writeBody(w, disclient.ContentTypeProtobuf, body.out)
+		return nil
+	}
+	body.out = append(body.out, `],"next_partition_cursor":"`...)
+	body.out = append(body.out, nextCursor...)
+	body.out = append(body.out, `"}`...)
+	writeBody(w, "application/json", body.out)
+	return nil
+}
+
+// fetchBytesFor is the max_fetch_bytes a GetRecords request gets: the
+// default for none (n <= 0), else n up to maxFetchBytes.
+func fetchBytesFor(n int) int {
+	if n <= 0 {
+		return defaultFetchBytes
+	}
+	return min(n, maxFetchBytes)
+}
+
+// readCursor decodes the cursor of a GetRecords request and refuses one
+// older than CursorTTL. It returns the cursor, its position and the time
+// now, which the next cursor carries.
+func (s *Server) readCursor(text string) (*cursor, int64, int64, error) {
+	c, pos, err := decodeCursor(text)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	now := s.nowMs()
+	if now-c.GenerateTimestamp > s.cfg.CursorTTL.Milliseconds() {
+		return nil, 0, 0, errorf(disclient.CodeCursorExpired, "Partition cursor has expired.")
+	}
+	return c, pos, now, nil
+}
+
+// answerWriter receives the records of a GetRecords answer in order.
+type answerWriter interface {
+	// grow is told, before the first record, how many records may follow.
+	grow(n int)
+	// add takes one record and returns what it costs against the
+	// partition's read quota. key and data alias the read buffer: they
+	// are valid after add returns only when the read was fresh
+	// (readRecords).
+	add(key []byte, seq int64, data []byte, ts int64) int
+}
+
+// readRecords reads from the cursor c, at position pos, up to limit records
+// or fetchBytes of key and data into a, and returns the cursor to read
+// next. Unlike DIS, which never returns a record larger than
+// max_fetch_bytes, it always returns at least one record when one is
+// available, so a reader with a small max_fetch_bytes cannot get stuck in
+// front of a large record. With fresh, the records are read into buffers
+// of their own that a may keep.
+func (s *Server) readRecords(project string, c *cursor, pos, now int64, limit, fetchBytes int, fresh bool, a answerWriter) (string, error) {
+	st, err := s.readStream(project, c.Param.StreamName)
+	if err != nil {
+		return "", err
 	}
 	defer st.mu.RUnlock()
 	n, err := disclient.ParsePartitionID(c.Param.PartitionID)
 	if err != nil {
-		return errorf(disclient.CodeInvalidCursor, "Invalid partition-cursor.")
+		return "", errorf(disclient.CodeInvalidCursor, "Invalid partition-cursor.")
 	}
 	if int(n) >= len(st.parts) {
-		return errPartitionNotFound(disclient.PartitionID(n))
+		return "", errPartitionNotFound(disclient.PartitionID(n))
 	}
 	part := st.parts[n]
 	limits := limitsFor(st.meta.StreamType)
 	if s.quotaEnforced() && !part.quota.admitRead(s.cfg.Now(), limits) {
-		return errReadThrottled(part)
+		return "", errReadThrottled(part)
 	}
 	earliest, visible := part.bounds()
 	if pos < earliest {
-		return errPositionGone(pos, earliest)
+		return "", errPositionGone(pos, earliest)
 	}
 	if pos > visible {
-		return outOfRange(pos, earliest, visible)
+		return "", outOfRange(pos, earliest, visible)
 	}
 
-	protobuf := wantsProtobuf(r)
-	bufp := responseBuffers.Get().(*[]byte)
-	out := (*bufp)[:0]
-	if !protobuf {
-		out = append(out, `{"records":[`...)
-	}
-	defer func() {
-		*bufp = out
-		recycleBuffer(bufp)
-	}()
 	next := pos
 	if pos < visible {
-		start := len(out)
-		out, next, err = s.appendAnswerRecords(out, protobuf, st.meta.Key, n, pos, visible, limit, fetchBytes)
+		var cost int
+		next, cost, err = s.readAnswerRecords(st.meta.Key, n, pos, visible, limit, fetchBytes, fresh, a)
 		if errors.Is(err, errSegmentGone) {
-			earliest, _ := st.parts[n].bounds()
-			return errPositionGone(pos, earliest)
+			earliest, _ := part.bounds()
+			return "", errPositionGone(pos, earliest)
 		}
 		if err != nil {
-			return err
+			return "", err
 		}
 		if s.quotaEnforced() {
-			part.quota.chargeRead(len(out) - start)
+			part.quota.chargeRead(cost)
 		}
 	}
 	c.Param.CursorType = disclient.CursorAtSequenceNumber
 	c.Param.StartingSequenceNumber = strconv.FormatInt(next, 10)
 	c.GenerateTimestamp = now
-	nextCursor, err := encodeCursor(c)
-	if err != nil {
-		return err
-	}
-	if protobuf {
-		out = disclient.AppendGetRecordsCursor(out, nextCursor)
-		writeBody(w, disclient.ContentTypeProtobuf, out)
-		return nil
-	}
-	out = append(out, `],"next_partition_cursor":"`...)
-	out = append(out, nextCursor...)
-	out = append(out, `"}`...)
-	writeBody(w, "application/json", out)
-	return nil
+	return encodeCursor(c)
 }
 
 func errPositionGone(pos, earliest int64) *apiError {
 	return errorf(disclient.CodeCursorPositionGone, "The partition-cursor position has expired. [%d] is before the earliest record [%d]", pos, earliest)
 }
 
-// appendAnswerRecords appends the records [pos, visible) of a partition as
-// protobuf Record fields or as JSON objects of disclient.Record's shape,
+// bodyAnswer encodes the records of a GetRecords answer into an HTTP body,
+// as protobuf Record fields or as JSON objects of disclient.Record's shape,
+// without per-record allocations. A record costs its encoded bytes.
+type bodyAnswer struct {
+	out      []byte
+	protobuf bool
+	records  int
+}
+
+func (b *bodyAnswer) grow(int) {}
+
+func (b *bodyAnswer) add(key []byte, seq int64, data []byte, ts int64) int {
+	start := len(b.out)
+	if b.protobuf {
+		b.out = disclient.AppendGetRecordsRecord(b.out, key, seq, data, ts, timestampTypeCreateTime)
+	} else {
+		if b.records > 0 {
+			b.out = append(b.out, ',')
+		}
+		b.out = appendRecordJSON(b.out, key, seq, data, ts)
+	}
+	b.records++
+	return len(b.out) - start
+}
+
+// readAnswerRecords hands the records [pos, visible) of a partition to a,
 // stopping at limit records or once fetchBytes of key and data are reached
 // (after at least one record). It returns the position after the last
-// record appended. Records are read from the record log through one reused
-// buffer and encoded from there, without per-record allocations.
-func (s *Server) appendAnswerRecords(out []byte, protobuf bool, skey uint64, n int32, pos, visible int64, limit, fetchBytes int) ([]byte, int64, error) {
+// record handed over and the read quota they cost. Records are read from
+// the record log through one reused buffer and, with fresh, copied from it
+// into pieces of their own (logReader).
+func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, limit, fetchBytes int, fresh bool, a answerWriter) (int64, int, error) {
 	var lower, upper [recordKeyLen]byte
 	it, err := s.db.NewIter(&pebble.IterOptions{
 		LowerBound: appendRecordKey(lower[:0], skey, n, pos),
 		UpperBound: appendRecordKey(upper[:0], skey, n, visible),
 	})
 	if err != nil {
-		return out, pos, err
+		return pos, 0, err
 	}
 	// First the references, then the frames: frames that lie one after
 	// the other in the log (a request's records of one partition) are read
@@ -158,7 +219,7 @@ func (s *Server) appendAnswerRecords(out []byte, protobuf bool, skey uint64, n i
 			if len(refs) == 0 && valid {
 				// Retention removed the position after bounds were read.
 				_ = it.Close()
-				return out, pos, errPositionGone(pos, seq)
+				return pos, 0, errPositionGone(pos, seq)
 			}
 			err = errors.New("corrupt record key")
 			break
@@ -180,49 +241,43 @@ func (s *Server) appendAnswerRecords(out []byte, protobuf bool, skey uint64, n i
 		err = cerr
 	}
 	if err != nil {
-		return out, pos, err
+		return pos, 0, err
 	}
 
 	bufp := responseBuffers.Get().(*[]byte)
-	lr := logReader{log: s.records, buf: (*bufp)[:0]}
+	lr := logReader{log: s.records, buf: (*bufp)[:0], fresh: fresh}
 	defer func() {
 		*bufp = lr.buf
 		recycleBuffer(bufp)
 	}()
+	a.grow(len(refs))
 	next := pos
-	size := 0
+	size, cost := 0, 0
 	for i, ref := range refs {
 		seq := pos + int64(i)
 		fskey, fpart, fseq, value, err := lr.read(ref, contiguous(refs[i:]))
 		if errors.Is(err, errSegmentGone) {
 			// Retention deleted the segment after the references were read.
 			if i == 0 {
-				return out, pos, err
+				return pos, 0, err
 			}
-			return out, next, nil
+			return next, cost, nil
 		}
 		if err != nil {
-			return out, next, err
+			return next, cost, err
 		}
 		ts, key, data, valid := decodeRecordValue(value)
 		if !valid || fskey != skey || fpart != n || fseq != seq {
-			return out, next, fmt.Errorf("corrupt record %d in log segment %d at %d", seq, ref.seg, ref.off)
+			return next, cost, fmt.Errorf("corrupt record %d in log segment %d at %d", seq, ref.seg, ref.off)
 		}
 		if i > 0 && size+len(key)+len(data) > fetchBytes {
 			break
 		}
 		size += len(key) + len(data)
-		if protobuf {
-			out = disclient.AppendGetRecordsRecord(out, key, seq, data, ts, timestampTypeCreateTime)
-		} else {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			out = appendRecordJSON(out, key, seq, data, ts)
-		}
+		cost += a.add(key, seq, data, ts)
 		next = seq + 1
 	}
-	return out, next, nil
+	return next, cost, nil
 }
 
 // contiguous is the length of the run of frames at the start of refs

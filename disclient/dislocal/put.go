@@ -23,11 +23,9 @@ const (
 	maxRecordsPerPut = 10000
 )
 
-// putRecords appends records. With quotas enforced, records over their
-// partition's write quota fail with DIS.4303 first (throttleWrites).
-// Sequence numbers are assigned under the partition locks, all records of
-// the request go into one record log write and one pebble batch, and the
-// answer waits until both are as durable as the sync mode promises.
+// putRecords serves POST /records: it decodes the body in the encoding its
+// Content-Type names, hands it to appendPut and encodes the answer the same
+// way.
 func (s *Server) putRecords(w http.ResponseWriter, r *http.Request, project string) error {
 	var req disclient.PutRecordsRequest
 	protobuf := wantsProtobuf(r)
@@ -36,16 +34,34 @@ func (s *Server) putRecords(w http.ResponseWriter, r *http.Request, project stri
 		return err
 	}
 	defer release()
-	if len(req.Records) == 0 {
-		return errorf(disclient.CodeEmptyRequest, "Empty request: no records.")
-	}
-	st, err := s.putTarget(project, req.StreamName, req.StreamID)
+	resp, err := s.appendPut(project, &req)
 	if err != nil {
 		return err
 	}
+	return writePutRecords(w, protobuf, resp)
+}
+
+// appendPut appends the records of one PutRecords request, whichever way it
+// arrived. With quotas enforced, records over their partition's write quota
+// fail with DIS.4303 first (throttleWrites). Sequence numbers are assigned
+// under the partition locks, all records of the request go into one record
+// log write and one pebble batch, and it returns once both are as durable
+// as the sync mode promises. The records' data is copied into the record
+// log: req is not used after it returns.
+func (s *Server) appendPut(project string, req *disclient.PutRecordsRequest) (*disclient.PutRecordsResponse, error) {
+	if len(req.Records) == 0 {
+		return nil, errorf(disclient.CodeEmptyRequest, "Empty request: no records.")
+	}
+	if len(req.Records) > maxRecordsPerPut {
+		return nil, errTooManyRecords(len(req.Records))
+	}
+	st, err := s.putTarget(project, req.StreamName, req.StreamID)
+	if err != nil {
+		return nil, err
+	}
 	defer st.mu.RUnlock()
 
-	resp := disclient.PutRecordsResponse{Records: make([]disclient.PutRecordsResult, len(req.Records))}
+	resp := &disclient.PutRecordsResponse{Records: make([]disclient.PutRecordsResult, len(req.Records))}
 	targets := make([]int32, len(req.Records))
 	var touched []int32
 	size := 0
@@ -73,10 +89,10 @@ func (s *Server) putRecords(w http.ResponseWriter, r *http.Request, project stri
 		slices.Sort(touched)
 		touched = slices.Compact(touched)
 		if err := s.appendRecords(st, req.Records, targets, touched, size, resp.Records); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return writePutRecords(w, protobuf, &resp)
+	return resp, nil
 }
 
 // errTooManyRecords refuses a PutRecords request of n records.

@@ -345,12 +345,27 @@ type logReader struct {
 	buf []byte
 	seg uint64
 	off int64 // of buf[0] in segment seg
+
+	// fresh makes read hand out slices of kept, a new copy of frames of
+	// the window, instead of the window itself: they stay valid after
+	// later reads and are the caller's to keep. kept starts at keptOff
+	// in segment keptSeg.
+	fresh   bool
+	kept    []byte
+	keptSeg uint64
+	keptOff int64
 }
 
+// freshPiece bounds how many bytes of frames a fresh reader copies at
+// once: small records share a piece, so that they cost one allocation
+// between them, and a record kept alone keeps at most this much memory
+// alive besides its own; a larger frame gets a piece of its own.
+const freshPiece = 64 << 10
+
 // read returns the checked parts of the frame at ref; the slices alias
-// the reader's buffer and are valid until the next read. span is how many
-// bytes from ref on the caller will read next (at least ref.n), what a
-// window refilled here covers.
+// the reader's buffer and, unless fresh, are valid until the next read.
+// span is how many bytes from ref on the caller will read next (at least
+// ref.n), what a window refilled here covers.
 func (r *logReader) read(ref recordRef, span int64) (skey uint64, part int32, seq int64, value []byte, err error) {
 	end := ref.off + int64(ref.n)
 	if ref.seg != r.seg || ref.off < r.off || end > r.off+int64(len(r.buf)) {
@@ -358,12 +373,36 @@ func (r *logReader) read(ref recordRef, span int64) (skey uint64, part int32, se
 			return 0, 0, 0, nil, err
 		}
 	}
-	frame := r.buf[ref.off-r.off : end-r.off]
+	w, base := r.buf, r.off
+	if r.fresh {
+		if ref.seg != r.keptSeg || ref.off < r.keptOff || end > r.keptOff+int64(len(r.kept)) {
+			r.keep(ref)
+		}
+		w, base = r.kept, r.keptOff
+	}
+	frame := w[ref.off-base : end-base]
 	skey, part, seq, value, ok := checkFrame(frame)
 	if !ok {
 		return 0, 0, 0, nil, fmt.Errorf("corrupt record in log segment %d at %d", ref.seg, ref.off)
 	}
 	return skey, part, seq, value, nil
+}
+
+// keep copies the window's frames from ref on, as many whole ones as fit
+// in freshPiece bytes (ref's at least), into a new kept buffer. append
+// copies them without zeroing the new memory first, from a window still
+// in the CPU's cache.
+func (r *logReader) keep(ref recordRef) {
+	start, n := int(ref.off-r.off), int(ref.n)
+	for start+n+frameHeaderLen <= len(r.buf) {
+		next := frameHeaderLen + int(binary.BigEndian.Uint32(r.buf[start+n:]))
+		if n+next > freshPiece || start+n+next > len(r.buf) {
+			break
+		}
+		n += next
+	}
+	r.kept = append([]byte(nil), r.buf[start:start+n]...)
+	r.keptSeg, r.keptOff = ref.seg, ref.off
 }
 
 // fill reads span bytes (at least the frame) from ref on into the window.

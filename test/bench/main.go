@@ -62,6 +62,7 @@ type settings struct {
 	latencySize     int
 	sync            dislocal.SyncMode
 	encoding        disclient.BodyEncoding
+	transport       string
 	mode            string
 	kafka           string
 	kafkaFlush      string
@@ -89,6 +90,7 @@ func main() {
 	flag.IntVar(&s.latencySize, "latency-size", 1024, "value size in bytes of the latency phases")
 	flag.StringVar(&syncMode, "fsync", string(dislocal.SyncAlways), "embedded DIS durability (disgw --fsync): always or none")
 	flag.StringVar(&encoding, "dis-encoding", string(disclient.EncodingProtobuf), "PutRecords/GetRecords bodies between disclient and the embedded DIS: json or protobuf")
+	flag.StringVar(&s.transport, "dis-transport", "local", "how the gateway calls the embedded DIS for records (disgw --embedded-dis-transport): local (in process, disgw's default) or http")
 	flag.StringVar(&s.mode, "mode", modeBinary, "binary: build and run the disgw binary (its memory is measured); inprocess: run the gateway in this process (needed for -cpuprofile)")
 	flag.StringVar(&s.kafka, "kafka", "auto", "compare with Apache Kafka: auto (when java and mvn are installed), on (fail without them) or off")
 	flag.StringVar(&s.kafkaFlush, "kafka-flush", "default", "Kafka durability: default (Kafka's own: no fsync per write) or always (log.flush.interval.messages=1)")
@@ -159,6 +161,10 @@ func (s settings) validate() error {
 		return fmt.Errorf("-fsync must be %q or %q", dislocal.SyncAlways, dislocal.SyncNone)
 	case s.encoding != disclient.EncodingJSON && s.encoding != disclient.EncodingProtobuf:
 		return fmt.Errorf("-dis-encoding must be %q or %q", disclient.EncodingJSON, disclient.EncodingProtobuf)
+	case s.transport != "local" && s.transport != "http":
+		return fmt.Errorf("-dis-transport must be local or http")
+	case strings.Contains(s.disgwArgs, "embedded-dis-transport"):
+		return fmt.Errorf("set --embedded-dis-transport with -dis-transport, which both modes and the settings line follow")
 	case s.mode != modeBinary && s.mode != modeInProcess:
 		return fmt.Errorf("-mode must be %q or %q", modeBinary, modeInProcess)
 	case s.cpuProfile != "" && s.mode != modeInProcess:
@@ -219,7 +225,8 @@ func run(s settings) (err error) {
 	b := &bench{s: s, payloads: map[int]payload{}}
 	if s.mode == modeInProcess {
 		log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.WarnLevel).With().Timestamp().Logger()
-		c, err := test.Start(test.Options{Dir: filepath.Join(s.dir, "dis"), Sync: s.sync, Encoding: s.encoding, Logger: log})
+		c, err := test.Start(test.Options{Dir: filepath.Join(s.dir, "dis"), Sync: s.sync, Encoding: s.encoding, Logger: log,
+			LocalDIS: s.transport == "local"})
 		if err != nil {
 			return fmt.Errorf("start cluster: %w", err)
 		}
@@ -271,8 +278,8 @@ func run(s settings) (err error) {
 		}
 	}
 
-	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d GOMAXPROCS=%d NumCPU=%d\n",
-		s.mode, s.records, s.warmup, joinInts(s.sizes), joinInts(s.batches), s.partitions, s.sync, s.encoding, kafkaLine,
+	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s dis-transport=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d GOMAXPROCS=%d NumCPU=%d\n",
+		s.mode, s.records, s.warmup, joinInts(s.sizes), joinInts(s.batches), s.partitions, s.sync, s.encoding, s.transport, kafkaLine,
 		s.latencyRate, s.latencyDuration, s.latencySize, s.unloaded, s.directBatch, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	return b.runAll(ctx)
 }

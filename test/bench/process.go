@@ -81,7 +81,7 @@ func startDisgw(ctx context.Context, bin, dataDir, logPath string, s settings) (
 	addr, disAddr := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	args := append([]string{"--listen", addr, "--admin-listen", "", "--data-dir", dataDir,
 		"--fsync", string(s.sync), "--embedded-dis-listen", disAddr, "--dis-encoding", string(s.encoding),
-		"--log-level", "warn"}, strings.Fields(s.disgwArgs)...)
+		"--embedded-dis-transport", s.transport, "--log-level", "warn"}, strings.Fields(s.disgwArgs)...)
 	p, err := spawn(bin, args, logPath)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,209 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/disgw/disgw/disclient/dislocal"
+)
+
+// startLocalDIS starts a gateway whose own DIS client calls the embedded
+// DIS in process (Options.LocalDIS), with its data in dir.
+func startLocalDIS(t *testing.T, dir string, quotas dislocal.QuotaMode) *Cluster {
+	t.Helper()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	c, err := Start(Options{Dir: dir, Logger: log, Quotas: quotas, LocalDIS: true})
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close cluster: %v", err)
+		}
+	})
+	return c
+}
+
+// localSent is a record as its producer had it acknowledged.
+type localSent struct {
+	value     []byte
+	partition int32
+	offset    int64
+}
+
+// TestLocalDISProduceConsumeRestart produces with idempotent franz-go
+// producers in all four codecs through a gateway on the in-process DIS
+// client, reads every record back where it was acknowledged, lists offsets,
+// commits and fetches a group's offsets with a group consumer, then
+// restarts gateway and DIS on the same data: records, offsets and commits
+// survive and new records continue the offsets.
+func TestLocalDISProduceConsumeRestart(t *testing.T) {
+	dir := t.TempDir()
+	c := startLocalDIS(t, dir, dislocal.QuotasNone)
+	const topic, group = "local", "local-group"
+	createTopic(t, c, topic, 2, nil)
+	ctx := testContext(t, 2*time.Minute)
+
+	codecs := []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()}
+	const perCodec = 3000
+	var mu sync.Mutex
+	sent := map[string]localSent{}
+	for p, codec := range codecs {
+		// franz-go producers are idempotent by default.
+		cl := newClient(t, c, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(codec), kgo.ProducerLinger(time.Millisecond))
+		for i := range perCodec {
+			rec := &kgo.Record{Key: fmt.Appendf(nil, "c%d-%05d", p, i), Value: bytes.Repeat(fmt.Appendf(nil, "codec %d record %d;", p, i), 1+i%9)}
+			cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce %s: %v", r.Key, err)
+					return
+				}
+				mu.Lock()
+				sent[string(r.Key)] = localSent{r.Value, r.Partition, r.Offset}
+				mu.Unlock()
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatalf("flush: %v", err)
+		}
+	}
+	total := perCodec * len(codecs)
+	if len(sent) != total {
+		t.Fatalf("%d records acknowledged, want %d", len(sent), total)
+	}
+
+	// A group member reads everything and commits what it read.
+	member := newClient(t, c, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]bool{}
+	for len(seen) < total {
+		fs := member.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", len(seen), total, err)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			s, ok := sent[string(r.Key)]
+			switch {
+			case !ok || seen[string(r.Key)]:
+				t.Fatalf("consumed unknown or duplicate key %q", r.Key)
+			case r.Partition != s.partition || r.Offset != s.offset || !bytes.Equal(r.Value, s.value):
+				t.Fatalf("%s: consumed %q at %d/%d, produced %q at %d/%d", r.Key, r.Value, r.Partition, r.Offset, s.value, s.partition, s.offset)
+			case r.ProducerID < 0:
+				t.Fatalf("%s: consumed without the producer id of its idempotent producer", r.Key)
+			}
+			seen[string(r.Key)] = true
+		})
+	}
+	if err := member.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	member.Close()
+
+	ends := checkLocalOffsets(t, ctx, c, topic, group, total)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c = startLocalDIS(t, dir, dislocal.QuotasNone)
+	if got := checkLocalOffsets(t, ctx, c, topic, group, total); fmt.Sprint(got) != fmt.Sprint(ends) {
+		t.Fatalf("end offsets after restart %v, before %v", got, ends)
+	}
+	cl := newClient(t, c, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	res := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("after restart")})
+	if r, err := res.First(); err != nil || r.Offset != ends[0] {
+		t.Fatalf("produce after restart: offset %v, %v; want %d", r, err, ends[0])
+	}
+	got := fetchLocal(t, ctx, c, topic, ends[0])
+	if string(got) != "after restart" {
+		t.Fatalf("record after restart reads back as %q", got)
+	}
+}
+
+// checkLocalOffsets checks that the topic's partitions start at 0 and end
+// after total records together, and that group committed those ends; it
+// returns the end offset by partition.
+func checkLocalOffsets(t *testing.T, ctx context.Context, c *Cluster, topic, group string, total int) map[int32]int64 {
+	t.Helper()
+	adm := kadm.NewClient(newClient(t, c))
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("ListStartOffsets: %v", err)
+	}
+	endList, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("ListEndOffsets: %v", err)
+	}
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatalf("FetchOffsets: %v", err)
+	}
+	ends := map[int32]int64{}
+	sum := int64(0)
+	endList.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			t.Fatalf("end offset of %d: %v", o.Partition, o.Err)
+		}
+		ends[o.Partition] = o.Offset
+		sum += o.Offset
+		if s, _ := starts.Lookup(topic, o.Partition); s.Err != nil || s.Offset != 0 {
+			t.Errorf("partition %d starts at %d (%v), want 0", o.Partition, s.Offset, s.Err)
+		}
+		if cm, ok := committed.Lookup(topic, o.Partition); !ok || cm.Err != nil || cm.At != o.Offset {
+			t.Errorf("partition %d: committed %+v, want %d", o.Partition, cm, o.Offset)
+		}
+	})
+	if len(ends) != 2 || sum != int64(total) {
+		t.Fatalf("end offsets %v, want 2 partitions holding %d records", ends, total)
+	}
+	return ends
+}
+
+// fetchLocal reads the value at offset of partition 0.
+func fetchLocal(t *testing.T, ctx context.Context, c *Cluster, topic string, offset int64) []byte {
+	t.Helper()
+	cl := newClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(offset)}}))
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("fetch offset %d: %v", offset, err)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		if recs := fs.Records(); len(recs) > 0 {
+			if recs[0].Offset != offset {
+				t.Fatalf("fetch at %d returned offset %d", offset, recs[0].Offset)
+			}
+			return recs[0].Value
+		}
+	}
+}
+
+// TestLocalDISQuotasSlowProduce: with COMMON quotas, a producer writing as
+// fast as it can through the in-process DIS client is held to the
+// partition's 1 MiB/s with no failed record (the gateway resends the
+// records DIS.4303 refused), and every record reads back once, in order.
+func TestLocalDISQuotasSlowProduce(t *testing.T) {
+	c := startLocalDIS(t, t.TempDir(), dislocal.QuotasCommon)
+	const topic = "localquota"
+	createTopic(t, c, topic, 1, nil)
+	ctx := testContext(t, 2*time.Minute)
+	// A small buffer keeps the flush after the producing short.
+	cl := newClient(t, c, kgo.DefaultProduceTopic(topic), kgo.MaxBufferedRecords(1000))
+	const size = 1000
+	n, elapsed := produceFor(t, ctx, cl, 3*time.Second, size, 0)
+	// A full bucket (one second's worth) plus the rate, with a margin.
+	limit := (1 << 20) * (1 + 1.1*elapsed.Seconds())
+	t.Logf("%d records of %d B in %v", n, size, elapsed)
+	if float64(n*size) > limit {
+		t.Fatalf("%d B of values written in %v, over COMMON's 1 MiB/s (at most %.0f with the burst)", n*size, elapsed, limit)
+	}
+	readBackOnce(t, ctx, c, topic, n)
+}
