@@ -1,6 +1,10 @@
 package dislocal
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/cockroachdb/pebble/v2"
+)
 
 // The pebble key schema. Every key starts with one byte naming its kind;
 // numbers are big-endian so that byte order is numeric order and range
@@ -211,6 +215,26 @@ type partitionState struct {
 	maxTimestamp int64
 	// lastWriteSecond is the latest second with a w index entry, -1 before any.
 	lastWriteSecond int64
+}
+
+// indexRecord adds to b the index entries record seq needs: a t entry when
+// its timestamp ts raises the partition's running maximum, a w entry when
+// it is the first record written in second; ps moves on with them.
+func (ps *partitionState) indexRecord(b *pebble.Batch, skey uint64, n int32, seq, ts, second int64) error {
+	var key [indexKeyLen]byte
+	if ts > ps.maxTimestamp {
+		if err := b.Set(appendIndexKey(key[:0], kindTimeIndex, skey, n, ts, seq), nil, nil); err != nil {
+			return err
+		}
+		ps.maxTimestamp = ts
+	}
+	if second > ps.lastWriteSecond {
+		if err := b.Set(appendIndexKey(key[:0], kindWriteIndex, skey, n, second, seq), nil, nil); err != nil {
+			return err
+		}
+		ps.lastWriteSecond = second
+	}
+	return nil
 }
 
 func newPartitionState() partitionState {

@@ -228,17 +228,8 @@ func (s *Server) reindexLog() error {
 			if err := b.Set(appendRecordKey(key[:0], skey, n, seq), r.encode(ref[:0]), nil); err != nil {
 				return err
 			}
-			if ts > ps.maxTimestamp {
-				if err := b.Set(appendIndexKey(key[:0], kindTimeIndex, skey, n, ts, seq), nil, nil); err != nil {
-					return err
-				}
-				ps.maxTimestamp = ts
-			}
-			if second > ps.lastWriteSecond {
-				if err := b.Set(appendIndexKey(key[:0], kindWriteIndex, skey, n, second, seq), nil, nil); err != nil {
-					return err
-				}
-				ps.lastWriteSecond = second
+			if err := ps.indexRecord(b, skey, n, seq, ts, second); err != nil {
+				return err
 			}
 			ps.next++
 			states[p] = ps

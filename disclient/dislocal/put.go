@@ -303,17 +303,8 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 		seqs[i], offsets[i] = seq, len(frames)
 		frames = appendFrame(frames, skey, n, seq, ts, rec.PartitionKey, rec.Data)
 		offsets[i+1] = len(frames)
-		if ts > ps.maxTimestamp {
-			if err := b.Set(appendIndexKey(key[:0], kindTimeIndex, skey, n, ts, seq), nil, nil); err != nil {
-				return err
-			}
-			ps.maxTimestamp = ts
-		}
-		if second > ps.lastWriteSecond {
-			if err := b.Set(appendIndexKey(key[:0], kindWriteIndex, skey, n, second, seq), nil, nil); err != nil {
-				return err
-			}
-			ps.lastWriteSecond = second
+		if err := ps.indexRecord(b, skey, n, seq, ts, second); err != nil {
+			return err
 		}
 		results[i] = disclient.PutRecordsResult{PartitionID: parts[j].id, SequenceNumber: strconv.FormatInt(seq, 10)}
 	}
