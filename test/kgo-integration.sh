@@ -15,7 +15,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 # The tests for produce, consume, regex, pause, purge, partition changes,
-# group ETL and large messages; TestTxnEtl shows transactions (not served).
+# group ETL and large messages. Not TestTxnEtl: disgw has no transactions,
+# so it fails at once and then waits for records never written until its
+# timeout (run it alone with KGO_TIMEOUT=1m to see).
 default_tests=(
 	TestClient_Produce TestIssue769 TestIssue831
 	TestConsumeTopicRetrieval TestIssue325 TestIssue337 TestIssue434
@@ -27,7 +29,6 @@ default_tests=(
 	TestAddRemovePartitions
 	TestGroupETL
 	TestClient_ProduceLargeMessages TestIssueFetchLargerThanBrokerMaxReadBytes
-	TestTxnEtl
 )
 if [ $# -gt 0 ]; then
 	tests=("$@")
@@ -98,7 +99,7 @@ for t in "${tests[@]}"; do
 	result[$t]="${result[$t]} $(($(date +%s) - start))s"
 	echo "${result[$t]%% *} $t (${result[$t]#* })"
 	if [ "${result[$t]%% *}" = FAIL ]; then
-		grep -E -- '^\s+\S+_test\.go:[0-9]+:|^panic|--- FAIL' "$work/$t.log" | head -5 | sed 's/^/    /'
+		grep -m 5 -E -- '^\s+\S+_test\.go:[0-9]+:|^panic|--- FAIL' "$work/$t.log" | sed 's/^/    /' || true
 	fi
 done
 
