@@ -22,6 +22,7 @@ import (
 // and the controller is this gateway, since every gateway serves the admin
 // APIs (docs/design.md §6). The leader epoch is always 0: DIS partitions
 // never change leader, and gateways fence each other without epochs.
+// __consumer_offsets is listed as Kafka lists it (internal_topic.go).
 
 func init() {
 	regKey(3, 0, 12, api[*kmsg.MetadataRequest]{concurrent: handleMetadata, errors: metadataError})

@@ -16,8 +16,9 @@ import (
 // their owners like every other partition (so every gateway gives the same
 // answer), and reads as 50 empty partitions. Writing it, creating it,
 // deleting it or adding partitions to it is refused as Kafka refuses it to
-// a client (docs/kafka-compat.md). A DIS stream of that name, which only a
-// DIS-side tool could make, is hidden behind it.
+// a client. A DIS stream of that name, which only a DIS-side tool could
+// make, is hidden behind it (docs/kafka-api.md, "The internal offsets
+// topic"; docs/kafka-compat.md item 14).
 
 // offsetsTopic is the name Kafka gives its group offsets topic.
 const offsetsTopic = "__consumer_offsets"
