@@ -86,7 +86,12 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 		rt := &req.Topics[ti]
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
-		t, terr := r.s.tenant.catalog.get(ctx, rt.Topic)
+		var t *topicMeta
+		var terr error
+		internal := rt.Topic == offsetsTopic
+		if !internal {
+			t, terr = r.s.tenant.catalog.get(ctx, rt.Topic)
+		}
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
 			sp := kmsg.NewProduceResponseTopicPartition()
@@ -98,6 +103,8 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 			case dups[partitionRef{topic: rt.Topic, part: rp.Partition}]:
 				sp.ErrorCode = kerr.InvalidRequest.Code
 				sp.ErrorMessage = kmsg.StringPtr(duplicateMessage)
+			case internal:
+				sp.ErrorCode, sp.ErrorMessage = gw.internalTopicRefused(r, "Produce")
 			case errors.Is(terr, errUnknownTopic):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case terr != nil:

@@ -95,10 +95,13 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 	var parts []*fetchPart
 	metas := make([]*topicMeta, len(req.Topics)) // resolved once per topic
 	var byID map[[16]byte]string
+	offsetsServed := false // a partition of the offsets topic answered, empty
 	if req.Version >= 13 {
-		ids := make([][16]byte, len(req.Topics))
+		ids := make([][16]byte, 0, len(req.Topics))
 		for ti := range req.Topics {
-			ids[ti] = req.Topics[ti].TopicID
+			if id := req.Topics[ti].TopicID; id != offsetsTopicID {
+				ids = append(ids, id)
+			}
 		}
 		byID = r.s.tenant.catalog.namesForIDs(ctx, ids, newCallBudget(gw.cfg.MaxDescribesPerRequest))
 	}
@@ -112,11 +115,14 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 		if req.Version >= 13 {
 			if n, ok := byID[rt.TopicID]; ok {
 				name = n
+			} else if rt.TopicID == offsetsTopicID {
+				name = offsetsTopic
 			} else {
 				terr = errUnknownTopicID
 			}
 		}
-		if terr == nil {
+		internal := terr == nil && name == offsetsTopic
+		if terr == nil && !internal {
 			t, terr = r.s.tenant.catalog.get(ctx, name)
 		}
 		metas[ti] = t
@@ -129,6 +135,11 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 			case dups[partitionRef{topic: rt.Topic, id: rt.TopicID, part: sp.Partition}] && req.Version < 13,
 				dups[partitionRef{id: rt.TopicID, part: sp.Partition}] && req.Version >= 13:
 				sp.ErrorCode = kerr.InvalidRequest.Code
+			case internal:
+				fetchOffsetsPartition(&sp, rt.Partitions[pi].FetchOffset)
+				if sp.ErrorCode == 0 {
+					offsetsServed = true
+				}
 			case errors.Is(terr, errUnknownTopicID):
 				sp.ErrorCode = kerr.UnknownTopicID.Code
 			case errors.Is(terr, errUnknownTopic):
@@ -145,6 +156,9 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 		resp.Topics = append(resp.Topics, st)
 	}
 	for ti := range req.Topics {
+		if metas[ti] == nil {
+			continue
+		}
 		for pi := range req.Topics[ti].Partitions {
 			sp := &resp.Topics[ti].Partitions[pi]
 			if sp.ErrorCode != 0 {
@@ -153,6 +167,10 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 			rp := &req.Topics[ti].Partitions[pi]
 			parts = append(parts, &fetchPart{topic: metas[ti], req: rp, resp: sp, offset: rp.FetchOffset})
 		}
+	}
+	if len(parts) == 0 && offsetsServed {
+		gw.waitEmptyFetch(ctx, req)
+		return resp, nil
 	}
 	gw.serveFetch(ctx, req, resp, parts, &r.scratch)
 	return resp, nil

@@ -60,12 +60,19 @@ func handleListOffsets(ctx context.Context, gw *Gateway, r *request, req *kmsg.L
 		rt := &req.Topics[ti]
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		t, terr := r.s.tenant.catalog.refresh(ctx, rt.Topic)
+		var t *topicMeta
+		var terr error
+		internal := rt.Topic == offsetsTopic
+		if !internal {
+			t, terr = r.s.tenant.catalog.refresh(ctx, rt.Topic)
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, 0
 			switch {
+			case internal:
+				listOffsetsPartition(&sp, rp.Timestamp)
 			case errors.Is(terr, errUnknownTopic):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case terr != nil:

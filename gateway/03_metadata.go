@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,6 +22,7 @@ import (
 // and the controller is this gateway, since every gateway serves the admin
 // APIs (docs/design.md §6). The leader epoch is always 0: DIS partitions
 // never change leader, and gateways fence each other without epochs.
+// __consumer_offsets is listed as Kafka lists it (internal_topic.go).
 
 func init() {
 	regKey(3, 0, 12, api[*kmsg.MetadataRequest]{concurrent: handleMetadata, errors: metadataError})
@@ -57,18 +59,22 @@ func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.Meta
 		if err != nil {
 			gw.log.Warn().Err(err).Msg("metadata: ListStreams failed")
 		}
-		names = list
+		names = slices.DeleteFunc(list, func(n string) bool { return n == offsetsTopic })
+		resp.Topics = append(resp.Topics, gw.offsetsTopicMetadata())
 	}
 	budget := newCallBudget(gw.cfg.MaxDescribesPerRequest)
 	var ids [][16]byte
 	for _, t := range req.Topics {
-		if t.Topic == nil || *t.Topic == "" {
+		if (t.Topic == nil || *t.Topic == "") && t.TopicID != offsetsTopicID {
 			ids = append(ids, t.TopicID)
 		}
 	}
 	byID := tn.catalog.namesForIDs(ctx, ids, budget)
 	for _, t := range req.Topics {
 		switch {
+		case t.Topic != nil && *t.Topic == offsetsTopic,
+			(t.Topic == nil || *t.Topic == "") && t.TopicID == offsetsTopicID:
+			resp.Topics = append(resp.Topics, gw.offsetsTopicMetadata())
 		case t.Topic != nil && *t.Topic != "":
 			names = append(names, *t.Topic)
 		case t.TopicID != [16]byte{}:

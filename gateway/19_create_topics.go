@@ -65,6 +65,9 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 		rt.ErrorMessage = kmsg.StringPtr(msg)
 		return rt
 	}
+	if t.Topic == offsetsTopic {
+		return fail(kerr.TopicAlreadyExists.Code, "topic '"+t.Topic+"' already exists")
+	}
 	if why := checkTopicName(t.Topic); why != "" {
 		gw.log.Info().Str("topic", t.Topic).Str("reason", why).Msg("CreateTopics: invalid topic name")
 		return fail(kerr.InvalidTopicException.Code, why)

@@ -65,6 +65,9 @@ func handleDeleteTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 		switch {
 		case tg.name != nil && *tg.name != "":
 			name = *tg.name
+		case tg.id == offsetsTopicID:
+			name = offsetsTopic
+			rt.Topic = kmsg.StringPtr(name)
 		case tg.id != [16]byte{}:
 			if n, ok := tn.catalog.nameForID(ctx, tg.id); ok {
 				name = n
@@ -76,7 +79,11 @@ func handleDeleteTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 			rt.ErrorCode = kerr.InvalidRequest.Code
 			rt.ErrorMessage = kmsg.StringPtr("a topic must be named by name or by id")
 		}
-		if name != "" {
+		switch name {
+		case "":
+		case offsetsTopic:
+			rt.ErrorCode, rt.ErrorMessage = gw.internalTopicRefused(r, "DeleteTopics")
+		default:
 			rt.ErrorCode, rt.ErrorMessage = gw.deleteTopic(ctx, tn, name)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -41,7 +41,11 @@ func handleCreatePartitions(ctx context.Context, gw *Gateway, r *request, req *k
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
-		rt.ErrorCode, rt.ErrorMessage = gw.createPartitions(ctx, tn, &t, req.ValidateOnly)
+		if t.Topic == offsetsTopic {
+			rt.ErrorCode, rt.ErrorMessage = gw.internalTopicRefused(r, "CreatePartitions")
+		} else {
+			rt.ErrorCode, rt.ErrorMessage = gw.createPartitions(ctx, tn, &t, req.ValidateOnly)
+		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
