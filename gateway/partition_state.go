@@ -655,9 +655,16 @@ func (ps *partitionState) addWindowLocked(batches []cachedBatch) int {
 		ps.window = append(ps.window, batches[i])
 		ps.windowBytes += len(batches[i].data)
 	}
-	// One partition keeps at most half the gateway's budget.
+	// One partition keeps at most half the gateway's budget, and at
+	// least its last batch unless that alone is over it: a larger batch
+	// (max.message.bytes allows up to 1 GiB) is served from its read and
+	// never cached.
 	drop := 0
-	for ps.windowBytes > ps.gw.cfg.ReadCacheBytes/2 && drop < len(ps.window)-1 {
+	keep := 1
+	if n := len(ps.window); n > 0 && len(ps.window[n-1].data) > ps.gw.cfg.ReadCacheBytes/2 {
+		keep = 0
+	}
+	for ps.windowBytes > ps.gw.cfg.ReadCacheBytes/2 && drop < len(ps.window)-keep {
 		ps.windowBytes -= len(ps.window[drop].data)
 		ps.window[drop] = cachedBatch{}
 		drop++
