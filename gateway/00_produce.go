@@ -249,6 +249,7 @@ func awaitAppend(ctx context.Context, w producePending) bool {
 func (gw *Gateway) batchOp(t *topicMeta, p int32, batches []protocol.Batch) (*appendOp, int16, string) {
 	op := &appendOp{producerID: -1, kafka: true, done: make(chan struct{})}
 	policy := timestampPolicyOf(&gw.cfg, t)
+	maxBytes := maxMessageBytesOf(&gw.cfg, t)
 	op.logAppendTime = policy.logAppendTime
 	now := time.Now().UnixMilli()
 	pid := disclient.PartitionID(p)
@@ -261,8 +262,8 @@ func (gw *Gateway) batchOp(t *topicMeta, p int32, batches []protocol.Batch) (*ap
 			return nil, kerr.InvalidRecord.Code, "clients may not write control batches"
 		case b.ProducerID >= 0 && len(batches) > 1:
 			return nil, kerr.InvalidRecord.Code, "an idempotent producer must send one batch per partition"
-		case len(b.Raw) > gw.cfg.MaxRecordBytes:
-			return nil, kerr.MessageTooLarge.Code, fmt.Sprintf("record batch of %d bytes exceeds the %d-byte DIS record limit (max.message.bytes)", len(b.Raw), gw.cfg.MaxRecordBytes)
+		case len(b.Raw) > maxBytes:
+			return nil, kerr.MessageTooLarge.Code, fmt.Sprintf("record batch of %d bytes exceeds the topic's max.message.bytes (%d)", len(b.Raw), maxBytes)
 		}
 		maxTS := int64(-1)
 		for i := range b.Records {

@@ -189,15 +189,15 @@ func (gw *Gateway) listBatchOffset(ctx context.Context, t *topicMeta, p int32, t
 		fail(err)
 		return
 	}
-	recs, err := t.tenant.dis.GetRecords(ctx, c.PartitionCursor, ps.readBytes())
+	recs, err := ps.readWhole(ctx, c.PartitionCursor)
 	if err != nil {
 		fail(err)
 		return
 	}
-	if len(recs.Records) == 0 {
+	if len(recs) == 0 {
 		return
 	}
-	if err := gw.firstRecordFrom(ps, recs.Records, ts, sp); err != nil {
+	if err := gw.firstRecordFrom(ps, recs, ts, sp); err != nil {
 		fail(err)
 	}
 }
@@ -257,9 +257,12 @@ func (gw *Gateway) maxTimestampOffset(ctx context.Context, ps *partitionState, e
 			if err != nil {
 				return err
 			}
+			if len(batches) == 0 {
+				break
+			}
 			for i := range batches {
 				if batches[i].maxTS > maxTS || maxSeq < 0 {
-					maxTS, maxSeq = batches[i].maxTS, batches[i].seq
+					maxTS, maxSeq = batches[i].maxTS, batches[i].startSeq()
 				}
 			}
 			from = batches[len(batches)-1].seq + 1
@@ -281,5 +284,5 @@ func (gw *Gateway) maxTimestampOffset(ctx context.Context, ps *partitionState, e
 	if err != nil || len(recs) == 0 {
 		return err
 	}
-	return gw.firstRecordFrom(ps, recs[:1], maxTS, sp)
+	return gw.firstRecordFrom(ps, recs, maxTS, sp)
 }

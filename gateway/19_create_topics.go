@@ -99,8 +99,8 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 			return fail(kerr.InvalidConfig.Code, err.Error())
 		}
 	}
-	if spec.format != FormatKafka && spec.timestamps.withDefaults() != (timestampSpec{}).withDefaults() {
-		return fail(kerr.InvalidConfig.Code, "the message.timestamp.* configs need dis.record.format kafka: a raw topic keeps no Kafka timestamps to check")
+	if err := checkSpec(&gw.cfg, t.Topic, &spec); err != nil {
+		return fail(kerr.InvalidConfig.Code, err.Error())
 	}
 	if _, err := tn.catalog.get(ctx, t.Topic); err == nil {
 		return fail(kerr.TopicAlreadyExists.Code, "topic '"+t.Topic+"' already exists")
@@ -118,7 +118,7 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 	if spec.streamType == "" {
 		spec.streamType = disclient.StreamTypeCommon
 	}
-	rt.Configs = createdConfigs(&gw.cfg, &topicMeta{retentionHours: spec.retentionHours, format: spec.format, streamType: spec.streamType, timestamps: spec.timestamps})
+	rt.Configs = createdConfigs(&gw.cfg, &topicMeta{retentionHours: spec.retentionHours, format: spec.format, streamType: spec.streamType, timestamps: spec.timestamps, maxMessageBytes: spec.maxMessageBytes})
 	if validateOnly {
 		return rt
 	}
@@ -154,6 +154,18 @@ type streamSpec struct {
 	format         RecordFormat
 	streamType     string
 	timestamps     timestampSpec
+	// maxMessageBytes is max.message.bytes in canonical text, "" when
+	// not set (the DIS record limit).
+	maxMessageBytes string
+}
+
+// configTags are the stream tags that record the configs set in s.
+func (s *streamSpec) configTags() []disclient.Tag {
+	tags := s.timestamps.tags()
+	if s.maxMessageBytes != "" {
+		tags = append(tags, disclient.Tag{Key: maxMessageBytesTagKey, Value: s.maxMessageBytes})
+	}
+	return tags
 }
 
 // apply takes one topic config at creation, checked by the same table
@@ -189,7 +201,7 @@ func (gw *Gateway) createTopic(ctx context.Context, tn *tenant, name string, par
 		if spec.streamType != "" {
 			req.StreamType = spec.streamType
 		}
-		req.Tags = append(req.Tags, spec.timestamps.tags()...)
+		req.Tags = append(req.Tags, spec.configTags()...)
 	}
 	return tn.catalog.create(ctx, name, req)
 }

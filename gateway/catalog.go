@@ -26,6 +26,7 @@ const (
 	timestampTypeTagKey   = "disgw-timestamp-type"
 	timestampBeforeTagKey = "disgw-timestamp-before-max-ms"
 	timestampAfterTagKey  = "disgw-timestamp-after-max-ms"
+	maxMessageBytesTagKey = "disgw-max-message-bytes"
 )
 
 // errUnknownTopic is returned by the catalog for a stream DIS does not have.
@@ -45,9 +46,12 @@ type topicMeta struct {
 	retentionHours int32
 	streamType     string
 	timestamps     timestampSpec
-	status         string
-	partitions     []partitionMeta // index = Kafka partition number
-	fetched        time.Time
+	// maxMessageBytes is the max.message.bytes tag's value, "" when the
+	// stream has none.
+	maxMessageBytes string
+	status          string
+	partitions      []partitionMeta // index = Kafka partition number
+	fetched         time.Time
 }
 
 // partitionMeta is a partition as DescribeStream last reported it.
@@ -322,6 +326,7 @@ func (c *catalog) describe(ctx context.Context, name string) (*topicMeta, error)
 			t.status = d.Status
 			t.format = formatFromTags(d.Tags)
 			t.timestamps = timestampsFromTags(d.Tags)
+			t.maxMessageBytes = maxMessageBytesFromTags(d.Tags)
 		}
 		for _, p := range d.Partitions {
 			n, err := disclient.ParsePartitionID(p.PartitionID)
@@ -371,6 +376,19 @@ func timestampsFromTags(tags []disclient.Tag) timestampSpec {
 		}
 	}
 	return ts
+}
+
+// maxMessageBytesFromTags reads the max.message.bytes a stream's tags
+// record, "" when none does; a value the config does not take (set by hand
+// on DIS) is ignored.
+func maxMessageBytesFromTags(tags []disclient.Tag) string {
+	for _, tg := range tags {
+		if tg.Key == maxMessageBytesTagKey {
+			v, _ := parseMaxMessageBytes(tg.Value)
+			return v
+		}
+	}
+	return ""
 }
 
 // tags are the stream tags that record ts, one per config set at creation.

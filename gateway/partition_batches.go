@@ -53,17 +53,9 @@ func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxByte
 			return nil, err
 		}
 	}
-	recs, err := ps.readAt(ctx, seq)
+	recs, err := ps.readAtWhole(ctx, seq)
 	if err != nil {
 		return nil, err
-	}
-	if len(recs) == 0 {
-		if offset >= next {
-			ps.mu.Lock()
-			ps.lastEmpty = time.Now()
-			ps.mu.Unlock()
-		}
-		return nil, nil
 	}
 	// A DIS-native record with no batch in this read and no context
 	// holds the offset searched for, or at the end the next one.
@@ -74,6 +66,16 @@ func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxByte
 	batches, err := labelRecords(recs, after, func(s int64) int64 { return anchor + (s - seq) })
 	if err != nil {
 		return nil, err
+	}
+	if len(batches) == 0 {
+		// Nothing, or only a batch whose fragments are still being
+		// written, which is never served in part.
+		if offset >= next {
+			ps.mu.Lock()
+			ps.lastEmpty = time.Now()
+			ps.mu.Unlock()
+		}
+		return nil, nil
 	}
 	ps.mu.Lock()
 	last := &batches[len(batches)-1]
@@ -159,12 +161,12 @@ func (ps *partitionState) loadAfterWindow(ctx context.Context) {
 	}
 	seq, after := ps.window[n-1].seq+1, ps.window[n-1].last
 	ps.mu.Unlock()
-	recs, err := ps.readAt(ctx, seq)
+	recs, err := ps.readAtWhole(ctx, seq)
 	if err != nil || len(recs) == 0 {
 		return
 	}
 	batches, err := labelRecords(recs, after, nil)
-	if err != nil {
+	if err != nil || len(batches) == 0 {
 		return
 	}
 	ps.mu.Lock()
@@ -174,6 +176,21 @@ func (ps *partitionState) loadAfterWindow(ctx context.Context) {
 	delta := ps.addWindowLocked(batches)
 	ps.mu.Unlock()
 	ps.gw.readCache.charge(ps, delta)
+}
+
+// readAtWhole is readAt that goes on reading while the records end inside
+// a batch stored in fragments, so that it is read whole, until DIS has no
+// more; reading a large batch takes several GetRecords calls.
+func (ps *partitionState) readAtWhole(ctx context.Context, seq int64) ([]disclient.Record, error) {
+	recs, err := ps.readAt(ctx, seq)
+	for err == nil && len(recs) > 0 && incompleteTail(recs) < len(recs) {
+		var more []disclient.Record
+		if more, err = ps.readAt(ctx, seq+int64(len(recs))); len(more) == 0 {
+			break
+		}
+		recs = append(recs, more...)
+	}
+	return recs, err
 }
 
 // readAt reads records from seq on with the partition's cursor, opening a

@@ -75,10 +75,19 @@ type partitionState struct {
 }
 
 // batchLoc places one DIS record of a kafka-format stream: its sequence
-// number and the Kafka offsets it holds.
+// number and the Kafka offsets it holds. A batch stored in fragments is
+// placed at its last fragment, which holds its offsets; lead is how many
+// records before seq hold its other fragments (0 for a batch in one
+// record), so reading it starts at seq-lead. The other fragments hold no
+// offsets; lead -1 marks a fragment whose batch began before the records
+// read, which the index does not learn.
 type batchLoc struct {
 	seq, base, last int64
+	lead            int64
 }
+
+// startSeq is where reading the record at loc starts: its first fragment.
+func (loc batchLoc) startSeq() int64 { return loc.seq - max(loc.lead, 0) }
 
 // cachedBatch is one stored record batch in the read cache, a copy that
 // aliases no request frame: for a DIS record that is not a batch, the
@@ -259,11 +268,13 @@ func (ps *partitionState) recover(ctx context.Context, producers bool) error {
 			return err
 		}
 		base := next
-		if tail, err = labelRecords(recs, noContext, func(seq int64) int64 { return base - (nextSeq - seq) }); err != nil {
+		if tail, err = labelTail(recs, noContext, func(seq int64) int64 { return base - (nextSeq - seq) }); err != nil {
 			return err
 		}
 		if len(tail) > 0 {
-			next = max(next, tail[len(tail)-1].last+1)
+			// Fragments hold fewer offsets than records: the offsets
+			// follow the last whole batch, not the sequence numbers.
+			next = max(wm, tail[len(tail)-1].last+1)
 		}
 	}
 	ps.mu.Lock()
@@ -308,13 +319,16 @@ func (ps *partitionState) readTail(ctx context.Context, earliest, nextSeq int64,
 		if err != nil {
 			return nil, err
 		}
+		out = append(recs, out...)
 		for i := range recs {
 			bytes += len(recs[i].Data)
 			if _, ok := protocol.ParseBatchInfo(recs[i].Data); ok {
 				found = true
+			} else if f, ok := parseFragment(recs[i].Data); ok && f.index == f.count-1 && i >= int(f.index) {
+				// The last fragment of a batch whose first is read too.
+				found = true
 			}
 		}
-		out = append(recs, out...)
 		hi = lo
 		if (found && (!producers || bytes >= tailMaxBytes || len(out) >= 8*tailChunk)) || len(out) >= tailMaxRecords {
 			break
@@ -379,9 +393,36 @@ const noContext = math.MinInt64
 // §6): it holds no offsets and is never served (markStale). after is the
 // last offset of the record before the run, or noContext, when the run's
 // first batch is taken as it is.
+//
+// The fragments of a batch larger than one DIS record (fragments.go) are
+// joined into it, placed at the last fragment; the others hold no offsets.
+// Fragments of a batch that breaks off (a writer stopped in its middle)
+// hold none either, nor does a fragment whose batch began before the run.
+// A batch whose fragments run past the end of recs is left out, with the
+// records after it: it is being written, or the rest has not been read.
 func labelRecords(recs []disclient.Record, after int64, fallback func(seq int64) int64) ([]cachedBatch, error) {
+	return labelRun(recs[:incompleteTail(recs)], after, fallback)
+}
+
+// labelTail is labelRecords for the writer's view of a partition's tail,
+// which it alone writes: a batch whose fragments run to the end is one its
+// writer stopped in the middle of, and holds no offsets.
+func labelTail(recs []disclient.Record, after int64, fallback func(seq int64) int64) ([]cachedBatch, error) {
+	return labelRun(recs, after, fallback)
+}
+
+// recordKind is what labelRun found a DIS record to be.
+type recordKind uint8
+
+const (
+	kindNative recordKind = iota // written by a DIS-native producer
+	kindBatch                    // a batch, or the last fragment of a whole one
+	kindEmpty                    // a fragment that holds no offsets
+)
+
+func labelRun(recs []disclient.Record, after int64, fallback func(seq int64) int64) ([]cachedBatch, error) {
 	out := make([]cachedBatch, len(recs))
-	isBatch := make([]bool, len(recs))
+	kind := make([]recordKind, len(recs))
 	first := -1
 	for i := range recs {
 		seq, err := strconv.ParseInt(recs[i].SequenceNumber, 10, 64)
@@ -389,30 +430,79 @@ func labelRecords(recs []disclient.Record, after int64, fallback func(seq int64)
 			return nil, errors.New("DIS returned sequence number " + strconv.Quote(recs[i].SequenceNumber))
 		}
 		out[i].seq = seq
-		var info protocol.BatchInfo
-		if info, isBatch[i] = protocol.ParseBatchInfo(recs[i].Data); isBatch[i] {
+	}
+	for i := 0; i < len(recs); i++ {
+		data := recs[i].Data
+		if info, ok := protocol.ParseBatchInfo(data); ok {
+			kind[i] = kindBatch
 			out[i].base, out[i].last, out[i].maxTS = info.BaseOffset, info.LastOffset(), info.MaxTimestamp
-			out[i].data = recs[i].Data
+			out[i].data = data
 			if first < 0 {
 				first = i
 			}
+			continue
+		}
+		f, ok := parseFragment(data)
+		if !ok {
+			continue
+		}
+		kind[i] = kindEmpty
+		if f.index != 0 {
+			out[i].lead = -1
+			continue
+		}
+		n, _ := wholeSet(recs, i, f)
+		if n == 0 {
+			continue
+		}
+		batch, ok := assembleFragments(recs[i:i+n], f)
+		if !ok {
+			continue
+		}
+		for k := i + 1; k < i+n-1; k++ {
+			kind[k] = kindEmpty
+		}
+		i += n - 1
+		info, _ := protocol.ParseBatchInfo(batch)
+		kind[i] = kindBatch
+		out[i].base, out[i].last, out[i].maxTS = info.BaseOffset, info.LastOffset(), info.MaxTimestamp
+		out[i].data, out[i].lead = batch, int64(n-1)
+		if first < 0 {
+			first = i
 		}
 	}
-	// With context, everything follows it; without, records before the
-	// first batch are placed backward from it.
+	// Without context, what comes before the first batch is placed
+	// backward from it.
+	if after == noContext && first > 0 {
+		cur := out[first].base
+		for i := first - 1; i >= 0; i-- {
+			if kind[i] == kindNative {
+				cur--
+			}
+			out[i].base = cur
+		}
+	}
 	top, known := after, after != noContext
 	for i := range recs {
 		switch {
-		case isBatch[i] && (known || i > first):
+		case kind[i] == kindEmpty:
+			switch {
+			case known:
+				out[i].base = top + 1
+			case first < 0:
+				out[i].base = fallback(out[i].seq)
+			}
+			out[i].last, out[i].maxTS = out[i].base-1, -1
+			continue
+		case kind[i] == kindBatch && (known || i > first):
 			top = markStale(&out[i], top)
 			continue
-		case isBatch[i]:
+		case kind[i] == kindBatch:
 			top, known = out[i].last, true
 			continue
 		case known:
 			out[i].base = top + 1
 		case first >= 0:
-			out[i].base = out[first].base - int64(first-i)
 		default:
 			out[i].base = fallback(out[i].seq)
 		}
@@ -461,6 +551,9 @@ const maxIndexEntries = 1024
 // three quarters are thinned to every other entry, so recent positions stay
 // exact and old ones a search away.
 func (ps *partitionState) learnLocked(loc batchLoc) {
+	if loc.lead < 0 {
+		return
+	}
 	n := len(ps.index)
 	if n == 0 || loc.seq > ps.index[n-1].seq {
 		ps.index = append(ps.index, loc)
@@ -490,7 +583,7 @@ func (ps *partitionState) learnLocked(loc batchLoc) {
 func (ps *partitionState) learnMaxTSLocked(batches []cachedBatch) {
 	for i := range batches {
 		if b := &batches[i]; b.maxTS > ps.maxTS || ps.maxTSSeq < 0 {
-			ps.maxTS, ps.maxTSSeq = b.maxTS, b.seq
+			ps.maxTS, ps.maxTSSeq = b.maxTS, b.startSeq()
 		}
 	}
 }
@@ -522,6 +615,24 @@ func (ps *partitionState) appended(batches []cachedBatch) {
 	ps.gw.readCache.charge(ps, delta)
 }
 
+// storedUpTo makes the next sequence number follow every record results
+// stored, so that the fragments of a batch whose write failed half way,
+// which hold no offsets, are not taken for someone else's write.
+func (ps *partitionState) storedUpTo(results []disclient.PutRecordsResult) {
+	top := int64(-1)
+	for i := range results {
+		if seq, err := strconv.ParseInt(results[i].SequenceNumber, 10, 64); err == nil && results[i].ErrorCode == "" {
+			top = max(top, seq)
+		}
+	}
+	if top < 0 {
+		return
+	}
+	ps.mu.Lock()
+	ps.nextSeq = max(ps.nextSeq, top+1)
+	ps.mu.Unlock()
+}
+
 // addWindowLocked puts batches into the partition's cache window: ones that
 // continue it extend it, others replace it. It returns the change in bytes.
 func (ps *partitionState) addWindowLocked(batches []cachedBatch) int {
@@ -544,9 +655,16 @@ func (ps *partitionState) addWindowLocked(batches []cachedBatch) int {
 		ps.window = append(ps.window, batches[i])
 		ps.windowBytes += len(batches[i].data)
 	}
-	// One partition keeps at most half the gateway's budget.
+	// One partition keeps at most half the gateway's budget, and at
+	// least its last batch unless that alone is over it: a larger batch
+	// (max.message.bytes allows up to 1 GiB) is served from its read and
+	// never cached.
 	drop := 0
-	for ps.windowBytes > ps.gw.cfg.ReadCacheBytes/2 && drop < len(ps.window)-1 {
+	keep := 1
+	if n := len(ps.window); n > 0 && len(ps.window[n-1].data) > ps.gw.cfg.ReadCacheBytes/2 {
+		keep = 0
+	}
+	for ps.windowBytes > ps.gw.cfg.ReadCacheBytes/2 && drop < len(ps.window)-keep {
 		ps.windowBytes -= len(ps.window[drop].data)
 		ps.window[drop] = cachedBatch{}
 		drop++
@@ -607,10 +725,10 @@ func (ps *partitionState) locateLocked(offset int64) (seq, lo, hi int64, exact b
 	}
 	if j < n {
 		e := ps.index[j]
-		if e.base <= offset || e.seq <= lo {
-			return e.seq, 0, 0, true
+		if e.base <= offset || e.startSeq() <= lo {
+			return e.startSeq(), 0, 0, true
 		}
-		hi = e.seq
+		hi = e.startSeq()
 	}
 	if lo >= hi {
 		return hi, 0, 0, true
@@ -681,11 +799,25 @@ func (ps *partitionState) probe(ctx context.Context, seq int64) ([]disclient.Rec
 		}
 		return nil, err
 	}
-	resp, err := dis.GetRecords(ctx, c.PartitionCursor, ps.readBytes())
-	if err != nil {
-		return nil, err
+	return ps.readWhole(ctx, c.PartitionCursor)
+}
+
+// readWhole reads records from cursor, going on while they end inside a
+// batch stored in fragments so that it is read whole, until DIS has no
+// more.
+func (ps *partitionState) readWhole(ctx context.Context, cursor string) ([]disclient.Record, error) {
+	var out []disclient.Record
+	for {
+		resp, err := ps.key.tenant.dis.GetRecords(ctx, cursor, ps.readBytes())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resp.Records...)
+		if len(resp.Records) == 0 || resp.NextPartitionCursor == "" || incompleteTail(out) == len(out) {
+			return out, nil
+		}
+		cursor = resp.NextPartitionCursor
 	}
-	return resp.Records, nil
 }
 
 // earliestOffset is the partition's log start offset: the base offset of
@@ -730,6 +862,9 @@ func (ps *partitionState) earliestOffset(ctx context.Context, earliestSeq int64)
 	batches, err := labelRecords(recs, noContext, func(seq int64) int64 { return next - (nextSeq - seq) })
 	if err != nil {
 		return 0, err
+	}
+	if len(batches) == 0 {
+		return next, nil
 	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -791,7 +926,7 @@ func (ps *partitionState) readBack(ctx context.Context, wantSeq int64) (map[int6
 	ps.mu.Lock()
 	next := ps.next
 	ps.mu.Unlock()
-	labels, err := labelRecords(recs, noContext, func(seq int64) int64 { return next + (seq - from) })
+	labels, err := labelTail(recs, noContext, func(seq int64) int64 { return next + (seq - from) })
 	if err != nil {
 		return nil, err
 	}
@@ -858,9 +993,9 @@ func (ps *partitionState) offsetOfSeq(ctx context.Context, seq int64) (int64, er
 	ps.mu.Lock()
 	nextSeq := ps.nextSeq
 	ps.mu.Unlock()
-	batches, err := labelRecords(recs[:1], noContext, func(s int64) int64 { return next - (nextSeq - s) })
-	if err != nil {
-		return 0, err
+	batches, err := labelRecords(recs, noContext, func(s int64) int64 { return next - (nextSeq - s) })
+	if err != nil || len(batches) == 0 {
+		return next, err
 	}
 	return batches[0].base, nil
 }

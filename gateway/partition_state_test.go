@@ -306,7 +306,7 @@ func TestFailedCallThatLandedIsAnsweredAsWritten(t *testing.T) {
 func TestWrittenBatchesDoNotAliasTheFrame(t *testing.T) {
 	frame := batchesOf(t, 1, 2, 5)
 	op := &appendOp{kafka: true, producerID: -1, entries: []disclient.PutRecordsEntry{{Data: frame}}}
-	written := op.takeBatchResults([]disclient.PutRecordsResult{{SequenceNumber: "9"}}, nil, nil)
+	written, _ := op.takeBatchResults([]disclient.PutRecordsResult{{SequenceNumber: "9"}}, []int{1}, 0, nil, nil)
 	if len(written) != 1 || written[0].seq != 9 || written[0].last != 1 {
 		t.Fatalf("written %+v", written)
 	}

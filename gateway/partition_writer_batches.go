@@ -21,6 +21,15 @@ import (
 // writer gives it its base offset, in order, from the partition's next
 // offset (recovered from DIS on first use). Only the base offset and the
 // partition leader epoch change, both outside the CRC.
+//
+// A batch larger than one DIS record is stored in fragments, consecutive
+// records (fragments.go), in as few calls as the PutRecords limits allow.
+// The writer is the partition's only one and has one call in flight, so
+// the fragments get consecutive sequence numbers unless someone else
+// writes in between, which the fence below finds like any other write
+// between two of this gateway's; a batch DIS stored part of is sent on
+// whatever its deadline (put), and one whose write failed half way is
+// left as fragments that break off, which hold no offsets.
 func (w *partitionWriter) writeBatches(ops []*appendOp) {
 	ps := w.state
 	deadline := callDeadline(ops)
@@ -56,6 +65,7 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 	ps.mu.Unlock()
 	now := time.Now().UnixMilli()
 	var entries []disclient.PutRecordsEntry
+	var ends []int // where each batch's records end in entries
 	for _, op := range ops {
 		op.baseOffset = off
 		for i := range op.entries {
@@ -69,10 +79,11 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 			}
 			info, _ := protocol.ParseBatchInfo(e.Data)
 			off = info.LastOffset() + 1
+			entries = append(entries, batchRecords(e.Data, e.PartitionID, *e.Timestamp, w.gw.cfg.MaxRecordBytes)...)
+			ends = append(ends, len(entries))
 		}
-		entries = append(entries, op.entries...)
 	}
-	results, code, msg, throttled := w.put(deadline, entries, nil).whole()
+	results, code, msg, throttled := w.put(deadline, entries, ends).whole()
 	var lost *callFailure
 	if code == 0 && len(results) != len(entries) {
 		code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
@@ -91,7 +102,8 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 	var written []cachedBatch
 	var owners []*appendOp         // the op of each written batch
 	failed := make(map[int64]bool) // producers with a failed batch in this call
-	i := 0
+	scattered := false             // a batch's fragments are not consecutive
+	b := 0                         // the op's first batch in ends
 	for _, op := range ops {
 		n := len(op.entries)
 		if code != 0 {
@@ -99,12 +111,14 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 			op.throttled = throttled
 		} else {
 			before := len(written)
-			written = op.takeBatchResults(results[i:i+n], lost, written)
+			var apart bool
+			written, apart = op.takeBatchResults(results, ends[b:b+n], batchStart(ends, b), lost, written)
+			scattered = scattered || apart
 			for range len(written) - before {
 				owners = append(owners, op)
 			}
 		}
-		i += n
+		b += n
 		if op.producerID >= 0 && failed[op.producerID] && op.errCode == 0 {
 			w.gw.log.Error().Str("topic", w.key.topic).Int32("partition", w.key.partition).Int64("producer_id", op.producerID).
 				Int64("base_offset", op.baseOffset).
@@ -122,16 +136,19 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 			w.gw.metrics.producedRecs.Add(float64(info.NumRecords))
 		}
 	}
+	expect := wantSeq
 	for j := range written {
-		if written[j].seq != wantSeq+int64(j) {
+		if written[j].startSeq() != expect || scattered {
 			w.gw.log.Warn().Str("topic", w.key.topic).Int32("partition", w.key.partition).
-				Int64("sequence_number", written[j].seq).Int64("expected", wantSeq+int64(j)).
+				Int64("sequence_number", written[j].startSeq()).Int64("expected", expect).
 				Msg("someone else wrote this partition between two writes of this gateway; batches whose offsets overlap theirs are written again after them")
 			written = w.fence(deadline, written, owners, wantSeq)
 			break
 		}
+		expect = written[j].seq + 1
 	}
 	ps.appended(written)
+	ps.storedUpTo(results)
 	if len(written) > 0 {
 		ps.scheduleWatermark()
 	}
@@ -149,41 +166,70 @@ type callFailure struct {
 	throttled bool
 }
 
-// takeBatchResults takes the per-record results of a kafka op: every batch
-// DIS stored goes into written, as a copy that aliases no request frame;
-// the op fails with the first record's error. A result with neither a
-// sequence number nor an error is a record of the failed call lost that
-// did not land.
-func (op *appendOp) takeBatchResults(results []disclient.PutRecordsResult, lost *callFailure, written []cachedBatch) []cachedBatch {
-	for j, r := range results {
-		if r.ErrorCode == "" && r.SequenceNumber == "" && lost != nil {
-			if op.errCode == 0 {
-				op.fail(lost.code, lost.msg)
-				op.throttled = lost.throttled
-			}
+// batchStart is where batch b's records begin in a call whose batches end
+// at ends.
+func batchStart(ends []int, b int) int {
+	if b == 0 {
+		return 0
+	}
+	return ends[b-1]
+}
+
+// takeBatchResults takes the per-record results of a kafka op, whose
+// batches' records begin at from and end at ends in results: every batch
+// DIS stored whole goes into written, as a copy that aliases no request
+// frame; the op fails with the first record's error. A result with
+// neither a sequence number nor an error is a record of the failed call
+// lost that did not land. scattered reports a batch whose fragments DIS
+// did not store at consecutive sequence numbers.
+func (op *appendOp) takeBatchResults(results []disclient.PutRecordsResult, ends []int, from int, lost *callFailure, written []cachedBatch) (_ []cachedBatch, scattered bool) {
+	for j, end := range ends {
+		rs := results[from:end]
+		from = end
+		first, last, bad := storedSeqs(rs)
+		switch {
+		case bad == nil:
+		case op.errCode != 0:
 			continue
-		}
-		if r.ErrorCode != "" {
-			if op.errCode == 0 {
-				op.fail(kafkaCodeForDIS(&disclient.Error{Code: r.ErrorCode, Message: r.ErrorMessage}), r.ErrorCode+": "+r.ErrorMessage)
-				op.throttled = isThrottle(r.ErrorCode)
-			}
+		case bad.ErrorCode == "" && bad.SequenceNumber == "" && lost != nil:
+			op.fail(lost.code, lost.msg)
+			op.throttled = lost.throttled
 			continue
-		}
-		seq, err := strconv.ParseInt(r.SequenceNumber, 10, 64)
-		if err != nil {
-			op.fail(kerr.UnknownServerError.Code, "DIS returned sequence number "+strconv.Quote(r.SequenceNumber))
+		case bad.ErrorCode != "":
+			op.fail(kafkaCodeForDIS(&disclient.Error{Code: bad.ErrorCode, Message: bad.ErrorMessage}), bad.ErrorCode+": "+bad.ErrorMessage)
+			op.throttled = isThrottle(bad.ErrorCode)
+			continue
+		default:
+			op.fail(kerr.UnknownServerError.Code, "DIS returned sequence number "+strconv.Quote(bad.SequenceNumber))
 			continue
 		}
 		data := op.entries[j].Data
 		info, _ := protocol.ParseBatchInfo(data)
+		scattered = scattered || last-first != int64(len(rs)-1)
 		written = append(written, cachedBatch{
-			batchLoc: batchLoc{seq: seq, base: info.BaseOffset, last: info.LastOffset()},
+			batchLoc: batchLoc{seq: last, base: info.BaseOffset, last: info.LastOffset(), lead: last - first},
 			maxTS:    info.MaxTimestamp,
 			data:     append([]byte(nil), data...),
 		})
 	}
-	return written
+	return written, scattered
+}
+
+// storedSeqs reads the results of the records of one batch: the sequence
+// numbers of its first and last record, or the first result that is not a
+// stored record.
+func storedSeqs(rs []disclient.PutRecordsResult) (first, last int64, bad *disclient.PutRecordsResult) {
+	for k := range rs {
+		seq, err := strconv.ParseInt(rs[k].SequenceNumber, 10, 64)
+		if rs[k].ErrorCode != "" || err != nil {
+			return 0, 0, &rs[k]
+		}
+		if k == 0 {
+			first = seq
+		}
+		last = seq
+	}
+	return first, last, nil
 }
 
 // landedTimeout bounds the look at what a failed PutRecords stored.
@@ -211,7 +257,7 @@ func (w *partitionWriter) landed(entries []disclient.PutRecordsEntry, wantSeq in
 	results := make([]disclient.PutRecordsResult, len(entries))
 	j := 0
 	for _, r := range stored {
-		for j < len(entries) && !sameBatch(entries[j].Data, r.Data) {
+		for j < len(entries) && !sameStored(entries[j].Data, r.Data) {
 			j++
 		}
 		if j == len(entries) {
@@ -225,13 +271,6 @@ func (w *partitionWriter) landed(entries []disclient.PutRecordsEntry, wantSeq in
 			Msg("a failed PutRecords call stored some of its batches; they are answered as written")
 	}
 	return results, true
-}
-
-// sameBatch reports whether stored is the batch sent: the same base offset,
-// length and CRC.
-func sameBatch(sent, stored []byte) bool {
-	return len(sent) == len(stored) && len(sent) >= protocol.BatchHeaderSize &&
-		string(sent[:8]) == string(stored[:8]) && string(sent[17:21]) == string(stored[17:21])
 }
 
 // fenceAttempts bounds how often a writer writes batches again after
@@ -299,18 +338,19 @@ func (w *partitionWriter) fence(deadline time.Time, written []cachedBatch, owner
 		ps.mu.Lock()
 		off := ps.next
 		ps.mu.Unlock()
-		entries := make([]disclient.PutRecordsEntry, len(again))
+		var entries []disclient.PutRecordsEntry
+		ends := make([]int, len(again))
 		for k, i := range again {
 			b := &written[i]
 			protocol.StampBatch(b.data, off, 0)
 			info, _ := protocol.ParseBatchInfo(b.data)
 			b.base, b.last = off, info.LastOffset()
 			off = b.last + 1
-			ts := b.maxTS
-			entries[k] = disclient.PutRecordsEntry{PartitionID: disclient.PartitionID(w.key.partition), Data: b.data, Timestamp: &ts}
+			entries = append(entries, batchRecords(b.data, disclient.PartitionID(w.key.partition), b.maxTS, w.gw.cfg.MaxRecordBytes)...)
+			ends[k] = len(entries)
 		}
-		w.gw.metrics.fencedBatches.Add(float64(len(entries)))
-		results, code, msg, _ := w.put(deadline, entries, nil).whole()
+		w.gw.metrics.fencedBatches.Add(float64(len(again)))
+		results, code, msg, _ := w.put(deadline, entries, ends).whole()
 		if code == 0 && len(results) != len(entries) {
 			code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
 		}
@@ -321,13 +361,14 @@ func (w *partitionWriter) fence(deadline time.Time, written []cachedBatch, owner
 		}
 		var failedIdx []int
 		for k, i := range again {
-			seq, err := strconv.ParseInt(results[k].SequenceNumber, 10, 64)
-			if results[k].ErrorCode != "" || err != nil {
+			first, last, bad := storedSeqs(results[batchStart(ends, k):ends[k]])
+			if bad != nil {
 				failedIdx = append(failedIdx, i)
 				continue
 			}
-			written[i].seq = seq
+			written[i].seq, written[i].lead = last, last-first
 		}
+		ps.storedUpTo(results)
 		for k, i := range again {
 			if op := owners[i]; slices.Index(owners, op) == i {
 				op.baseOffset = written[i].base

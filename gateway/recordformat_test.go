@@ -81,7 +81,7 @@ func TestLabelRecordsPlacesBatchesAndNativeRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []batchLoc{{10, 19, 19}, {11, 20, 22}, {12, 23, 23}, {13, 24, 25}}
+	want := []batchLoc{{10, 19, 19, 0}, {11, 20, 22, 0}, {12, 23, 23, 0}, {13, 24, 25, 0}}
 	for i := range want {
 		if got[i].batchLoc != want[i] {
 			t.Errorf("record %d placed at %+v, want %+v", i, got[i].batchLoc, want[i])
@@ -139,7 +139,7 @@ func TestLabelRecordsMarksStaleCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []batchLoc{{0, 0, 2}, {1, 3, 3}, {2, 4, 3}, {3, 4, 5}, {4, 6, 6}}
+	want := []batchLoc{{0, 0, 2, 0}, {1, 3, 3, 0}, {2, 4, 3, 0}, {3, 4, 5, 0}, {4, 6, 6, 0}}
 	for i := range want {
 		if got[i].batchLoc != want[i] {
 			t.Errorf("record %d placed at %+v, want %+v", i, got[i].batchLoc, want[i])
@@ -153,7 +153,7 @@ func TestLabelRecordsMarksStaleCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rest[0].data != nil || rest[1].batchLoc != (batchLoc{3, 4, 5}) || rest[2].batchLoc != (batchLoc{4, 6, 6}) {
+	if rest[0].data != nil || rest[1].batchLoc != (batchLoc{3, 4, 5, 0}) || rest[2].batchLoc != (batchLoc{4, 6, 6, 0}) {
 		t.Fatalf("with context, the read placed %+v and %+v", rest[0].batchLoc, rest[1].batchLoc)
 	}
 }

@@ -121,9 +121,19 @@ var topicConfigs = []topicConfig{
 		def: fixedValue("9223372036854775807"),
 	},
 	{
-		name: "max.message.bytes", typ: kmsg.ConfigTypeInt, readOnly: true,
-		doc: "The largest record batch a kafka-format topic takes, and the largest record a raw one takes: one DIS record (1 MiB unless the gateway is configured otherwise).",
+		name: configMaxMessageBytes, typ: kmsg.ConfigTypeInt,
+		doc: "The largest record batch a kafka-format topic takes, 0 to 1073741824 (a batch larger than one DIS record is stored in several); a raw topic takes records of one DIS record at most (1 MiB unless the gateway is configured otherwise) and keeps this default.",
+		value: func(cfg *Config, s *streamSpec) string {
+			if s.maxMessageBytes == "" {
+				return strconv.Itoa(cfg.MaxRecordBytes)
+			}
+			return s.maxMessageBytes
+		},
 		def: func(cfg *Config) string { return strconv.Itoa(cfg.MaxRecordBytes) },
+		set: func(s *streamSpec, v string) (err error) {
+			s.maxMessageBytes, err = parseMaxMessageBytes(v)
+			return err
+		},
 	},
 	{
 		name: configTimestampAfter, typ: kmsg.ConfigTypeLong,
@@ -220,6 +230,49 @@ const (
 	maxTimestampWindow = "9223372036854775807"
 )
 
+// configMaxMessageBytes is the largest batch Produce takes on a topic.
+const configMaxMessageBytes = "max.message.bytes"
+
+// parseMaxMessageBytes checks a max.message.bytes value and returns it in
+// canonical form.
+func parseMaxMessageBytes(v string) (string, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 0 || n > maxMessageBytesLimit {
+		return "", fmt.Errorf("%s %q must be a number of bytes from 0 to %d", configMaxMessageBytes, v, maxMessageBytesLimit)
+	}
+	return strconv.FormatInt(n, 10), nil
+}
+
+// maxMessageBytesOf is the largest batch t takes.
+func maxMessageBytesOf(cfg *Config, t *topicMeta) int {
+	spec := specOf(t)
+	n, err := strconv.Atoi(topicConfigNamed(configMaxMessageBytes).current(cfg, &spec))
+	if err != nil {
+		return cfg.MaxRecordBytes
+	}
+	return n
+}
+
+// maxStreamTags is how many tags DIS lets a stream have.
+const maxStreamTags = 10
+
+// checkSpec refuses configs the topic's record format cannot keep, and
+// config tags the stream has no room for: its Kafka name may take six.
+func checkSpec(cfg *Config, name string, s *streamSpec) error {
+	if s.format != FormatKafka {
+		if s.timestamps.withDefaults() != (timestampSpec{}).withDefaults() {
+			return errors.New("the message.timestamp.* configs need dis.record.format kafka: a raw topic keeps no Kafka timestamps to check")
+		}
+		if s.maxMessageBytes != "" && s.maxMessageBytes != strconv.Itoa(cfg.MaxRecordBytes) {
+			return fmt.Errorf("%s needs dis.record.format kafka: a raw topic stores each record in one DIS record, at most %d bytes", configMaxMessageBytes, cfg.MaxRecordBytes)
+		}
+	}
+	if n := 1 + len(topicNameTags(name)) + len(s.configTags()); n > maxStreamTags {
+		return fmt.Errorf("the topic's configs and its %d-character name need %d stream tags, more than the %d DIS allows: leave a config at its default or use a shorter name", len(name), n, maxStreamTags)
+	}
+	return nil
+}
+
 // timestampSpec is a topic's message.timestamp.* configs, each in its
 // canonical text; the zero value is Kafka's defaults, which is what a topic
 // whose stream carries no timestamp tags has.
@@ -306,7 +359,7 @@ func (c *topicConfig) current(cfg *Config, s *streamSpec) string {
 
 // specOf is the shape of an existing topic's stream.
 func specOf(t *topicMeta) streamSpec {
-	return streamSpec{retentionHours: t.retentionHours, format: t.format, streamType: t.streamType, timestamps: t.timestamps}
+	return streamSpec{retentionHours: t.retentionHours, format: t.format, streamType: t.streamType, timestamps: t.timestamps, maxMessageBytes: t.maxMessageBytes}
 }
 
 // brokerConfig is one broker config disgw reports; all are read-only.
@@ -469,9 +522,11 @@ func (gw *Gateway) alterResource(ctx context.Context, tn *tenant, rt kmsg.Config
 	if cerr := fill(a); cerr != nil {
 		return cerr
 	}
-	changed := a.changedTimestampTags()
-	if len(changed) > 0 && a.next.format != FormatKafka {
-		return invalidConfig("the message.timestamp.* configs need dis.record.format kafka: a raw topic keeps no Kafka timestamps to check")
+	changed := a.changedTags()
+	if len(changed) > 0 {
+		if err := checkSpec(a.cfg, name, &a.next); err != nil {
+			return invalidConfig("%s", err.Error())
+		}
 	}
 	if validateOnly {
 		return nil
@@ -480,12 +535,13 @@ func (gw *Gateway) alterResource(ctx context.Context, tn *tenant, rt kmsg.Config
 		err := tn.dis.UpdateStreamTags(ctx, t.streamID, &disclient.StreamTagsRequest{Action: disclient.TagActionCreate, Tags: changed})
 		tn.catalog.invalidate(name)
 		if err != nil {
-			gw.log.Warn().Err(err).Str("topic", name).Msg("changing the stream's timestamp tags failed")
+			gw.log.Warn().Err(err).Str("topic", name).Msg("changing the stream's config tags failed")
 			return &configError{code: kafkaCodeForDIS(err), msg: err.Error()}
 		}
 		gw.log.Info().Str("topic", name).Str(configTimestampType, a.next.timestamps.withDefaults().typ).
 			Str(configTimestampBefore, a.next.timestamps.withDefaults().beforeMax).
-			Str(configTimestampAfter, a.next.timestamps.withDefaults().afterMax).Msg("changed topic timestamp configs")
+			Str(configTimestampAfter, a.next.timestamps.withDefaults().afterMax).
+			Str(configMaxMessageBytes, topicConfigNamed(configMaxMessageBytes).current(a.cfg, &a.next)).Msg("changed topic configs")
 	}
 	if a.next.retentionHours == a.cur.retentionHours {
 		return nil
@@ -501,11 +557,12 @@ func (gw *Gateway) alterResource(ctx context.Context, tn *tenant, rt kmsg.Config
 	return nil
 }
 
-// changedTimestampTags are the stream tags that record the timestamp
-// configs the alter changes. Each is written with its value, a default
-// one included: the tag then says what a missing tag would.
-func (a *topicAlter) changedTimestampTags() []disclient.Tag {
+// changedTags are the stream tags that record the timestamp configs and
+// max.message.bytes the alter changes. Each is written with its value, a
+// default one included: the tag then says what a missing tag would.
+func (a *topicAlter) changedTags() []disclient.Tag {
 	cur, next := a.cur.timestamps.withDefaults(), a.next.timestamps.withDefaults()
+	mmb := topicConfigNamed(configMaxMessageBytes)
 	var out []disclient.Tag
 	for _, t := range []struct {
 		key       string
@@ -514,6 +571,7 @@ func (a *topicAlter) changedTimestampTags() []disclient.Tag {
 		{timestampTypeTagKey, cur.typ, next.typ},
 		{timestampBeforeTagKey, cur.beforeMax, next.beforeMax},
 		{timestampAfterTagKey, cur.afterMax, next.afterMax},
+		{maxMessageBytesTagKey, mmb.current(a.cfg, &a.cur), mmb.current(a.cfg, &a.next)},
 	} {
 		if t.cur != t.next {
 			out = append(out, disclient.Tag{Key: t.key, Value: t.next})

@@ -34,7 +34,7 @@ func TestTopicConfigTableIsSortedAndComplete(t *testing.T) {
 			alterable = append(alterable, c.name)
 		}
 	}
-	if want := []string{"message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type", "retention.ms"}; !slices.Equal(alterable, want) {
+	if want := []string{"max.message.bytes", "message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type", "retention.ms"}; !slices.Equal(alterable, want) {
 		t.Errorf("alterable configs = %v, want %v", alterable, want)
 	}
 	if topicConfigNamed("no.such.config") != nil {
@@ -112,7 +112,7 @@ func TestTopicConfigEntries(t *testing.T) {
 		{"dis.record.format", "raw", kmsg.ConfigSourceDynamicTopicConfig, true},
 		{"dis.stream.type", "COMMON", kmsg.ConfigSourceDefaultConfig, true},
 		{"cleanup.policy", "delete", kmsg.ConfigSourceDefaultConfig, true},
-		{"max.message.bytes", "1048576", kmsg.ConfigSourceDefaultConfig, true},
+		{"max.message.bytes", "1048576", kmsg.ConfigSourceDefaultConfig, false},
 		{"retention.bytes", "-1", kmsg.ConfigSourceDefaultConfig, true},
 	} {
 		e, ok := byName[tc.name]

@@ -63,7 +63,7 @@ func TestDescribeTopicConfigs(t *testing.T) {
 		{"dis.record.format", "raw", true, kmsg.ConfigSourceDynamicTopicConfig},
 		{"dis.stream.type", "COMMON", true, kmsg.ConfigSourceDefaultConfig},
 		{"cleanup.policy", "delete", true, kmsg.ConfigSourceDefaultConfig},
-		{"max.message.bytes", "1048576", true, kmsg.ConfigSourceDefaultConfig},
+		{"max.message.bytes", "1048576", false, kmsg.ConfigSourceDefaultConfig},
 		{"retention.bytes", "-1", true, kmsg.ConfigSourceDefaultConfig},
 		{"min.insync.replicas", "1", true, kmsg.ConfigSourceDefaultConfig},
 	} {

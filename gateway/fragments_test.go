@@ -1,0 +1,243 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/protocol"
+)
+
+// records makes DIS records of data at sequence numbers from seq on.
+func records(seq int64, data ...[]byte) []disclient.Record {
+	out := make([]disclient.Record, len(data))
+	for i, d := range data {
+		out[i] = disclient.Record{SequenceNumber: strconv.FormatInt(seq+int64(i), 10), Data: d}
+	}
+	return out
+}
+
+// stampedBatch is one batch of one record of valueBytes at base offset.
+func stampedBatch(t *testing.T, base int64, valueBytes int) []byte {
+	t.Helper()
+	b := batchesOf(t, 1, 1, valueBytes)
+	protocol.StampBatch(b, base, 0)
+	return b
+}
+
+// A batch larger than one DIS record becomes fragments no reader takes for
+// a batch, each within the record limit, and labelRecords joins them back
+// into the batch, placed at the last fragment; the others hold no offsets.
+func TestFragmentsRoundTrip(t *testing.T) {
+	const limit = 64 << 10
+	batch := stampedBatch(t, 7, 300_000)
+	frags := fragmentBatch(batch, limit)
+	if len(frags) != 5 {
+		t.Fatalf("%d fragments, want 5", len(frags))
+	}
+	for i, f := range frags {
+		if len(f) > limit {
+			t.Errorf("fragment %d is %d bytes, over the %d-byte limit", i, len(f), limit)
+		}
+		if _, ok := protocol.ParseBatchInfo(f); ok {
+			t.Errorf("fragment %d parses as a batch", i)
+		}
+		info, ok := parseFragment(f)
+		if !ok || info.index != int32(i) || info.count != 5 || info.base != 7 || int(info.total) != len(batch) {
+			t.Errorf("fragment %d header %+v ok %v", i, info, ok)
+		}
+	}
+	if one := fragmentBatch(batch, len(batch)); len(one) != 1 || !bytes.Equal(one[0], batch) {
+		t.Error("a batch that fits one record is not stored as it is")
+	}
+	corrupt := bytes.Clone(frags[2])
+	corrupt[len(corrupt)-1] ^= 1
+	if _, ok := parseFragment(corrupt); ok {
+		t.Error("a fragment with a damaged payload parses")
+	}
+
+	before := stampedBatch(t, 0, 10)
+	protocol.StampBatch(before, 6, 0)
+	after := stampedBatch(t, 8, 10)
+	recs := records(20, append([][]byte{before}, append(frags, after)...)...)
+	got, err := labelRecords(recs, noContext, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 7 {
+		t.Fatalf("%d labels, want 7", len(got))
+	}
+	for i := 1; i < 5; i++ {
+		if got[i].data != nil || got[i].last >= got[i].base {
+			t.Errorf("fragment %d holds offsets %d..%d", i-1, got[i].base, got[i].last)
+		}
+	}
+	whole := got[5]
+	if !bytes.Equal(whole.data, batch) || whole.batchLoc != (batchLoc{25, 7, 7, 4}) || whole.startSeq() != 21 {
+		t.Fatalf("the joined batch is at %+v, %d bytes", whole.batchLoc, len(whole.data))
+	}
+	if got[6].base != 8 || got[6].data == nil {
+		t.Fatalf("the batch after the fragments is %+v", got[6].batchLoc)
+	}
+}
+
+// A batch whose fragments break off (its writer stopped in the middle)
+// holds no offsets and is never served: the batch after it, written again
+// with the same offsets, is. One whose fragments run past the end of the
+// records read is left out until the rest is read; the writer's view of
+// its own tail takes it as broken off.
+func TestPartialFragmentsAreNeverServed(t *testing.T) {
+	const limit = 64 << 10
+	first := stampedBatch(t, 0, 10)
+	big := stampedBatch(t, 1, 200_000)
+	frags := fragmentBatch(big, limit)
+	again := fragmentBatch(big, limit)
+	recs := records(0, append(append([][]byte{first}, frags[:2]...), again...)...)
+
+	got, err := labelRecords(recs, noContext, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served []cachedBatch
+	for _, b := range got {
+		if b.data != nil {
+			served = append(served, b)
+		}
+	}
+	if len(served) != 2 || served[1].base != 1 || !bytes.Equal(served[1].data, big) || served[1].startSeq() != 3 {
+		t.Fatalf("served %+v", served)
+	}
+
+	tail := recs[:3]
+	if got, _ := labelRecords(tail, noContext, nil); len(got) != 1 || got[0].base != 0 {
+		t.Fatalf("a batch still being written was labelled: %+v", got)
+	}
+	if got, _ := labelTail(tail, noContext, nil); len(got) != 3 || got[2].data != nil || got[2].last != 0 {
+		t.Fatalf("the writer's view of a broken-off tail: %+v", got)
+	}
+	if incompleteTail(recs[:4]) != 3 || incompleteTail(recs) != len(recs) {
+		t.Fatal("incompleteTail misplaces the batch being written")
+	}
+}
+
+// largeTopic creates a one-partition topic with max.message.bytes set.
+func largeTopic(t *testing.T, kc *kgo.Client, topic string, maxBytes int) {
+	t.Helper()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, 1, 1
+	c := kmsg.NewCreateTopicsRequestTopicConfig()
+	c.Name, c.Value = "max.message.bytes", kmsg.StringPtr(strconv.Itoa(maxBytes))
+	ct.Configs = append(ct.Configs, c)
+	create.Topics = append(create.Topics, ct)
+	if resp, err := create.RequestWith(context.Background(), kc); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create topic: %v %v", resp, err)
+	}
+}
+
+// Through a gateway whose DIS records are 64 KiB: a topic with a larger
+// max.message.bytes takes a batch of several records, serves it back
+// whole, and keeps offsets dense around it; a gateway that recovers the
+// partition after a writer stopped half way through a batch continues
+// after the last whole batch and never serves the part.
+func TestLargeBatchThroughGateway(t *testing.T) {
+	dis := localDIS(t)
+	cfg := Config{MaxRecordBytes: 64 << 10, PutRecordsMaxBytes: 128 << 10}
+	gw := startGateway(t, cfg, dis)
+	kc, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()), kgo.MaxVersions(kversion.V3_0_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	largeTopic(t, kc, "big", 1<<20)
+
+	if base := produceRaw(t, kc, "big", batchesOf(t, 1, 2, 10)); base != 0 {
+		t.Fatalf("first batch at %d", base)
+	}
+	big := batchesOf(t, 1, 1, 300_000)
+	if base := produceRaw(t, kc, "big", big); base != 2 {
+		t.Fatalf("large batch at %d, want 2", base)
+	}
+	if base := produceRaw(t, kc, "big", batchesOf(t, 1, 1, 10)); base != 3 {
+		t.Fatalf("batch after the large one at %d, want 3", base)
+	}
+	p := fetchPartition0(t, kc, "big", 2, 1024)
+	bs, err := protocol.DecodeBatches(p.RecordBatches, protocol.NewDecompressBudget(1<<20))
+	if err != nil || len(bs) == 0 || bs[0].BaseOffset != 2 || len(bs[0].Records) != 1 || len(bs[0].Records[0].Value) != 300_000 {
+		t.Fatalf("fetching the large batch over a 1 KiB partition limit: %d batches, %v", len(bs), err)
+	}
+
+	// A writer that stopped after two fragments of a batch at offset 4.
+	stopped := batchesOf(t, 1, 1, 300_000)
+	protocol.StampBatch(stopped, 4, 0)
+	var entries []disclient.PutRecordsEntry
+	for _, f := range fragmentBatch(stopped, cfg.MaxRecordBytes)[:2] {
+		entries = append(entries, disclient.PutRecordsEntry{PartitionID: disclient.PartitionID(0), Data: f})
+	}
+	if _, err := dis.PutRecords(context.Background(), &disclient.PutRecordsRequest{StreamName: "big", Records: entries}); err != nil {
+		t.Fatal(err)
+	}
+
+	gw2 := startGateway(t, cfg, dis)
+	kc2, err := kgo.NewClient(kgo.SeedBrokers(gw2.Addr().String()), kgo.MaxVersions(kversion.V3_0_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc2.Close()
+	if _, _, hwm := fetchAt(t, kc2, "big", 0); hwm != 4 {
+		t.Fatalf("high watermark %d after a batch written in part, want 4", hwm)
+	}
+	if base := produceRaw(t, kc2, "big", big); base != 4 {
+		t.Fatalf("the batch after a part got %d, want 4", base)
+	}
+	var offsets []int64
+	for off := int64(0); off < 5; {
+		recs := fetchRecords(t, kc2, "big", off)
+		if len(recs) == 0 {
+			t.Fatalf("nothing at %d", off)
+		}
+		for _, r := range recs {
+			if r.Offset >= off {
+				offsets = append(offsets, r.Offset)
+			}
+		}
+		off = recs[len(recs)-1].Offset + 1
+	}
+	if want := []int64{0, 1, 2, 3, 4}; !slices.Equal(offsets, want) {
+		t.Fatalf("offsets %v, want %v", offsets, want)
+	}
+}
+
+// A batch over the topic's max.message.bytes is refused with
+// MESSAGE_TOO_LARGE, the default being one DIS record.
+func TestLargeBatchOverTheLimit(t *testing.T) {
+	gw := startGateway(t, Config{MaxRecordBytes: 64 << 10}, localDIS(t))
+	kc, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()), kgo.MaxVersions(kversion.V3_0_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	largeTopic(t, kc, "small", 64<<10)
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 20000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "small"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batchesOf(t, 1, 1, 100_000)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 10 {
+		t.Fatalf("error %d, want MESSAGE_TOO_LARGE (10)", code)
+	}
+}
