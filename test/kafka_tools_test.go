@@ -421,7 +421,8 @@ func TestKafkaToolConsumerGroups(t *testing.T) {
 // retention.ms rounded up to whole hours as DIS keeps it, a retention
 // outside DIS's 24 to 72 hours refused, --describe --all, and
 // --delete-config back to the 24 h default; a broker describes without
-// dynamic configs.
+// dynamic configs; a group describes with the consumer protocol's
+// heartbeat interval and session timeout, which it cannot alter.
 func TestKafkaToolConfigs(t *testing.T) {
 	k, c := startKafkaTools(t)
 	const topic = "tools-configs"
@@ -484,4 +485,18 @@ func TestKafkaToolConfigs(t *testing.T) {
 	if got := lines(k.run(configCommand, "--describe", "--entity-type", "brokers", "--entity-name", broker)); !slices.Equal(got, []string{"Dynamic configs for broker " + broker + " are:"}) {
 		t.Errorf("broker %s: %q", broker, got)
 	}
+
+	// A consumer group's configs (KIP-848) are the gateway's, the same for
+	// every group, and cannot be changed per group.
+	group := []string{"--entity-type", "groups", "--entity-name", "tools-config-group"}
+	if got := lines(k.run(configCommand, append([]string{"--describe"}, group...)...)); !slices.Equal(got, []string{"Dynamic configs for group tools-config-group are:"}) {
+		t.Errorf("group: %q", got)
+	}
+	want = []string{"All configs for group tools-config-group are:",
+		"  consumer.heartbeat.interval.ms=5000 sensitive=false synonyms={DEFAULT_CONFIG:consumer.heartbeat.interval.ms=5000}",
+		"  consumer.session.timeout.ms=45000 sensitive=false synonyms={DEFAULT_CONFIG:consumer.session.timeout.ms=45000}"}
+	if got := lines(k.run(configCommand, append([]string{"--describe", "--all"}, group...)...)); !slices.Equal(got, want) {
+		t.Errorf("group --all:\n%q\nwant\n%q", got, want)
+	}
+	k.fail("the same for every group", configCommand, append([]string{"--alter", "--add-config", "consumer.session.timeout.ms=30000"}, group...)...)
 }
