@@ -12,12 +12,16 @@ import (
 	"github.com/disgw/disgw/protocol"
 )
 
-// ListOffsets v1–v8.
+// ListOffsets v1–v11.
 //
 // v1 answers one offset per partition; v2 added the isolation level; v4 the
 // current leader epoch; v6 made it flexible; v7 the max-timestamp query
 // (-3, KIP-734); v8 earliest-local (-4, KIP-1005), which is the earliest
-// offset here since DIS has no tiered storage. Earliest and latest come from
+// offset here since DIS has no tiered storage; v9 latest-tiered (-5,
+// KIP-1005) and v11 earliest-pending-upload (-6, KIP-1023), which have no
+// offset (-1) without tiered storage, as Kafka answers for a topic that
+// has none; v10 a timeout for remote reads (KIP-1075), which DIS reads do
+// not need. Earliest and latest come from
 // the partition's sequence_number_range; a timestamp opens an AT_TIMESTAMP
 // cursor and reads the first record there. For kafka-format topics the
 // answers are offsets inside the stored batches (docs/record-formats.md):
@@ -26,7 +30,7 @@ import (
 // (the DIS record's timestamp) and in it the first record that does.
 
 func init() {
-	regKey(2, 1, 8, api[*kmsg.ListOffsetsRequest]{concurrent: handleListOffsets, errors: listOffsetsError})
+	regKey(2, 1, 11, api[*kmsg.ListOffsetsRequest]{concurrent: handleListOffsets, errors: listOffsetsError})
 }
 
 // listOffsetsError answers every partition of req with code.
@@ -52,6 +56,8 @@ const (
 	listEarliest    = -2
 	listMaxTime     = -3
 	listEarliestLoc = -4
+	listLatestTier  = -5
+	listPendingTier = -6
 )
 
 func handleListOffsets(ctx context.Context, gw *Gateway, r *request, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
@@ -92,6 +98,10 @@ func handleListOffsets(ctx context.Context, gw *Gateway, r *request, req *kmsg.L
 }
 
 func (gw *Gateway) listOffset(ctx context.Context, t *topicMeta, p int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	if ts == listLatestTier || ts == listPendingTier {
+		sp.LeaderEpoch = -1
+		return
+	}
 	if t.format == FormatKafka {
 		gw.listBatchOffset(ctx, t, p, ts, sp)
 		return

@@ -16,7 +16,9 @@ import (
 // come from topicConfigs with values read from the DIS stream; the broker
 // resource is this gateway (its node id), whose configs are all static. The
 // cluster-default broker resource (empty name) holds only dynamic defaults in
-// Kafka, and disgw has none, so it is answered with no configs.
+// Kafka, and disgw has none, so it is answered with no configs. A group
+// (the GROUP resource of KIP-848) has the consumer protocol's heartbeat
+// interval and session timeout, the same for every group.
 
 func init() {
 	regKey(32, 0, 4, api[*kmsg.DescribeConfigsRequest]{concurrent: handleDescribeConfigs, errors: describeConfigsError})
@@ -79,6 +81,11 @@ func (gw *Gateway) configEntries(ctx context.Context, tn *tenant, rt kmsg.Config
 			return brokerConfigEntries(&gw.cfg), nil
 		}
 		return nil, invalidRequest("this is broker %d, not %q", gw.cfg.NodeID, name)
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if name == "" {
+			return nil, invalidRequest("a group config resource names a group")
+		}
+		return groupConfigEntries(gw.groups.coord.ConsumerTimings()), nil
 	}
 	return nil, resourceTypeError(rt)
 }

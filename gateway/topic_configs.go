@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -417,6 +418,20 @@ var brokerConfigs = []brokerConfig{
 		value: func(cfg *Config) string { return strconv.Itoa(int(cfg.MaxFrameBytes)) }},
 }
 
+// groupConfigEntries reports the configs of a consumer group (the GROUP
+// resource, KIP-848): the gateway's flags set them for every group alike,
+// so no group overrides them, and a group need not exist to have them.
+func groupConfigEntries(session, heartbeat time.Duration) []configEntry {
+	entry := func(name string, d time.Duration, doc string) configEntry {
+		v := strconv.FormatInt(d.Milliseconds(), 10)
+		return configEntry{name: name, value: v, def: v, source: kmsg.ConfigSourceDefaultConfig, readOnly: true, typ: kmsg.ConfigTypeInt, doc: doc}
+	}
+	return []configEntry{
+		entry("consumer.heartbeat.interval.ms", heartbeat, "Heartbeat interval told to consumer-protocol members."),
+		entry("consumer.session.timeout.ms", session, "Consumer-protocol members silent this long are removed."),
+	}
+}
+
 // configError is a refusal of one resource in a config request.
 type configError struct {
 	code int16
@@ -438,7 +453,12 @@ func invalidRequest(format string, args ...any) *configError {
 // which is what every disgw broker config is.
 var errBrokerConfigsStatic = invalidRequest("disgw broker configs are static: set them with the gateway's flags and restart it")
 
-// resourceTypeError refuses resource types other than topics and brokers.
+// errGroupConfigsStatic refuses every group config change, as
+// errBrokerConfigsStatic does: the gateway's flags set them for all groups.
+var errGroupConfigsStatic = invalidRequest("disgw group configs are the same for every group: set them with --consumer-group-session-timeout and --consumer-group-heartbeat-interval")
+
+// resourceTypeError refuses resource types other than topics, brokers and
+// groups.
 func resourceTypeError(rt kmsg.ConfigResourceType) *configError {
 	if rt == kmsg.ConfigResourceTypeBrokerLogger {
 		return invalidRequest("disgw has no broker loggers: its log level is set when it starts")
@@ -508,6 +528,8 @@ func (gw *Gateway) alterResource(ctx context.Context, tn *tenant, rt kmsg.Config
 	case kmsg.ConfigResourceTypeTopic:
 	case kmsg.ConfigResourceTypeBroker:
 		return errBrokerConfigsStatic
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return errGroupConfigsStatic
 	default:
 		return resourceTypeError(rt)
 	}

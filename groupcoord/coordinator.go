@@ -172,6 +172,14 @@ func New(cfg Config) *Coordinator {
 	return c
 }
 
+// ConsumerTimings are the session timeout and heartbeat interval of
+// consumer-protocol groups, defaults filled in, for the gateway to report
+// as group configs. The configuration never changes after New, so any
+// goroutine may ask.
+func (c *Coordinator) ConsumerTimings() (session, heartbeat time.Duration) {
+	return c.cfg.ConsumerSessionTimeout, c.cfg.ConsumerHeartbeatInterval
+}
+
 // counterMemberID is the default, predictable member id.
 func (c *Coordinator) counterMemberID(clientID string) string {
 	c.nextID++

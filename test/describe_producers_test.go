@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,10 +219,22 @@ func TestKafkaTransactionsDescribeProducers(t *testing.T) {
 	}
 }
 
-// kafkaToolsClasspath resolves Apache Kafka's tools with Maven and returns
-// their class path.
+// kafkaToolsCP caches the class path kafkaToolsClasspath resolves: every
+// test of Kafka's tools runs with the same jars, and Maven takes seconds.
+var kafkaToolsCP struct {
+	sync.Mutex
+	cp string
+}
+
+// kafkaToolsClasspath resolves Apache Kafka's tools with Maven (once per
+// test binary) and returns their class path.
 func kafkaToolsClasspath(ctx context.Context, t *testing.T) string {
 	t.Helper()
+	kafkaToolsCP.Lock()
+	defer kafkaToolsCP.Unlock()
+	if kafkaToolsCP.cp != "" {
+		return kafkaToolsCP.cp
+	}
 	pom, err := filepath.Abs(filepath.Join("kafkatools", "pom.xml"))
 	if err != nil {
 		t.Fatal(err)
@@ -235,5 +248,6 @@ func kafkaToolsClasspath(ctx context.Context, t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(cp))
+	kafkaToolsCP.cp = strings.TrimSpace(string(cp))
+	return kafkaToolsCP.cp
 }

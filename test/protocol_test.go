@@ -45,7 +45,7 @@ func TestApiVersionsUnknownVersion(t *testing.T) {
 	if got.ErrorCode != 0 || len(got.ApiKeys) == 0 {
 		t.Fatalf("ApiVersions v4 after the probe: error %d, %d keys", got.ErrorCode, len(got.ApiKeys))
 	}
-	want := map[int16][2]int16{0: {3, 11}, 1: {4, 16}, 2: {1, 8}, 3: {0, 12}, 18: {0, 4}, 19: {0, 7}, 22: {0, 5}}
+	want := map[int16][2]int16{0: {3, 11}, 1: {4, 16}, 2: {1, 11}, 3: {0, 12}, 18: {0, 4}, 19: {0, 7}, 22: {0, 5}}
 	for _, k := range got.ApiKeys {
 		if w, ok := want[k.ApiKey]; ok && (k.MinVersion != w[0] || k.MaxVersion != w[1]) {
 			t.Errorf("key %d: versions %d-%d, want %d-%d", k.ApiKey, k.MinVersion, k.MaxVersion, w[0], w[1])
