@@ -3,6 +3,7 @@ package test
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -123,5 +124,97 @@ func TestListOffsetsExpiredTimestampIsEarliest(t *testing.T) {
 				t.Errorf("%s: ListOffsets(%d) = offset %d timestamp %d, want %d at %d", topic, q.ts-t0, off, ts, q.offset, q.at)
 			}
 		}
+	}
+}
+
+// Kafka takes a commit of any offset; DIS only a checkpoint inside the
+// partition's range. Commits beyond the end and before the log start (an
+// idle group whose records retention removed) are accepted and read back
+// exactly, on raw and kafka topics, and the checkpoint DIS holds is inside
+// the range.
+func TestCommitOutsideDISRange(t *testing.T) {
+	var skew atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	c, err := Start(Options{Dir: t.TempDir(), Logger: log, DISConfig: func(cfg *dislocal.Config) {
+		cfg.Now, cfg.RetentionCheckInterval = clock, 20*time.Millisecond
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := newClient(t, c)
+	adm := kadm.NewClient(cl)
+	formats := []string{"raw", "kafka"}
+	for _, format := range formats {
+		topic := "commit-" + format
+		createTopic(t, c, topic, 1, map[string]*string{"dis.record.format": kadm.StringPtr(format)})
+		for _, v := range []string{"a", "b"} {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	commit := func(group, topic string, offset int64) {
+		t.Helper()
+		var os kadm.Offsets
+		os.Add(kadm.Offset{Topic: topic, Partition: 0, At: offset, LeaderEpoch: -1})
+		resp, err := adm.CommitOffsets(ctx, group, os)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatalf("commit %d to %s: %v", offset, topic, err)
+		}
+	}
+	check := func(group, topic string, want int64, earliest, next int64) {
+		t.Helper()
+		got, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := got.Lookup(topic, 0); !ok || o.Err != nil || o.At != want {
+			t.Errorf("%s: committed offset %+v, want %d", topic, o, want)
+		}
+		cp, err := c.Client.GetCheckpoint(ctx, &disclient.GetCheckpointRequest{AppName: group, StreamName: topic,
+			PartitionID: "0", CheckpointType: disclient.CheckpointLastRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq, err := strconv.ParseInt(cp.SequenceNumber, 10, 64); err != nil || seq < earliest || seq > next {
+			t.Errorf("%s: DIS checkpoint at %s, outside [%d : %d]", topic, cp.SequenceNumber, earliest, next)
+		}
+	}
+	for _, format := range formats {
+		topic := "commit-" + format
+		commit("beyond", topic, 1000)
+		check("beyond", topic, 1000, 0, 2)
+		commit("inside", topic, 1)
+		check("inside", topic, 1, 0, 2)
+	}
+
+	// Retention removes both records; an idle group commits its old offset.
+	skew.Store(int64(25 * time.Hour))
+	for _, format := range formats {
+		for {
+			d, err := c.Client.DescribeStream(ctx, "commit-"+format, "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Partitions[0].SequenceNumberRange == "[2 : 2]" {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("retention left %s", d.Partitions[0].SequenceNumberRange)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for _, format := range formats {
+		topic := "commit-" + format
+		commit("idle", topic, 1)
+		check("idle", topic, 1, 2, 2)
 	}
 }
