@@ -3,6 +3,7 @@ package test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/disgw/disgw/disclient"
@@ -216,5 +218,46 @@ func TestCommitOutsideDISRange(t *testing.T) {
 		topic := "commit-" + format
 		commit("idle", topic, 1)
 		check("idle", topic, 1, 2, 2)
+	}
+}
+
+// The embedded DIS with DIS's account limits: a topic past the partition
+// quota is refused POLICY_VIOLATION, and a group past the app quota gets
+// the retriable COORDINATOR_NOT_AVAILABLE on commit, never
+// UNKNOWN_SERVER_ERROR.
+func TestDISAccountQuotas(t *testing.T) {
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	c, err := Start(Options{Dir: t.TempDir(), Logger: log, DISConfig: func(cfg *dislocal.Config) {
+		cfg.Limits = dislocal.DISLimits()
+		cfg.Limits.Apps = 1
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(newClient(t, c))
+	if resp, _ := adm.CreateTopic(ctx, 51, 1, nil, "too-many"); !errors.Is(resp.Err, kerr.PolicyViolation) {
+		t.Fatalf("CreateTopic past the partition quota: %v, want POLICY_VIOLATION", resp.Err)
+	}
+	createTopic(t, c, "q", 1, nil)
+	commit := func(ctx context.Context, group string) error {
+		var os kadm.Offsets
+		os.Add(kadm.Offset{Topic: "q", Partition: 0, At: 0, LeaderEpoch: -1})
+		r, err := adm.CommitOffsets(ctx, group, os)
+		if err != nil {
+			return err
+		}
+		return r.Error()
+	}
+	// The one app the quota allows is taken by the first group.
+	if err := commit(ctx, "first"); err != nil {
+		t.Fatalf("first group: %v", err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 3*time.Second)
+	defer cancelShort()
+	if err := commit(short, "second"); !errors.Is(err, kerr.CoordinatorNotAvailable) {
+		t.Fatalf("second group past the app quota: %v, want COORDINATOR_NOT_AVAILABLE", err)
 	}
 }
