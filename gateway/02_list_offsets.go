@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -123,50 +124,72 @@ func (gw *Gateway) listOffset(ctx context.Context, t *topicMeta, p int32, ts int
 		if hwm <= pm.earliest {
 			return
 		}
-		gw.firstRecordAt(ctx, t, p, &disclient.GetCursorRequest{CursorType: disclient.CursorAtSequenceNumber,
-			StartingSequenceNumber: strconv.FormatInt(hwm-1, 10)}, sp)
+		c, err := t.tenant.dis.GetCursor(ctx, &disclient.GetCursorRequest{StreamName: t.stream, PartitionID: disclient.PartitionID(p),
+			CursorType: disclient.CursorAtSequenceNumber, StartingSequenceNumber: strconv.FormatInt(hwm-1, 10)})
+		if err != nil {
+			gw.listOffsetFailed(t, p, sp, err)
+			return
+		}
+		gw.firstRecordAt(ctx, t, p, c, sp)
 		return
 	}
 	if ts < 0 {
 		sp.ErrorCode = kerr.InvalidRequest.Code
 		return
 	}
-	gw.firstRecordAt(ctx, t, p, &disclient.GetCursorRequest{CursorType: disclient.CursorAtTimestamp, Timestamp: ts}, sp)
+	c, _, err := timestampCursor(ctx, t, p, ts)
+	if err != nil {
+		gw.listOffsetFailed(t, p, sp, err)
+		return
+	}
+	gw.firstRecordAt(ctx, t, p, c, sp)
 }
 
-// firstRecordAt reads the first record at a cursor and reports its offset
-// and timestamp; none leaves -1, as Kafka answers a timestamp past the end.
-func (gw *Gateway) firstRecordAt(ctx context.Context, t *topicMeta, p int32, cr *disclient.GetCursorRequest, sp *kmsg.ListOffsetsResponseTopicPartition) {
-	cr.StreamName, cr.PartitionID = t.stream, disclient.PartitionID(p)
+// timestampCursor opens an AT_TIMESTAMP cursor on partition p. A timestamp
+// DIS calls expired (records from it on are past retention) opens the
+// partition at its earliest record instead, and ts becomes math.MinInt64:
+// Kafka answers a timestamp before the log start with the first retained
+// record.
+func timestampCursor(ctx context.Context, t *topicMeta, p int32, ts int64) (*disclient.GetCursorResponse, int64, error) {
+	cr := &disclient.GetCursorRequest{StreamName: t.stream, PartitionID: disclient.PartitionID(p),
+		CursorType: disclient.CursorAtTimestamp, Timestamp: ts}
 	c, err := t.tenant.dis.GetCursor(ctx, cr)
-	if err == nil {
-		var recs *disclient.GetRecordsResponse
-		recs, err = t.tenant.dis.GetRecords(ctx, c.PartitionCursor, 0)
-		if err == nil {
-			if len(recs.Records) == 0 {
-				return
-			}
-			rec, ferr := fromRawDIS(&recs.Records[0])
-			if ferr != nil {
-				err = ferr
-			} else {
-				sp.Offset, sp.Timestamp = rec.Offset, rec.Timestamp
-				return
-			}
-		}
+	if isTimestampExpired(err) {
+		cr.CursorType, cr.Timestamp, ts = disclient.CursorTrimHorizon, 0, math.MinInt64
+		c, err = t.tenant.dis.GetCursor(ctx, cr)
 	}
+	return c, ts, err
+}
+
+// listOffsetFailed answers sp with the Kafka code for a failed DIS call.
+func (gw *Gateway) listOffsetFailed(t *topicMeta, p int32, sp *kmsg.ListOffsetsResponseTopicPartition, err error) {
 	gw.log.Warn().Err(err).Str("topic", t.name).Int32("partition", p).Msg("list offsets: reading DIS failed")
 	sp.ErrorCode = kafkaCodeForDIS(err)
+}
+
+// firstRecordAt reads the first record at cursor c and reports its offset
+// and timestamp; none leaves -1, as Kafka answers a timestamp past the end.
+func (gw *Gateway) firstRecordAt(ctx context.Context, t *topicMeta, p int32, c *disclient.GetCursorResponse, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	recs, err := t.tenant.dis.GetRecords(ctx, c.PartitionCursor, gw.disReadBytes())
+	if err == nil {
+		if len(recs.Records) == 0 {
+			return
+		}
+		rec, ferr := fromRawDIS(&recs.Records[0])
+		if ferr == nil {
+			sp.Offset, sp.Timestamp = rec.Offset, rec.Timestamp
+			return
+		}
+		err = ferr
+	}
+	gw.listOffsetFailed(t, p, sp, err)
 }
 
 // listBatchOffset answers ListOffsets for partition p of a kafka-format
 // topic, exactly.
 func (gw *Gateway) listBatchOffset(ctx context.Context, t *topicMeta, p int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	ps := gw.partitionFor(t.key(p))
-	fail := func(err error) {
-		gw.log.Warn().Err(err).Str("topic", t.name).Int32("partition", p).Msg("list offsets: reading DIS failed")
-		sp.ErrorCode = kafkaCodeForDIS(err)
-	}
+	fail := func(err error) { gw.listOffsetFailed(t, p, sp, err) }
 	var err error
 	switch ts {
 	case listEarliest, listEarliestLoc:
@@ -193,8 +216,7 @@ func (gw *Gateway) listBatchOffset(ctx context.Context, t *topicMeta, p int32, t
 		fail(err)
 		return
 	}
-	c, err := t.tenant.dis.GetCursor(ctx, &disclient.GetCursorRequest{StreamName: t.stream, PartitionID: disclient.PartitionID(p),
-		CursorType: disclient.CursorAtTimestamp, Timestamp: ts})
+	c, ts, err := timestampCursor(ctx, t, p, ts)
 	if err != nil {
 		fail(err)
 		return

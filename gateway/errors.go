@@ -34,6 +34,21 @@ func kafkaCodeForDIS(err error) int16 {
 		return kerr.TopicAlreadyExists.Code
 	case disclient.CodeQuotaExceeded:
 		return kerr.PolicyViolation.Code
+	case disclient.CodeAppQuotaExceeded, disclient.CodeConsumerQuota:
+		// No Kafka error means "no room for this group"; clients retry
+		// this one, as with --max-groups, and room frees up as groups
+		// expire and their apps are deleted.
+		return kerr.CoordinatorNotAvailable.Code
+	case disclient.CodeAppInUse:
+		return kerr.NonEmptyGroup.Code
+	case disclient.CodeAppNotFound:
+		return kerr.GroupIDNotFound.Code
+	case disclient.CodeIPBlacklisted:
+		return kerr.ClusterAuthorizationFailed.Code
+	case disclient.CodeInvalidDataSchema:
+		return kerr.InvalidConfig.Code
+	case disclient.CodeRequestError:
+		return kerr.InvalidRequest.Code
 	}
 	switch {
 	case de.Status == 441 || de.Status == 401 || strings.HasPrefix(de.Code, "DIS.41"):
@@ -48,4 +63,12 @@ func kafkaCodeForDIS(err error) int16 {
 		return kerr.InvalidRequest.Code
 	}
 	return kerr.UnknownServerError.Code
+}
+
+// isTimestampExpired reports whether err is DIS's answer to an AT_TIMESTAMP
+// cursor before retention: DIS.4300, a code DIS shares with other request
+// errors, told apart by its message as the Java SDK does.
+func isTimestampExpired(err error) bool {
+	var de *disclient.Error
+	return errors.As(err, &de) && de.Code == disclient.CodeRequestError && strings.Contains(de.Message, "timestamp is expired")
 }

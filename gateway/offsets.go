@@ -131,57 +131,89 @@ func (gw *Gateway) ensureApp(ctx context.Context, tn *tenant, app string) error 
 }
 
 // commitOffset writes one committed offset; 0 or a Kafka error code.
+// Kafka takes any offset, DIS only a sequence number in the partition's
+// valid range [earliest : next] (docs/groups.md): checkpointFor puts it
+// there, and when DIS still refuses it (the range moved on since the
+// catalog looked) the topic is refreshed and the commit sent once more.
 func (gw *Gateway) commitOffset(ctx context.Context, tn *tenant, group, topic string, partition int32, offset int64, meta *string) int16 {
-	t, err := tn.catalog.get(ctx, topic)
-	switch {
-	case errors.Is(err, errUnknownTopic):
-		return kerr.UnknownTopicOrPartition.Code
-	case err != nil:
-		return kafkaCodeForDIS(err)
-	case !t.readable(partition):
-		return kerr.UnknownTopicOrPartition.Code
-	}
-	seq := offset
-	var stored string
-	if t.format == FormatKafka {
-		stored, err = encodeOffsetCheckpointMetadata(group, meta, offset)
-		if err != nil {
-			return kerr.OffsetMetadataTooLarge.Code
+	app := appNameFor(group)
+	for attempt := 0; ; attempt++ {
+		get := tn.catalog.get
+		if attempt > 0 {
+			get = tn.catalog.refresh
 		}
-		if seq, err = gw.partitionFor(t.key(partition)).checkpointSeq(ctx, t.partitions[partition].earliest, offset); err != nil {
-			gw.log.Warn().Err(err).Str("group", group).Str("topic", topic).Int32("partition", partition).Msg("finding the DIS record of a committed offset failed")
+		t, err := get(ctx, topic)
+		switch {
+		case errors.Is(err, errUnknownTopic):
+			return kerr.UnknownTopicOrPartition.Code
+		case err != nil:
+			return kafkaCodeForDIS(err)
+		case !t.readable(partition):
+			return kerr.UnknownTopicOrPartition.Code
+		}
+		req, code := gw.checkpointFor(ctx, t, group, partition, offset, meta)
+		if code != 0 {
+			return code
+		}
+		req.AppName = app
+		gw.rememberGroup(group)
+		if err := gw.ensureApp(ctx, tn, app); err != nil {
+			gw.log.Warn().Err(err).Str("group", group).Msg("creating the group's DIS app failed")
 			return kafkaCodeForDIS(err)
 		}
-	} else if stored, err = encodeCheckpointMetadata(group, meta); err != nil {
-		return kerr.OffsetMetadataTooLarge.Code
-	}
-	app := appNameFor(group)
-	gw.rememberGroup(group)
-	if err := gw.ensureApp(ctx, tn, app); err != nil {
-		gw.log.Warn().Err(err).Str("group", group).Msg("creating the group's DIS app failed")
-		return kafkaCodeForDIS(err)
-	}
-	req := &disclient.CommitCheckpointRequest{
-		AppName:        app,
-		CheckpointType: disclient.CheckpointLastRead,
-		StreamName:     streamNameFor(topic),
-		PartitionID:    disclient.PartitionID(partition),
-		SequenceNumber: strconv.FormatInt(seq, 10),
-		Metadata:       stored,
-	}
-	err = tn.dis.CommitCheckpoint(ctx, req)
-	if disclient.IsCode(err, disclient.CodeAppNotFound) {
-		// Deleted behind our back: create it again once.
-		tn.knownApps.Delete(app)
-		if err = gw.ensureApp(ctx, tn, app); err == nil {
-			err = tn.dis.CommitCheckpoint(ctx, req)
+		err = tn.dis.CommitCheckpoint(ctx, req)
+		if disclient.IsCode(err, disclient.CodeAppNotFound) {
+			// Deleted behind our back: create it again once.
+			tn.knownApps.Delete(app)
+			if err = gw.ensureApp(ctx, tn, app); err == nil {
+				err = tn.dis.CommitCheckpoint(ctx, req)
+			}
 		}
+		if disclient.IsCode(err, disclient.CodeSequenceOutOfRange) && attempt == 0 {
+			continue
+		}
+		if err != nil {
+			gw.log.Warn().Err(err).Str("group", group).Str("topic", topic).Int32("partition", partition).Msg("CommitCheckpoint failed")
+			return kafkaCodeForDIS(err)
+		}
+		return 0
 	}
-	if err != nil {
-		gw.log.Warn().Err(err).Str("group", group).Str("topic", topic).Int32("partition", partition).Msg("CommitCheckpoint failed")
-		return kafkaCodeForDIS(err)
+}
+
+// checkpointFor builds the checkpoint (all but the app) that holds a
+// committed offset, or a Kafka error code. On kafka topics the sequence
+// number is the DIS record holding the offset and the exact offset is in
+// the metadata. On raw topics the offset is the sequence number; one
+// outside the partition's range (beyond the end, or before the log start
+// once retention passed it) is stored as the nearest end of the range
+// with the exact offset in the metadata, as on kafka topics.
+func (gw *Gateway) checkpointFor(ctx context.Context, t *topicMeta, group string, partition int32, offset int64, meta *string) (*disclient.CommitCheckpointRequest, int16) {
+	req := &disclient.CommitCheckpointRequest{
+		CheckpointType: disclient.CheckpointLastRead,
+		StreamName:     t.stream,
+		PartitionID:    disclient.PartitionID(partition),
 	}
-	return 0
+	pm := t.partitions[partition]
+	seq := offset
+	var err error
+	if t.format == FormatKafka {
+		if req.Metadata, err = encodeOffsetCheckpointMetadata(group, meta, offset); err != nil {
+			return nil, kerr.OffsetMetadataTooLarge.Code
+		}
+		if seq, err = gw.partitionFor(t.key(partition)).checkpointSeq(ctx, pm.earliest, offset); err != nil {
+			gw.log.Warn().Err(err).Str("group", group).Str("topic", t.name).Int32("partition", partition).Msg("finding the DIS record of a committed offset failed")
+			return nil, kafkaCodeForDIS(err)
+		}
+	} else if next := max(pm.next, gw.readerFor(t.key(partition)).knownHWM()); offset < pm.earliest || offset > next {
+		seq = min(max(offset, pm.earliest), next)
+		if req.Metadata, err = encodeOffsetCheckpointMetadata(group, meta, offset); err != nil {
+			return nil, kerr.OffsetMetadataTooLarge.Code
+		}
+	} else if req.Metadata, err = encodeCheckpointMetadata(group, meta); err != nil {
+		return nil, kerr.OffsetMetadataTooLarge.Code
+	}
+	req.SequenceNumber = strconv.FormatInt(seq, 10)
+	return req, 0
 }
 
 // committedOffset reads one committed offset: -1 and no error when there is
@@ -221,6 +253,11 @@ func (gw *Gateway) committedOffset(ctx context.Context, tn *tenant, group, topic
 			return -1, nil, 0
 		}
 		_, meta := decodeCheckpointMetadata(app, cp.Metadata)
+		return exact, &meta, 0
+	}
+	// A raw-topic commit outside the partition's range keeps its exact
+	// offset as kafka topics do (checkpointFor).
+	if meta, exact, ok := decodeOffsetCheckpointMetadata(cp.Metadata); ok {
 		return exact, &meta, 0
 	}
 	_, meta := decodeCheckpointMetadata(app, cp.Metadata)

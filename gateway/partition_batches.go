@@ -268,15 +268,18 @@ func (ps *partitionState) readWatermark(ctx context.Context) (int64, error) {
 // partition's last sequence number so that it is inside the valid range.
 func (ps *partitionState) writeWatermark(ctx context.Context) {
 	ps.mu.Lock()
-	next, nextSeq, have := ps.next, ps.nextSeq, ps.watermark
+	next, nextSeq, earliest, have := ps.next, ps.nextSeq, ps.earliestSeq, ps.watermark
 	ps.mu.Unlock()
 	if nextSeq == 0 || next <= have {
 		return
 	}
+	// The last record, or where the next one goes when retention has
+	// emptied the partition: DIS refuses a checkpoint outside its range.
+	at := max(nextSeq-1, earliest)
 	tn := ps.key.tenant
 	req := &disclient.CommitCheckpointRequest{
 		AppName: watermarkApp, CheckpointType: disclient.CheckpointLastRead, StreamName: ps.key.streamName(),
-		PartitionID: disclient.PartitionID(ps.key.partition), SequenceNumber: strconv.FormatInt(nextSeq-1, 10),
+		PartitionID: disclient.PartitionID(ps.key.partition), SequenceNumber: strconv.FormatInt(at, 10),
 		Metadata: strconv.FormatInt(next, 10),
 	}
 	err := ps.gw.ensureApp(ctx, tn, watermarkApp)

@@ -357,6 +357,12 @@ func (pr *partitionReader) load(format RecordFormat, next int64, maxBytes int) {
 	}
 }
 
+// disReadBytes is the least max_fetch_bytes a GetRecords asks for: more
+// than the largest record the gateway writes (data and key), since DIS
+// returns nothing when the next record is larger than asked and the reader
+// would stall in front of it.
+func (gw *Gateway) disReadBytes() int { return max(gw.cfg.MaxRecordBytes+64<<10, 2<<20) }
+
 // readDIS reads from DIS with the reader's cursor, opening a new one on a
 // seek, near its expiry, or when DIS says it expired.
 func (pr *partitionReader) readDIS(ctx context.Context, format RecordFormat, offset int64, maxBytes int) ([]protocol.Record, error) {
@@ -377,7 +383,7 @@ func (pr *partitionReader) readDIS(ctx context.Context, format RecordFormat, off
 			}
 			pr.cursor, pr.cursorOffset, pr.cursorAt = c.PartitionCursor, offset, time.Now()
 		}
-		resp, err := pr.key.tenant.dis.GetRecords(ctx, pr.cursor, max(maxBytes, 1<<20))
+		resp, err := pr.key.tenant.dis.GetRecords(ctx, pr.cursor, max(maxBytes, pr.gw.disReadBytes()))
 		if err != nil {
 			pr.cursor = ""
 			switch {

@@ -338,9 +338,8 @@ func (ps *partitionState) readTail(ctx context.Context, earliest, nextSeq int64,
 	return out, nil
 }
 
-// readBytes is what one GetRecords asks for: more than the largest record,
-// since DIS returns nothing when the next record is larger than asked.
-func (ps *partitionState) readBytes() int { return max(ps.gw.cfg.MaxRecordBytes+64<<10, 2<<20) }
+// readBytes is what one GetRecords asks for (Gateway.disReadBytes).
+func (ps *partitionState) readBytes() int { return ps.gw.disReadBytes() }
 
 // readRange reads the records of [from, to), fewer when DIS has fewer.
 func (ps *partitionState) readRange(ctx context.Context, from, to int64) ([]disclient.Record, error) {

@@ -42,6 +42,9 @@ func (s *Server) createApp(w http.ResponseWriter, r *http.Request, project strin
 	if _, ok := s.apps[k]; ok {
 		return errorf(disclient.CodeAppExists, "App already exists. [%s]", app.Name)
 	}
+	if err := s.checkAppQuota(project); err != nil {
+		return err
+	}
 	if err := s.db.Set(namedKey(kindApp, project, app.Name), v, s.writeOpts); err != nil {
 		return err
 	}

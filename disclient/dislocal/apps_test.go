@@ -71,7 +71,8 @@ func TestApps(t *testing.T) {
 
 	e.createStream("s", 3)
 	e.createStream("t", 1)
-	e.commit("g1", "s", "shardId-0000000000", "5", "meta")
+	e.putTo("s", 0, "a")
+	e.commit("g1", "s", "shardId-0000000000", "1", "meta")
 	e.commit("g1", "s", "1", "0", "")
 	e.commit("g1", "t", "0", "0", "")
 	e.commit("g2", "t", "0", "0", "")
@@ -109,16 +110,17 @@ func TestCheckpoints(t *testing.T) {
 	if string(raw) != `{"sequence_number":"-1","metadata":""}` {
 		t.Errorf("no checkpoint = %s", raw)
 	}
-	e.commit("g", "s", "0", "42", "öffset metadata")
+	e.putTo("s", 0, "a", "b")
+	e.commit("g", "s", "0", "1", "öffset metadata")
 	raw = e.must("GET", v2("/checkpoints?app_name=g&stream_name=s&partition_id=shardId-0000000000&checkpoint_type=LAST_READ"), nil, 200, nil)
-	if string(raw) != `{"sequence_number":"42","metadata":"öffset metadata"}` {
+	if string(raw) != `{"sequence_number":"1","metadata":"öffset metadata"}` {
 		t.Errorf("checkpoint = %s", raw)
 	}
-	e.commit("g", "s", "0", "43", "")
-	if cp := e.checkpoint("g", "s", "0"); cp.SequenceNumber != "43" || cp.Metadata != "" {
+	e.commit("g", "s", "0", "2", "")
+	if cp := e.checkpoint("g", "s", "0"); cp.SequenceNumber != "2" || cp.Metadata != "" {
 		t.Errorf("overwritten checkpoint = %+v", cp)
 	}
-	e.commit("g", "s", "1", "7", strings.Repeat("é", 1000))
+	e.commit("g", "s", "1", "0", strings.Repeat("é", 1000))
 
 	body := func(app, stream, partition, seq, metadata, typ string) disclient.CommitCheckpointRequest {
 		return disclient.CommitCheckpointRequest{AppName: app, CheckpointType: typ, StreamName: stream, PartitionID: partition, SequenceNumber: seq, Metadata: metadata}
@@ -134,6 +136,10 @@ func TestCheckpoints(t *testing.T) {
 		{body("g", "s", "0", "one", "", "LAST_READ"), disclient.CodeInvalidSequence},
 		{body("g", "s", "0", "1", strings.Repeat("m", 1001), "LAST_READ"), disclient.CodeInvalidRequest},
 		{body("g", "s", "0", "1", "", "FIRST_READ"), disclient.CodeInvalidRequest},
+		// As DIS: only a sequence number in [earliest : next].
+		{body("g", "s", "0", "3", "", "LAST_READ"), disclient.CodeSequenceOutOfRange},
+		{body("g", "s", "0", "-1", "", "LAST_READ"), disclient.CodeSequenceOutOfRange},
+		{body("g", "s", "1", "1", "", "LAST_READ"), disclient.CodeSequenceOutOfRange},
 	} {
 		e.fails("POST", v2("/checkpoints"), tc.req, 400, tc.code)
 	}
@@ -142,7 +148,6 @@ func TestCheckpoints(t *testing.T) {
 	e.fails("GET", v2("/checkpoints?app_name=g&stream_name=s&partition_id=0"), nil, 400, disclient.CodeInvalidRequest)
 
 	// Consumer state: checkpoints and offsets per partition.
-	e.putTo("s", 0, "a", "b")
 	raw = e.must("GET", v2("/apps/g/streams/s?checkpoint_type=LAST_READ"), nil, 200, nil)
 	m := jsonKinds(t, raw)
 	wantTypes(t, m, map[string]string{"has_more": "bool", "stream_name": "string", "app_name": "string", "partition_consuming_states": "array"})
@@ -152,8 +157,8 @@ func TestCheckpoints(t *testing.T) {
 	var cs disclient.ConsumerStateResponse
 	e.must("GET", v2("/apps/g/streams/s?checkpoint_type=LAST_READ"), nil, 200, &cs)
 	want := []disclient.PartitionConsumingState{
-		{PartitionID: "shardId-0000000000", SequenceNumber: "43", LatestOffset: 2, CheckpointType: "LAST_READ", Status: "ACTIVE"},
-		{PartitionID: "shardId-0000000001", SequenceNumber: "7", CheckpointType: "LAST_READ", Status: "ACTIVE"},
+		{PartitionID: "shardId-0000000000", SequenceNumber: "2", LatestOffset: 2, CheckpointType: "LAST_READ", Status: "ACTIVE"},
+		{PartitionID: "shardId-0000000001", SequenceNumber: "0", CheckpointType: "LAST_READ", Status: "ACTIVE"},
 		{PartitionID: "shardId-0000000002", SequenceNumber: "-1", CheckpointType: "LAST_READ", Status: "ACTIVE"},
 	}
 	if cs.AppName != "g" || cs.StreamName != "s" || cs.HasMore || !slices.Equal(cs.PartitionConsumingStates, want) {
@@ -171,10 +176,10 @@ func TestCheckpoints(t *testing.T) {
 	if cp := e.checkpoint("g", "s", "0"); cp.SequenceNumber != "-1" {
 		t.Errorf("deleted checkpoint = %+v", cp)
 	}
-	if cp := e.checkpoint("g", "s", "1"); cp.SequenceNumber != "7" {
+	if cp := e.checkpoint("g", "s", "1"); cp.SequenceNumber != "0" {
 		t.Errorf("other checkpoint after single delete = %+v", cp)
 	}
-	e.commit("g", "s", "2", "1", "")
+	e.commit("g", "s", "2", "0", "")
 	e.must("DELETE", v2("/checkpoints?app_name=g&stream_name=s&checkpoint_type=LAST_READ"), nil, 204, nil)
 	for _, part := range []string{"0", "1", "2"} {
 		if cp := e.checkpoint("g", "s", part); cp.SequenceNumber != "-1" {
@@ -184,7 +189,7 @@ func TestCheckpoints(t *testing.T) {
 	e.fails("DELETE", v2("/checkpoints?app_name=nope&stream_name=s&checkpoint_type=LAST_READ"), nil, 400, disclient.CodeAppNotFound)
 
 	// Deleting a stream deletes its checkpoints.
-	e.commit("g", "s", "0", "9", "")
+	e.commit("g", "s", "0", "2", "")
 	e.must("DELETE", v2("/streams/s"), nil, 204, nil)
 	e.createStream("s", 1)
 	if cp := e.checkpoint("g", "s", "0"); cp.SequenceNumber != "-1" {

@@ -59,9 +59,10 @@ func (s *Server) readCheckpoint(project, app string, skey uint64, n int32) (stri
 	return strconv.FormatInt(int64(binary.BigEndian.Uint64(v)), 10), string(v[8:]), nil
 }
 
-// commitCheckpoint stores an app's position on a partition. The sequence
-// number is any integer: disgw stores the next offset to read, which may
-// equal the partition's next sequence number.
+// commitCheckpoint stores an app's position on a partition. As DIS, it
+// takes only a sequence number inside the partition's valid range
+// [earliest : next], next included (the adapter and disgw store the next
+// record to read); anything else is DIS.4224.
 func (s *Server) commitCheckpoint(w http.ResponseWriter, r *http.Request, project string) error {
 	var req disclient.CommitCheckpointRequest
 	if err := decodeBody(w, r, maxMetaBodyBytes, &req); err != nil {
@@ -86,6 +87,9 @@ func (s *Server) commitCheckpoint(w http.ResponseWriter, r *http.Request, projec
 	n, aerr := parsePartition(req.PartitionID, len(st.parts))
 	if aerr != nil {
 		return aerr
+	}
+	if earliest, visible := st.parts[n].bounds(); seq < earliest || seq > visible {
+		return outOfRange(seq, earliest, visible)
 	}
 	v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(req.Metadata)), uint64(seq))
 	v = append(v, req.Metadata...)

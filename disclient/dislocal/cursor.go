@@ -161,12 +161,24 @@ func outOfRange(seq, earliest, visible int64) *apiError {
 }
 
 // seqAtTimestamp returns the first visible record whose timestamp is >= ts,
-// or visible if there is none. When that record has expired, reading starts
-// at earliest.
+// or visible if there is none. When that record has been removed by
+// retention, the timestamp is expired: DIS.4300, as DIS answers a
+// timestamp earlier than its retention, naming the timestamp a request
+// must be later than.
 func (s *Server) seqAtTimestamp(skey uint64, n int32, ts, earliest, visible int64) (int64, error) {
 	seq, key, err := s.firstIndexAtOrAfter(kindTimeIndex, skey, n, ts)
 	if err != nil || key == nil {
 		return visible, err
 	}
-	return min(max(seq, earliest), visible), nil
+	if seq < earliest {
+		expired, _, _ := indexEntry(key)
+		return 0, errTimestampExpired(expired)
+	}
+	return min(seq, visible), nil
+}
+
+// errTimestampExpired is DIS's answer to an AT_TIMESTAMP cursor before
+// retention; the Java SDK recognises its message.
+func errTimestampExpired(bound int64) *apiError {
+	return errorf(disclient.CodeRequestError, "Request error. [timestamp is expired, timestamp should be larger than %d]", bound)
 }

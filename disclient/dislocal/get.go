@@ -112,11 +112,11 @@ type answerWriter interface {
 
 // readRecords reads from the cursor c, at position pos, up to limit records
 // or fetchBytes of key and data into a, and returns the cursor to read
-// next. Unlike DIS, which never returns a record larger than
-// max_fetch_bytes, it always returns at least one record when one is
-// available, so a reader with a small max_fetch_bytes cannot get stuck in
-// front of a large record. With fresh, the records are read into buffers
-// of their own that a may keep.
+// next. As DIS does, it never returns a record whose key and data are
+// larger than fetchBytes: a reader asking for less than the next record
+// gets no records and the same position back, so a reader must ask for at
+// least the largest record it may meet. With fresh, the records are read
+// into buffers of their own that a may keep.
 func (s *Server) readRecords(project string, c *cursor, pos, now int64, limit, fetchBytes int, fresh bool, a answerWriter) (string, error) {
 	st, err := s.readStream(project, c.Param.StreamName)
 	if err != nil {
@@ -194,8 +194,8 @@ func (b *bodyAnswer) add(key []byte, seq int64, data []byte, ts int64) int {
 }
 
 // readAnswerRecords hands the records [pos, visible) of a partition to a,
-// stopping at limit records or once fetchBytes of key and data are reached
-// (after at least one record). It returns the position after the last
+// stopping at limit records or before the record that would take the key
+// and data handed over past fetchBytes, the first record included. It returns the position after the last
 // record handed over and the read quota they cost. Records are read from
 // the record log through one reused buffer and, with fresh, copied from it
 // into pieces of their own (logReader).
@@ -270,7 +270,7 @@ func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, lim
 		if !valid || fskey != skey || fpart != n || fseq != seq {
 			return next, cost, fmt.Errorf("corrupt record %d in log segment %d at %d", seq, ref.seg, ref.off)
 		}
-		if i > 0 && size+len(key)+len(data) > fetchBytes {
+		if size+len(key)+len(data) > fetchBytes {
 			break
 		}
 		size += len(key) + len(data)

@@ -46,6 +46,8 @@ type env struct {
 	sync  SyncMode
 	// quotas is the Config.Quotas the server opens with.
 	quotas QuotaMode
+	// limits is the Config.Limits the server opens with.
+	limits Limits
 	// segmentBytes, when set, is the record log's Config.segmentBytes.
 	segmentBytes int64
 	srv          *Server
@@ -70,6 +72,7 @@ func (e *env) open() {
 		Now:                    e.clock.Now,
 		RetentionCheckInterval: time.Hour,
 		Quotas:                 e.quotas,
+		Limits:                 e.limits,
 		segmentBytes:           e.segmentBytes,
 	})
 	if err != nil {

@@ -233,9 +233,15 @@ func TestGetRecordsLimits(t *testing.T) {
 	if !slices.Equal(seqs(r.Records), []string{"3", "4"}) {
 		t.Errorf("max_fetch_bytes=250: %v", seqs(r.Records))
 	}
-	r = e.get(r.NextPartitionCursor, "max_fetch_bytes", "1")
+	// As DIS: a record larger than max_fetch_bytes is not returned, and the
+	// next cursor stays in front of it.
+	r = e.get(r.NextPartitionCursor, "max_fetch_bytes", "99")
+	if len(r.Records) != 0 {
+		t.Errorf("max_fetch_bytes=99 returned %v; a 100-byte record must not be", seqs(r.Records))
+	}
+	r = e.get(r.NextPartitionCursor, "max_fetch_bytes", "100")
 	if !slices.Equal(seqs(r.Records), []string{"5"}) {
-		t.Errorf("max_fetch_bytes=1 must still return one record: %v", seqs(r.Records))
+		t.Errorf("max_fetch_bytes=100: %v", seqs(r.Records))
 	}
 	r = e.get(r.NextPartitionCursor)
 	if !slices.Equal(payloads(r.Records), data[6:]) {

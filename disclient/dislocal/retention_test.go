@@ -52,11 +52,21 @@ func TestRetention(t *testing.T) {
 		t.Errorf("after sweep: %v", got)
 	}
 	e.fails("GET", v2("/cursors?stream-name=s&partition-id=0&starting-sequence-number=1"), nil, 400, disclient.CodeSequenceOutOfRange)
+	// An expired record had a timestamp at or after 0 and 1000: those are
+	// expired timestamps, as DIS answers one before its retention.
 	for _, ts := range []string{"0", "1000"} {
-		c := e.cursor("s", "0", disclient.CursorAtTimestamp, "timestamp", ts)
-		if r := e.get(c); len(r.Records) != 1 || r.Records[0].SequenceNumber != "2" {
-			t.Errorf("AT_TIMESTAMP %s after sweep: %v", ts, seqs(r.Records))
+		msg := e.fails("GET", v2("/cursors?stream-name=s&partition-id=0&cursor-type=AT_TIMESTAMP&timestamp=%s", ts), nil, 400, disclient.CodeRequestError)
+		if !strings.Contains(msg, "timestamp is expired, timestamp should be larger than 1000") {
+			t.Errorf("AT_TIMESTAMP %s after sweep: %s", ts, msg)
 		}
+	}
+	_, local := e.clients(disclient.EncodingJSON)
+	if _, err := local.GetCursor(context.Background(), &disclient.GetCursorRequest{StreamName: "s", PartitionID: "0",
+		CursorType: disclient.CursorAtTimestamp, Timestamp: 1000}); !disclient.IsCode(err, disclient.CodeRequestError) {
+		t.Errorf("AT_TIMESTAMP 1000 in process after sweep: %v, want DIS.4300", err)
+	}
+	if r := e.get(e.cursor("s", "0", disclient.CursorAtTimestamp, "timestamp", "1001")); len(r.Records) != 0 {
+		t.Errorf("AT_TIMESTAMP after the newest record returned %v", seqs(r.Records))
 	}
 	var cs disclient.ConsumerStateResponse
 	e.must("GET", v2("/apps/g/streams/s?checkpoint_type=LAST_READ"), nil, 200, &cs)

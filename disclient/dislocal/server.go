@@ -78,6 +78,9 @@ type Config struct {
 	// Quotas enforces DIS's per-partition traffic limits (quotas.go);
 	// default QuotasNone. Throttling follows Now.
 	Quotas QuotaMode
+	// Limits enforces DIS's account quotas and scaling limits
+	// (limits.go); the zero value enforces none.
+	Limits Limits
 
 	// segmentBytes is where the record log rolls to a new segment; default
 	// logSegmentBytes. Tests make it small.
@@ -376,7 +379,7 @@ func (s *Server) load() error {
 		if err := json.Unmarshal(v, &meta); err != nil {
 			return fmt.Errorf("stream %q: %w", k, err)
 		}
-		st := &stream{project: project, meta: meta}
+		st := &stream{project: project, meta: meta, quotaType: meta.StreamType, quotaPartitions: meta.Writable}
 		for n := range meta.PartitionCount {
 			st.parts = append(st.parts, newPartition(n, newPartitionState()))
 		}

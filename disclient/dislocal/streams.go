@@ -60,6 +60,12 @@ type stream struct {
 	parts   []*partition
 	deleted bool
 
+	// quotaType and quotaPartitions are the stream type and ACTIVE
+	// partitions counted against the account quota (limits.go); Server.mu
+	// guards them.
+	quotaType       string
+	quotaPartitions int32
+
 	// roundRobin spreads records that carry no key and no partition.
 	roundRobin atomic.Uint32
 }
@@ -193,6 +199,9 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request, project st
 	if _, ok := s.streams[catalogKey(project, req.StreamName)]; ok {
 		return errorf(disclient.CodeStreamExists, "Stream already exists. [%s]", req.StreamName)
 	}
+	if err := s.checkPartitionQuota(project, streamType, req.PartitionCount); err != nil {
+		return err
+	}
 	meta := streamMeta{
 		Name:             req.StreamName,
 		ID:               rand.Text(),
@@ -223,7 +232,7 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request, project st
 		return err
 	}
 	s.nextStreamKey++
-	st := &stream{project: project, meta: meta}
+	st := &stream{project: project, meta: meta, quotaType: meta.StreamType, quotaPartitions: meta.Writable}
 	for n := range meta.PartitionCount {
 		st.parts = append(st.parts, newPartition(n, newPartitionState()))
 	}
@@ -435,10 +444,15 @@ func (s *Server) updatePartitionCount(w http.ResponseWriter, r *http.Request, pr
 	if target < 1 || target > maxPartitions {
 		return errorf(disclient.CodeInvalidRequest, "Invalid target_partition_count. [%d] must be from 1 to %d.", target, maxPartitions)
 	}
-	st, err := s.writeStream(project, r.PathValue("stream"))
-	if err != nil {
-		return err
+	// The catalog stays locked: the partition quota counts every stream.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := r.PathValue("stream")
+	st := s.streams[catalogKey(project, name)]
+	if st == nil {
+		return errStreamNotFound(name)
 	}
+	st.mu.Lock()
 	defer st.mu.Unlock()
 	src := st.meta.Writable
 	if target == src {
@@ -446,6 +460,12 @@ func (s *Server) updatePartitionCount(w http.ResponseWriter, r *http.Request, pr
 		return nil
 	}
 	now := s.nowMs()
+	if err := s.checkScalingRate(st.meta.Updates, now); err != nil {
+		return err
+	}
+	if err := s.checkPartitionQuota(project, st.quotaType, target-src); err != nil {
+		return err
+	}
 	meta := st.meta
 	meta.Writable = target
 	meta.PartitionCount = max(meta.PartitionCount, target)
@@ -465,6 +485,7 @@ func (s *Server) updatePartitionCount(w http.ResponseWriter, r *http.Request, pr
 		st.parts = append(st.parts, newPartition(n, newPartitionState()))
 	}
 	st.meta = meta
+	st.quotaPartitions = target
 	w.WriteHeader(http.StatusOK)
 	return nil
 }
