@@ -144,6 +144,17 @@ func newMetrics(gw *Gateway) *metrics {
 		inflightBytes: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "disgw_inflight_bytes", Help: "Bytes held against the gateway-wide in-flight budget: requests being handled, responses not yet written, frames partly received."}, inflight),
 	}
+	// Series of known label values start at zero, so that rates and
+	// alerts have a series before the first event.
+	for _, reason := range []string{"max_connections", "max_connections_per_ip"} {
+		m.connsRefused.WithLabelValues(reason)
+	}
+	for _, reason := range []string{"idle", "write_timeout", "inflight_budget", "tls_handshake"} {
+		m.connsClosed.WithLabelValues(reason)
+	}
+	for _, mech := range []string{mechPlain, mechSCRAMSHA256, mechSCRAMSHA512} {
+		m.authFailures.WithLabelValues(mech)
+	}
 	budgets := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "disgw_budget_limit_bytes", Help: "The byte budgets the in-use gauges count against: inflight (disgw_inflight_bytes), produce_queue (disgw_produce_queue_bytes), read_cache (disgw_read_cache_bytes)."}, []string{"budget"})
 	budgets.WithLabelValues("inflight").Set(float64(cfg.MaxInflightBytes))
