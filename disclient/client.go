@@ -168,6 +168,7 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 			return joinAnswer(err, answer)
 		}
 		c.log.Debug().Str("op", cl.op).Int("attempt", attempt).Dur("backoff", wait).Err(err).Msg("retrying DIS request")
+		noteRetry(ctx, err)
 	}
 }
 

@@ -246,7 +246,6 @@ func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp 
 		}
 	}
 	trimToMaxBytes(parts, maxBytes)
-	fetched := 0
 	for _, p := range parts {
 		if p.throttled {
 			// Kafka's way to ask a client to slow down.
@@ -256,7 +255,6 @@ func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp 
 			n := 0
 			for i := range p.batches {
 				n += len(p.batches[i].data)
-				fetched += int(p.batches[i].last - p.batches[i].base + 1)
 			}
 			if len(p.batches) == 1 {
 				// Cached batches are never changed: answer with it as is.
@@ -281,9 +279,8 @@ func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp 
 			continue
 		}
 		p.resp.RecordBatches = b
-		fetched += len(p.records)
 	}
-	gw.metrics.fetchedRecs.Add(float64(fetched))
+	gw.metrics.fetched(parts)
 }
 
 // fetchLimit is the most a fetch response may hold: the client's max_bytes

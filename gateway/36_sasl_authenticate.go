@@ -38,6 +38,7 @@ func handleSaslAuthenticate(gw *Gateway, r *request, req *kmsg.SASLAuthenticateR
 	}
 	out, done, err := s.saslStep(req.SASLAuthBytes)
 	if err != nil {
+		s.gw.metrics.authFailures.WithLabelValues(s.auth.mech).Inc()
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr(err.Error())
 		s.closeAfterQueued()
@@ -68,6 +69,7 @@ func (s *session) serveRawSASL(r *request) {
 	})
 	out, done, err := s.saslStep(r.raw)
 	if err != nil {
+		s.gw.metrics.authFailures.WithLabelValues(s.auth.mech).Inc()
 		// Kafka closes the connection without an answer here: v0 has no
 		// way to carry an error.
 		r.finishFrame(nil)

@@ -184,6 +184,16 @@ type Config struct {
 	// (30 s), so the client hears REQUEST_TIMED_OUT rather than giving up.
 	RequestTimeout time.Duration
 
+	// MetricsLabels is how finely per-topic series are labelled:
+	// MetricsLabelsTopic (the default), MetricsLabelsPartition or
+	// MetricsLabelsNone. MetricsMaxTopics and MetricsMaxGroups cap the
+	// topics and groups that get series of their own (default 1000
+	// each); the rest share the label "_other", so a scrape stays
+	// bounded however many partitions and groups clients make.
+	MetricsLabels    string
+	MetricsMaxTopics int
+	MetricsMaxGroups int
+
 	Logger   zerolog.Logger
 	Registry prometheus.Registerer
 }
@@ -285,6 +295,15 @@ func (c *Config) setDefaults() {
 	if c.MaxTenants <= 0 {
 		c.MaxTenants = 1000
 	}
+	if c.MetricsLabels == "" {
+		c.MetricsLabels = MetricsLabelsTopic
+	}
+	if c.MetricsMaxTopics <= 0 {
+		c.MetricsMaxTopics = 1000
+	}
+	if c.MetricsMaxGroups <= 0 {
+		c.MetricsMaxGroups = 1000
+	}
 	switch {
 	case c.InitialRebalanceDelay == 0:
 		c.InitialRebalanceDelay = 3 * time.Second
@@ -350,6 +369,9 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	if cfg.SASLPassthrough && cfg.NewTenantDIS == nil {
 		return nil, errors.New("gateway: SASL passthrough needs Config.NewTenantDIS")
 	}
+	if cfg.MetricsLabels != MetricsLabelsTopic && cfg.MetricsLabels != MetricsLabelsPartition && cfg.MetricsLabels != MetricsLabelsNone {
+		return nil, fmt.Errorf("gateway: metrics labels must be topic, partition or none, not %q", cfg.MetricsLabels)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	gw := &Gateway{
 		cfg:       cfg,
@@ -361,7 +383,7 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		tenants:   make(map[string]*tenant),
 		conns:     newConnTable(),
 	}
-	gw.metrics = newMetrics(cfg.Registry, func() float64 { return float64(gw.inflight.Load()) })
+	gw.metrics = newMetrics(gw)
 	gw.queues = newWriteQueues(&gw.cfg, gw.metrics)
 	gw.readCache = newReadCache(gw.cfg.ReadCacheBytes, gw.metrics.readCacheBytes)
 	gw.tenant = newTenant(gw, "", dis)

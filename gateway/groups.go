@@ -196,6 +196,7 @@ type delivery struct {
 // groups' offsets behind their pending writes, and arms the timer.
 func (d *groupDriver) readyLocked() []delivery {
 	rd := d.coord.Ready()
+	d.gw.metrics.groupsReady(&rd)
 	for _, rm := range rd.Removed {
 		tenants := d.committers[rm.Group]
 		delete(d.committers, rm.Group)

@@ -1,20 +1,46 @@
 package gateway
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // metrics are the gateway's Prometheus series; docs/operations.md lists them.
+// Per-topic series go through labels, which bounds them (metrics_labels.go);
+// what is read from the gateway's state at scrape time (offsets, groups, DIS
+// quota use) is in metrics_collector.go, and the DIS call series are filled
+// by the disMetrics decorator (dis_metrics.go).
 type metrics struct {
-	connections    prometheus.Gauge
-	requests       *prometheus.CounterVec
-	badRequests    prometheus.Counter
-	backpressure   prometheus.Counter
-	bytesIn        prometheus.Counter
-	bytesOut       prometheus.Counter
-	producedRecs   prometheus.Counter
-	fetchedRecs    prometheus.Counter
-	putRecordsCall prometheus.Histogram
-	disErrors      *prometheus.CounterVec
-	panics         prometheus.Counter
+	labels       topicLabels
+	groupLabels  *labelCap
+	groups       groupMetrics
+	connections  *prometheus.GaugeVec
+	requests     *prometheus.CounterVec
+	badRequests  prometheus.Counter
+	backpressure prometheus.Counter
+	bytesIn      prometheus.Counter
+	bytesOut     prometheus.Counter
+	producedRecs prometheus.Counter
+	fetchedRecs  prometheus.Counter
+	panics       prometheus.Counter
+	authFailures *prometheus.CounterVec
+
+	requestSeconds *prometheus.HistogramVec
+	topicRecsIn    *prometheus.CounterVec
+	topicBytesIn   *prometheus.CounterVec
+	topicRecsOut   *prometheus.CounterVec
+	topicBytesOut  *prometheus.CounterVec
+	produceSeconds *prometheus.HistogramVec
+	fetchSeconds   *prometheus.HistogramVec
+
+	disCalls        *prometheus.CounterVec
+	disSeconds      *prometheus.HistogramVec
+	disRetries      *prometheus.CounterVec
+	disThrottled    *prometheus.CounterVec
+	disRecordErrors *prometheus.CounterVec
+	cursorRefreshes prometheus.Counter
+
+	rebalances       *prometheus.CounterVec
+	rebalanceSeconds prometheus.Histogram
 
 	produceQueued     prometheus.Gauge
 	readCacheBytes    prometheus.Gauge
@@ -28,12 +54,22 @@ type metrics struct {
 	inflightBytes     prometheus.GaugeFunc
 }
 
-// newMetrics makes the series; inflight reads the bytes held against the
-// gateway-wide in-flight budget.
-func newMetrics(reg prometheus.Registerer, inflight func() float64) *metrics {
+// latencyBuckets are the buckets of the gateway's latency histograms: 0.5 ms
+// to about 8 s.
+var latencyBuckets = prometheus.ExponentialBuckets(0.0005, 2, 15)
+
+// newMetrics makes the series of gw and registers them with its
+// Config.Registry.
+func newMetrics(gw *Gateway) *metrics {
+	cfg := &gw.cfg
+	inflight := func() float64 { return float64(gw.inflight.Load()) }
+	tp := []string{"topic", "partition"}
 	m := &metrics{
-		connections: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "disgw_connections", Help: "Open Kafka client connections."}),
+		labels:      topicLabels{mode: cfg.MetricsLabels, topics: newLabelCap(cfg.MetricsMaxTopics)},
+		groupLabels: newLabelCap(cfg.MetricsMaxGroups),
+		groups:      groupMetrics{committed: make(map[groupOffsetKey]int64), gens: make(map[string]int32)},
+		connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "disgw_connections", Help: "Open Kafka client connections, by listener security protocol."}, []string{"listener"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "disgw_requests_total", Help: "Kafka requests handled, by API."}, []string{"api"}),
 		badRequests: prometheus.NewCounter(prometheus.CounterOpts{
@@ -48,11 +84,43 @@ func newMetrics(reg prometheus.Registerer, inflight func() float64) *metrics {
 			Name: "disgw_produced_records_total", Help: "Records written to DIS through Produce."}),
 		fetchedRecs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "disgw_fetched_records_total", Help: "Records returned to Fetch requests."}),
-		putRecordsCall: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "disgw_dis_put_records_seconds", Help: "Latency of DIS PutRecords calls made by partition writers.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
-		disErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "disgw_dis_errors_total", Help: "DIS calls that failed, by DIS error code (\"\" for transport errors)."}, []string{"code"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_authentication_failures_total", Help: "SASL authentications that failed, by mechanism; each closes its connection."}, []string{"mechanism"}),
+		requestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "disgw_request_duration_seconds", Help: "Time from a Kafka request being dispatched to its answer, by API.",
+			Buckets: latencyBuckets}, []string{"api"}),
+		topicRecsIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_topic_records_in_total", Help: "Kafka records produced and stored in DIS, by topic."}, tp),
+		topicBytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_topic_bytes_in_total", Help: "Bytes of Kafka records produced and stored in DIS (record batches as sent, or DIS record data of raw topics), by topic."}, tp),
+		topicRecsOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_topic_records_out_total", Help: "Kafka records returned to Fetch, by topic."}, tp),
+		topicBytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_topic_bytes_out_total", Help: "Record batch bytes returned to Fetch, by topic."}, tp),
+		produceSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "disgw_produce_duration_seconds", Help: "Time to answer Produce requests, observed for each topic they wrote.",
+			Buckets: latencyBuckets}, []string{"topic"}),
+		fetchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "disgw_fetch_duration_seconds", Help: "Time to answer Fetch requests (long polls included), observed for each topic they read.",
+			Buckets: latencyBuckets}, []string{"topic"}),
+		disCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_dis_calls_total", Help: "DIS API calls, by operation and outcome: ok, the DIS error code, or error for no DIS answer."}, []string{"operation", "code"}),
+		disSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "disgw_dis_call_duration_seconds", Help: "Latency of DIS API calls, retries included, by operation.",
+			Buckets: latencyBuckets}, []string{"operation"}),
+		disRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_dis_retries_total", Help: "DIS requests sent again after a failed attempt, by operation."}, []string{"operation"}),
+		disThrottled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_dis_throttled_total", Help: "DIS answers that refused traffic for a partition's or the project's limits (DIS.4303, DIS.4305, HTTP 429), retried attempts and PutRecords with refused records included, by operation."}, []string{"operation"}),
+		disRecordErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_dis_record_errors_total", Help: "Records a PutRecords call answered with an error, by DIS error code; throttled ones are sent again."}, []string{"code"}),
+		cursorRefreshes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "disgw_dis_cursor_refreshes_total", Help: "GetRecords calls DIS answered with an expired cursor, each followed by a GetCursor."}),
+		rebalances: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_group_rebalances_total", Help: "Completed rebalances of the groups this gateway coordinates: new generations of classic groups, new epochs of consumer groups."}, []string{"group"}),
+		rebalanceSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "disgw_group_rebalance_duration_seconds", Help: "How long classic groups' join phases lasted, from the rebalance starting to the new generation.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)}),
 		panics: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "disgw_panics_recovered_total", Help: "Panics recovered in handlers and gateway goroutines; each is a bug, logged with its stack."}),
 		produceQueued: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -76,12 +144,32 @@ func newMetrics(reg prometheus.Registerer, inflight func() float64) *metrics {
 		inflightBytes: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "disgw_inflight_bytes", Help: "Bytes held against the gateway-wide in-flight budget: requests being handled, responses not yet written, frames partly received."}, inflight),
 	}
-	if reg != nil {
+	// Series of known label values start at zero, so that rates and
+	// alerts have a series before the first event.
+	for _, reason := range []string{"max_connections", "max_connections_per_ip"} {
+		m.connsRefused.WithLabelValues(reason)
+	}
+	for _, reason := range []string{"idle", "write_timeout", "inflight_budget", "tls_handshake"} {
+		m.connsClosed.WithLabelValues(reason)
+	}
+	for _, mech := range []string{mechPlain, mechSCRAMSHA256, mechSCRAMSHA512} {
+		m.authFailures.WithLabelValues(mech)
+	}
+	budgets := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "disgw_budget_limit_bytes", Help: "The byte budgets the in-use gauges count against: inflight (disgw_inflight_bytes), produce_queue (disgw_produce_queue_bytes), read_cache (disgw_read_cache_bytes)."}, []string{"budget"})
+	budgets.WithLabelValues("inflight").Set(float64(cfg.MaxInflightBytes))
+	budgets.WithLabelValues("produce_queue").Set(float64(cfg.MaxQueueBytes))
+	budgets.WithLabelValues("read_cache").Set(float64(cfg.ReadCacheBytes))
+	if reg := cfg.Registry; reg != nil {
 		reg.MustRegister(m.connections, m.requests, m.badRequests, m.backpressure, m.bytesIn, m.bytesOut,
-			m.producedRecs, m.fetchedRecs, m.putRecordsCall, m.disErrors, m.panics,
+			m.producedRecs, m.fetchedRecs, m.panics, m.authFailures,
+			m.requestSeconds, m.topicRecsIn, m.topicBytesIn, m.topicRecsOut, m.topicBytesOut,
+			m.produceSeconds, m.fetchSeconds,
+			m.disCalls, m.disSeconds, m.disRetries, m.disThrottled, m.disRecordErrors, m.cursorRefreshes,
+			m.rebalances, m.rebalanceSeconds, budgets,
 			m.produceQueued, m.readCacheBytes, m.offsetProbes, m.fencedBatches,
 			m.produceQueueWaits, m.produceCancelled, m.produceDropped,
-			m.connsRefused, m.connsClosed, m.inflightBytes)
+			m.connsRefused, m.connsClosed, m.inflightBytes, &stateCollector{gw: gw})
 	}
 	return m
 }

@@ -223,6 +223,7 @@ func (ps *partitionState) readAt(ctx context.Context, seq int64) ([]disclient.Re
 			}
 			return nil, err
 		}
+		ps.meter.read(resp.Records)
 		if n := len(resp.Records); n > 0 {
 			first, err1 := strconv.ParseInt(resp.Records[0].SequenceNumber, 10, 64)
 			last, err2 := strconv.ParseInt(resp.Records[n-1].SequenceNumber, 10, 64)

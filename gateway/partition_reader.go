@@ -394,6 +394,7 @@ func (pr *partitionReader) readDIS(ctx context.Context, format RecordFormat, off
 			}
 			return nil, err
 		}
+		pr.state.meter.read(resp.Records)
 		recs := make([]protocol.Record, 0, len(resp.Records))
 		for i := range resp.Records {
 			r, err := fromRawDIS(&resp.Records[i])

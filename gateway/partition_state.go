@@ -72,6 +72,8 @@ type partitionState struct {
 	// this state was busy: it is dropped once idle, even if the partition
 	// came back meanwhile (releaseMovedPartitions).
 	moved atomic.Bool
+	// meter counts the partition's DIS traffic for its quota share.
+	meter ioMeter
 }
 
 // batchLoc places one DIS record of a kafka-format stream: its sequence

@@ -581,7 +581,7 @@ func (w *partitionWriter) write(ops []*appendOp) {
 			}
 			written = append(written, op.records...)
 		}
-		w.gw.metrics.producedRecs.Add(float64(n))
+		w.gw.metrics.produced(w.key, n, entriesBytes(op.entries))
 	}
 	if len(written) > 0 {
 		w.state.reader.appended(written)
@@ -712,21 +712,17 @@ func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecords
 			bytes += len(entries[end].Data)
 			end++
 		}
-		began := time.Now()
 		resp, err := w.key.tenant.dis.PutRecords(ctx, &disclient.PutRecordsRequest{StreamName: w.key.streamName(), Records: entries[start:end]})
-		w.gw.metrics.putRecordsCall.Observe(time.Since(began).Seconds())
 		tail := 0
 		switch {
 		case err != nil && isThrottle(disclient.ErrorCode(err)):
 			// Refused as a whole: nothing of the call was stored.
-			w.gw.metrics.disErrors.WithLabelValues(disclient.ErrorCode(err)).Inc()
 			resp = &disclient.PutRecordsResponse{Records: make([]disclient.PutRecordsResult, end-start)}
 			for i := range resp.Records {
 				resp.Records[i] = disclient.PutRecordsResult{ErrorCode: disclient.ErrorCode(err), ErrorMessage: err.Error()}
 			}
 		case err != nil:
 			cancel()
-			w.gw.metrics.disErrors.WithLabelValues(disclient.ErrorCode(err)).Inc()
 			w.gw.log.Warn().Err(err).Str("topic", w.key.topic).Int32("partition", w.key.partition).Msg("PutRecords failed")
 			return putOutcome{results: results, code: kafkaCodeForDIS(err), msg: err.Error(), throttled: isThrottle(disclient.ErrorCode(err))}
 		case len(resp.Records) != end-start:
@@ -735,13 +731,13 @@ func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecords
 		default:
 			tail = throttledTail(resp.Records)
 			results = append(results, resp.Records[:tail]...)
+			w.state.meter.wrote(entries[start : start+tail])
 			start += tail
 		}
 		if start == end {
 			cancel()
 			continue
 		}
-		w.gw.metrics.disErrors.WithLabelValues(resp.Records[tail].ErrorCode).Inc()
 		if opEnd(start) > 0 {
 			// Inside a partly stored op: wait out the throttling
 			// whatever the deadline.

@@ -133,7 +133,7 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 		}
 		for j := range op.entries {
 			info, _ := protocol.ParseBatchInfo(op.entries[j].Data)
-			w.gw.metrics.producedRecs.Add(float64(info.NumRecords))
+			w.gw.metrics.produced(w.key, int(info.NumRecords), len(op.entries[j].Data))
 		}
 	}
 	expect := wantSeq

@@ -129,9 +129,10 @@ type request struct {
 	body kmsg.Request
 	h    *handler
 	once atomic.Bool // answered
-	// served is set once a handler starts: it is counted in
+	// served is set once a handler starts, at began: it is counted in
 	// gw.handlersRun until answered.
 	served bool
+	began  time.Time
 	early  []byte // a response frame prepared on the loop (ApiVersions v0 errors)
 	raw    []byte // a bare SASL token (after SaslHandshake v0)
 	// scratch holds responseBuffers buffers the handler's response
@@ -157,7 +158,7 @@ func newSession(gw *Gateway, lis *listener, sink responseSink, remote string) *s
 		done:   make(map[uint64]finished),
 	}
 	s.lastRecv.Store(time.Now().UnixNano())
-	gw.metrics.connections.Inc()
+	gw.metrics.connections.WithLabelValues(lis.name()).Inc()
 	gw.conns.add(s)
 	go func() {
 		// Past a panic here nothing would answer this connection again.
@@ -357,7 +358,7 @@ func (s *session) dispatch() {
 		}
 		s.gw.metrics.requests.WithLabelValues(r.h.name).Inc()
 		s.gw.handlersRun.Add(1)
-		r.served = true
+		r.served, r.began = true, time.Now()
 		s.serve(r)
 	}
 }
@@ -546,6 +547,7 @@ func (r *request) finishRecycled(frame []byte, recycled bool) bool {
 		return false
 	}
 	if r.served {
+		r.s.gw.metrics.answered(r)
 		defer r.s.gw.handlersRun.Done()
 	}
 	r.s.complete(r, frame, recycled)
@@ -629,5 +631,5 @@ func (s *session) onClosed() {
 	s.cancel()
 	close(s.queue)
 	s.gw.conns.remove(s)
-	s.gw.metrics.connections.Dec()
+	s.gw.metrics.connections.WithLabelValues(s.lis.name()).Dec()
 }

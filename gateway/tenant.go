@@ -41,7 +41,7 @@ type tenant struct {
 }
 
 func newTenant(gw *Gateway, id string, dis disclient.API) *tenant {
-	tn := &tenant{id: id, dis: dis, lastActive: time.Now()}
+	tn := &tenant{id: id, dis: gw.metrics.instrumentDIS(dis), lastActive: time.Now()}
 	tn.parts.m = make(map[partitionKey]*partitionEntry[*partitionState])
 	tn.catalog = newCatalog(gw, tn)
 	return tn

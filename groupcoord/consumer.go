@@ -533,6 +533,7 @@ func (g *group) refreshTopics(topics Topics) bool {
 func (g *group) bumpEpoch(now time.Time, reason string) {
 	cg := g.cg
 	cg.epoch++
+	g.c.rebalances = append(g.c.rebalances, Rebalance{Group: g.id, Generation: cg.epoch})
 	cg.target = cg.assign()
 	cg.assignmentEpoch = cg.epoch
 	g.c.log.Info().Str("group", g.id).Int32("epoch", cg.epoch).Str("assignor", cg.assignorName()).

@@ -95,13 +95,14 @@ type Config struct {
 // so every rebalance path can be driven by a test. It is not safe for
 // concurrent use; the gateway serializes calls.
 type Coordinator struct {
-	cfg     Config
-	log     zerolog.Logger
-	groups  map[string]*group
-	timers  timerHeap
-	out     []Response
-	removed []Removed
-	nextID  uint64 // suffix of the default member ids
+	cfg        Config
+	log        zerolog.Logger
+	groups     map[string]*group
+	timers     timerHeap
+	out        []Response
+	removed    []Removed
+	rebalances []Rebalance
+	nextID     uint64 // suffix of the default member ids
 	// stamps numbers group incarnations and generations, so a fence taken
 	// at commit time tells whether the group moved on.
 	stamps uint64
@@ -118,6 +119,20 @@ type Ready struct {
 	// Removed are the groups the coordinator forgot (expired or deleted),
 	// so the caller can drop what it keeps per group.
 	Removed []Removed
+	// Rebalances are the rebalances completed since the last Ready, for
+	// the caller's metrics: the coordinator keeps no counters itself.
+	Rebalances []Rebalance
+}
+
+// Rebalance is one completed rebalance: a classic group's join phase
+// ending in a new generation, or a consumer group's new epoch.
+type Rebalance struct {
+	Group      string
+	Generation int32
+	// Took is how long the classic group's join phase lasted, from the
+	// rebalance starting to the new generation; zero for a consumer
+	// group, whose members keep consuming while their epoch moves.
+	Took time.Duration
 }
 
 // Removed is a group the coordinator forgot.
@@ -243,8 +258,8 @@ func (c *Coordinator) Tick(now time.Time) { c.advance(now) }
 // Ready returns and clears everything to do: responses (in the order they
 // became ready), groups forgotten, and when to call Tick next.
 func (c *Coordinator) Ready() Ready {
-	rd := Ready{Responses: c.out, Removed: c.removed}
-	c.out, c.removed = nil, nil
+	rd := Ready{Responses: c.out, Removed: c.removed, Rebalances: c.rebalances}
+	c.out, c.removed, c.rebalances = nil, nil, nil
 	if len(c.timers) > 0 {
 		rd.NextTick = c.timers[0].next.at
 	}

@@ -82,6 +82,9 @@ type group struct {
 	commitOnly bool
 	// stamp changes with every generation and incarnation: see CommitFence.
 	stamp uint64
+	// rebalanceStart is when the rebalance under way began; zero when
+	// none is.
+	rebalanceStart time.Time
 	// cg is set while the group is a consumer-protocol (KIP-848) group;
 	// the classic fields then stay empty. A group id is one type at a
 	// time, as in Kafka.
@@ -412,6 +415,9 @@ func (g *group) prepareRebalance(t time.Time, reason string) {
 	} else {
 		g.joinDeadline = t.Add(timeout)
 	}
+	if g.rebalanceStart.IsZero() {
+		g.rebalanceStart = t
+	}
 	g.state = statePreparingRebalance
 	g.c.log.Info().Str("group", g.id).Int32("generation", g.generation).Str("reason", reason).Msg("preparing to rebalance group")
 	g.tryCompleteJoin(t)
@@ -474,6 +480,12 @@ func (g *group) completeJoin(t time.Time) {
 	}
 	g.joinDeadline = time.Time{}
 	g.generation++
+	rb := Rebalance{Group: g.id, Generation: g.generation}
+	if !g.rebalanceStart.IsZero() {
+		rb.Took = t.Sub(g.rebalanceStart)
+	}
+	g.c.rebalances = append(g.c.rebalances, rb)
+	g.rebalanceStart = time.Time{}
 	g.c.stamps++
 	g.stamp = g.c.stamps
 	if len(g.members) == 0 {

@@ -29,6 +29,8 @@ type harness struct {
 	order    []uint64 // response ids in the order they were ready
 	nextTick time.Time
 	removed  []Removed // every Ready's, in order
+	// rebalances are every Ready's, in order.
+	rebalances []Rebalance
 }
 
 func newHarness(t *testing.T, cfg Config) *harness {
@@ -59,6 +61,7 @@ func (h *harness) collect() {
 	h.t.Helper()
 	rd := h.c.Ready()
 	h.removed = append(h.removed, rd.Removed...)
+	h.rebalances = append(h.rebalances, rd.Rebalances...)
 	for _, r := range rd.Responses {
 		req, ok := h.sent[r.ID]
 		if !ok {

@@ -75,6 +75,9 @@ type options struct {
 	maxCheckpointReads                int
 	logLevel, logFormat               string
 	pprof                             bool
+	metricsTopicLabels                string
+	metricsMaxTopics                  int
+	metricsMaxGroups                  int
 	memoryLimit                       int64
 	nodeID                            int
 	nodeIDSet                         bool
@@ -145,6 +148,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.unknownTopicTTL, "unknown-topic-ttl", 2*time.Second, "how long a topic DIS does not have is remembered as missing")
 	fs.IntVar(&o.maxDescribes, "max-describes-per-request", 1000, "DescribeStream calls one request may make for topics not cached")
 	fs.IntVar(&o.maxCheckpointReads, "max-checkpoint-reads-per-request", 5000, "GetCheckpoint calls one OffsetFetch request may make")
+	fs.StringVar(&o.metricsTopicLabels, "metrics-topic-labels", gateway.MetricsLabelsTopic, "labels of the per-topic metrics: topic, partition (topic and partition) or none")
+	fs.IntVar(&o.metricsMaxTopics, "metrics-max-topics", 1000, "topics with metrics series of their own; the rest share topic=\"_other\"")
+	fs.IntVar(&o.metricsMaxGroups, "metrics-max-groups", 1000, "consumer groups with metrics series of their own; the rest share group=\"_other\"")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve Go's profiling handlers under /debug/pprof/ on the admin listener")
 	fs.Int64Var(&o.memoryLimit, "memory-limit", 200<<20, "soft limit in bytes on the Go runtime's memory, past which the GC works harder (runtime/debug.SetMemoryLimit); 0 for none; GOMEMLIMIT in the environment wins")
 	fs.IntVar(&o.nodeID, "node-id", 0, "this gateway's node id, its broker id in Metadata; with --peers, its entry there")
@@ -333,6 +339,9 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 		UnknownTopicTTL:              o.unknownTopicTTL,
 		MaxDescribesPerRequest:       o.maxDescribes,
 		MaxCheckpointReadsPerRequest: o.maxCheckpointReads,
+		MetricsLabels:                o.metricsTopicLabels,
+		MetricsMaxTopics:             o.metricsMaxTopics,
+		MetricsMaxGroups:             o.metricsMaxGroups,
 		Logger:                       log,
 		Registry:                     reg,
 	}

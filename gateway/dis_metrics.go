@@ -1,0 +1,238 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/disgw/disgw/disclient"
+)
+
+// disMetrics decorates a tenant's DIS client with the DIS series: calls by
+// operation and outcome, latency, retries (reported from inside the client
+// through disclient.WithRetryObserver), throttling, per-record PutRecords
+// errors and cursor refreshes. Every DIS call of the gateway goes through
+// one, so no call site counts anything itself.
+type disMetrics struct {
+	next disclient.API
+	m    *metrics
+	ops  map[string]*disOp
+}
+
+// disOp holds one operation's series, resolved once.
+type disOp struct {
+	name      string
+	ok        prometheus.Counter
+	seconds   prometheus.Observer
+	retries   prometheus.Counter
+	throttled prometheus.Counter
+	observer  disclient.RetryObserver
+}
+
+// disOperations are the operations of disclient.API, by their method names.
+var disOperations = []string{
+	"CreateStream", "ListStreams", "DescribeStream", "DeleteStream", "UpdatePartitionCount", "UpdateStream", "UpdateStreamTags",
+	"PutRecords", "GetCursor", "GetRecords",
+	"CreateApp", "ListApps", "DescribeApp", "DeleteApp", "ConsumerState",
+	"CommitCheckpoint", "GetCheckpoint", "DeleteCheckpoint",
+}
+
+// instrumentDIS wraps dis so that its calls are counted in m.
+func (m *metrics) instrumentDIS(dis disclient.API) disclient.API {
+	d := &disMetrics{next: dis, m: m, ops: make(map[string]*disOp, len(disOperations))}
+	for _, name := range disOperations {
+		op := &disOp{
+			name:      name,
+			ok:        m.disCalls.WithLabelValues(name, "ok"),
+			seconds:   m.disSeconds.WithLabelValues(name),
+			retries:   m.disRetries.WithLabelValues(name),
+			throttled: m.disThrottled.WithLabelValues(name),
+		}
+		op.observer = func(err error) {
+			op.retries.Inc()
+			if isThrottleErr(err) {
+				op.throttled.Inc()
+			}
+		}
+		d.ops[name] = op
+	}
+	return d
+}
+
+// isThrottleErr reports whether err is DIS refusing traffic for a limit.
+func isThrottleErr(err error) bool {
+	var e *disclient.Error
+	return errors.As(err, &e) && (isThrottle(e.Code) || e.Status == 429)
+}
+
+// start begins a call of op: the context carries the retry observer.
+func (d *disMetrics) start(ctx context.Context, name string) (context.Context, *disOp, time.Time) {
+	op := d.ops[name]
+	return disclient.WithRetryObserver(ctx, op.observer), op, time.Now()
+}
+
+// done counts a finished call.
+func (d *disMetrics) done(op *disOp, began time.Time, err error) {
+	op.seconds.Observe(time.Since(began).Seconds())
+	if err == nil {
+		op.ok.Inc()
+		return
+	}
+	code := disclient.ErrorCode(err)
+	if code == "" {
+		code = "error"
+	}
+	d.m.disCalls.WithLabelValues(op.name, code).Inc()
+	if isThrottleErr(err) {
+		op.throttled.Inc()
+	}
+}
+
+// Close closes the wrapped client when it can be closed.
+func (d *disMetrics) Close() { closeDIS(d.next) }
+
+func (d *disMetrics) CreateStream(ctx context.Context, req *disclient.CreateStreamRequest) error {
+	ctx, op, began := d.start(ctx, "CreateStream")
+	err := d.next.CreateStream(ctx, req)
+	d.done(op, began, err)
+	return err
+}
+
+func (d *disMetrics) ListStreams(ctx context.Context, limit int, startStreamName string) (*disclient.ListStreamsResponse, error) {
+	ctx, op, began := d.start(ctx, "ListStreams")
+	resp, err := d.next.ListStreams(ctx, limit, startStreamName)
+	d.done(op, began, err)
+	return resp, err
+}
+
+func (d *disMetrics) DescribeStream(ctx context.Context, name, startPartitionID string, limit int) (*disclient.DescribeStreamResponse, error) {
+	ctx, op, began := d.start(ctx, "DescribeStream")
+	resp, err := d.next.DescribeStream(ctx, name, startPartitionID, limit)
+	d.done(op, began, err)
+	return resp, err
+}
+
+func (d *disMetrics) DeleteStream(ctx context.Context, name string) error {
+	ctx, op, began := d.start(ctx, "DeleteStream")
+	err := d.next.DeleteStream(ctx, name)
+	d.done(op, began, err)
+	return err
+}
+
+func (d *disMetrics) UpdatePartitionCount(ctx context.Context, req *disclient.UpdatePartitionCountRequest) error {
+	ctx, op, began := d.start(ctx, "UpdatePartitionCount")
+	err := d.next.UpdatePartitionCount(ctx, req)
+	d.done(op, began, err)
+	return err
+}
+
+func (d *disMetrics) UpdateStream(ctx context.Context, req *disclient.UpdateStreamRequest) error {
+	ctx, op, began := d.start(ctx, "UpdateStream")
+	err := d.next.UpdateStream(ctx, req)
+	d.done(op, began, err)
+	return err
+}
+
+func (d *disMetrics) UpdateStreamTags(ctx context.Context, streamID string, req *disclient.StreamTagsRequest) error {
+	ctx, op, began := d.start(ctx, "UpdateStreamTags")
+	err := d.next.UpdateStreamTags(ctx, streamID, req)
+	d.done(op, began, err)
+	return err
+}
+
+// PutRecords also counts the records DIS refused one by one; a call with
+// throttled records counts once as throttled.
+func (d *disMetrics) PutRecords(ctx context.Context, req *disclient.PutRecordsRequest) (*disclient.PutRecordsResponse, error) {
+	ctx, op, began := d.start(ctx, "PutRecords")
+	resp, err := d.next.PutRecords(ctx, req)
+	d.done(op, began, err)
+	if err == nil && resp.FailedRecordCount > 0 {
+		throttled := false
+		for i := range resp.Records {
+			if c := resp.Records[i].ErrorCode; c != "" {
+				d.m.disRecordErrors.WithLabelValues(c).Inc()
+				throttled = throttled || isThrottle(c)
+			}
+		}
+		if throttled {
+			op.throttled.Inc()
+		}
+	}
+	return resp, err
+}
+
+func (d *disMetrics) GetCursor(ctx context.Context, req *disclient.GetCursorRequest) (*disclient.GetCursorResponse, error) {
+	ctx, op, began := d.start(ctx, "GetCursor")
+	resp, err := d.next.GetCursor(ctx, req)
+	d.done(op, began, err)
+	return resp, err
+}
+
+// GetRecords also counts expired cursors: the caller gets a new one.
+func (d *disMetrics) GetRecords(ctx context.Context, cursor string, maxFetchBytes int) (*disclient.GetRecordsResponse, error) {
+	ctx, op, began := d.start(ctx, "GetRecords")
+	resp, err := d.next.GetRecords(ctx, cursor, maxFetchBytes)
+	d.done(op, began, err)
+	if disclient.IsCode(err, disclient.CodeCursorExpired) {
+		d.m.cursorRefreshes.Inc()
+	}
+	return resp, err
+}
+
+func (d *disMetrics) CreateApp(ctx context.Context, name string) error {
+	ctx, op, began := d.start(ctx, "CreateApp")
+	err := d.next.CreateApp(ctx, name)
+	d.done(op, began, err)
+	return err
+}
+
+func (d *disMetrics) ListApps(ctx context.Context, limit int, startAppName, streamName string) (*disclient.ListAppsResponse, error) {
+	ctx, op, began := d.start(ctx, "ListApps")
+	resp, err := d.next.ListApps(ctx, limit, startAppName, streamName)
+	d.done(op, began, err)
+	return resp, err
+}
+
+func (d *disMetrics) DescribeApp(ctx context.Context, name string) (*disclient.App, error) {
+	ctx, op, began := d.start(ctx, "DescribeApp")
+	resp, err := d.next.DescribeApp(ctx, name)
+	d.done(op, began, err)
+	return resp, err
+}
+
+func (d *disMetrics) DeleteApp(ctx context.Context, name string) error {
+	ctx, op, began := d.start(ctx, "DeleteApp")
+	err := d.next.DeleteApp(ctx, name)
+	d.done(op, began, err)
+	return err
+}
+
+func (d *disMetrics) ConsumerState(ctx context.Context, app, stream string, limit int, startPartitionID string) (*disclient.ConsumerStateResponse, error) {
+	ctx, op, began := d.start(ctx, "ConsumerState")
+	resp, err := d.next.ConsumerState(ctx, app, stream, limit, startPartitionID)
+	d.done(op, began, err)
+	return resp, err
+}
+
+func (d *disMetrics) CommitCheckpoint(ctx context.Context, req *disclient.CommitCheckpointRequest) error {
+	ctx, op, began := d.start(ctx, "CommitCheckpoint")
+	err := d.next.CommitCheckpoint(ctx, req)
+	d.done(op, began, err)
+	return err
+}
+
+func (d *disMetrics) GetCheckpoint(ctx context.Context, req *disclient.GetCheckpointRequest) (*disclient.GetCheckpointResponse, error) {
+	ctx, op, began := d.start(ctx, "GetCheckpoint")
+	resp, err := d.next.GetCheckpoint(ctx, req)
+	d.done(op, began, err)
+	return resp, err
+}
+
+func (d *disMetrics) DeleteCheckpoint(ctx context.Context, req *disclient.DeleteCheckpointRequest) error {
+	ctx, op, began := d.start(ctx, "DeleteCheckpoint")
+	err := d.next.DeleteCheckpoint(ctx, req)
+	d.done(op, began, err)
+	return err
+}
