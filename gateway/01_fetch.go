@@ -172,7 +172,7 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 		gw.waitEmptyFetch(ctx, req)
 		return resp, nil
 	}
-	gw.serveFetch(ctx, req, resp, parts, &r.scratch)
+	gw.serveFetch(ctx, r, req, resp, parts)
 	return resp, nil
 }
 
@@ -195,7 +195,7 @@ func (gw *Gateway) fetchNotLeader(r *request, resp *kmsg.FetchResponse, sp *kmsg
 // serveFetch reads every partition, long-polling until min_bytes are there
 // or max_wait_ms has passed, then encodes the batches. A long poll registers
 // one waiter with every partition still waiting, which an append wakes.
-func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*fetchPart, scratch *[][]byte) {
+func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*fetchPart) {
 	deadline := time.Now().Add(fetchWait(req))
 	maxBytes := gw.fetchLimit(req)
 	minBytes := int(req.MinBytes)
@@ -246,6 +246,7 @@ func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp 
 		}
 	}
 	trimToMaxBytes(parts, maxBytes)
+	pieces := 1
 	for _, p := range parts {
 		if p.throttled {
 			// Kafka's way to ask a client to slow down.
@@ -253,20 +254,25 @@ func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp 
 		}
 		if len(p.batches) > 0 {
 			n := 0
+			batches := make([][]byte, len(p.batches))
 			for i := range p.batches {
 				n += len(p.batches[i].data)
+				batches[i] = p.batches[i].data
 			}
-			if len(p.batches) == 1 {
-				// Cached batches are never changed: answer with it as is.
-				p.resp.RecordBatches = p.batches[0].data
+			// Cached batches are never changed: the frame carries them
+			// as they are (fetch_splice.go), unless it would have too
+			// many pieces; then they are copied together.
+			if pieces+len(batches)+2 <= maxSpliceParts {
+				pieces += len(batches) + 2
+				r.splices = append(r.splices, newFetchSplice(&p.resp.RecordBatches, batches, n))
 				continue
 			}
 			b := responseBuffers.get(n)
-			for i := range p.batches {
-				b = append(b, p.batches[i].data...)
+			for _, d := range batches {
+				b = append(b, d...)
 			}
 			p.resp.RecordBatches = b
-			*scratch = append(*scratch, b)
+			r.scratch = append(r.scratch, b)
 			continue
 		}
 		if len(p.records) == 0 {

@@ -22,10 +22,9 @@ import (
 type responseSink interface {
 	// write queues one whole frame; frames arrive in request order. It is
 	// called with the session's lock held, so it must never block: the
-	// sink reports the bytes as they reach the socket with session.wrote.
-	// A recycled frame came from responseBuffers: the sink puts it back
-	// once nothing reads it any more.
-	write(frame []byte, recycled bool)
+	// sink reports the bytes as they reach the socket with session.wrote,
+	// and calls o.release once nothing reads the frame any more.
+	write(o outFrame)
 	// close closes the connection after the frames already queued.
 	close()
 	// abort closes the connection now, dropping what is still queued: the
@@ -115,9 +114,8 @@ func (s *session) frameLimit() int32 {
 
 // finished is a response waiting for its turn; a nil frame sends nothing.
 type finished struct {
-	frame    []byte
-	recycled bool // frame is a responseBuffers buffer
-	size     int64
+	out  outFrame
+	size int64
 }
 
 // request is one decoded request travelling through the pipeline.
@@ -136,9 +134,11 @@ type request struct {
 	early  []byte // a response frame prepared on the loop (ApiVersions v0 errors)
 	raw    []byte // a bare SASL token (after SaslHandshake v0)
 	// scratch holds responseBuffers buffers the handler's response
-	// refers to; reply gives them back once the response is encoded.
-	// Only the handler's goroutine touches it.
+	// refers to, given back once the response is encoded; splices are the
+	// record batches its frame is to carry without a copy
+	// (fetch_splice.go). Only the handler's goroutine touches them.
 	scratch [][]byte
+	splices []fetchSplice
 }
 
 const sessionQueueLen = 256
@@ -429,11 +429,12 @@ func (r *request) logEvent(e *zerolog.Event) *zerolog.Event {
 // reply answers r with what its handler returned: resp, or for an error
 // the API's error response with the Kafka code for it.
 func (r *request) reply(resp kmsg.Response, err error) {
+	splices := r.splices
 	defer func() {
 		for _, b := range r.scratch {
 			responseBuffers.put(b)
 		}
-		r.scratch = nil
+		r.scratch, r.splices = nil, nil
 	}()
 	if err != nil {
 		code := errorCodeFor(err)
@@ -441,7 +442,7 @@ func (r *request) reply(resp kmsg.Response, err error) {
 		r.replyCode(code)
 		return
 	}
-	if !r.respond(resp) {
+	if !r.respondWith(resp, splices) {
 		r.replyCode(kerr.UnknownServerError.Code)
 	}
 }
@@ -485,22 +486,25 @@ func errorCodeFor(err error) int16 {
 // respond encodes resp and finishes r with it; a nil resp sends nothing
 // (acks=0 produce). It returns false, leaving r unanswered, when encoding
 // panicked; a request already answered counts as success.
-func (r *request) respond(resp kmsg.Response) bool {
+func (r *request) respond(resp kmsg.Response) bool { return r.respondWith(resp, nil) }
+
+// respondWith is respond for a response whose frame carries splices.
+func (r *request) respondWith(resp kmsg.Response, splices []fetchSplice) bool {
 	if r.once.Load() {
 		return true
 	}
-	frame, recycled, ok := r.encode(resp)
-	if ok && !r.finishRecycled(frame, recycled) && recycled {
-		responseBuffers.put(frame)
+	out, ok := r.encode(resp, splices)
+	if ok && !r.finishOut(out) {
+		out.release()
 	}
 	return ok
 }
 
-// encode is resp's frame; ok is false when encoding panicked (a response
-// whose fields do not fit its version).
-func (r *request) encode(resp kmsg.Response) (frame []byte, recycled, ok bool) {
+// encode is resp's frame, with splices put in it; ok is false when
+// encoding panicked (a response whose fields do not fit its version).
+func (r *request) encode(resp kmsg.Response, splices []fetchSplice) (out outFrame, ok bool) {
 	if resp == nil {
-		return nil, false, true
+		return outFrame{}, true
 	}
 	defer func() {
 		if v := recover(); v != nil {
@@ -509,16 +513,22 @@ func (r *request) encode(resp kmsg.Response) (frame []byte, recycled, ok bool) {
 		}
 	}()
 	if fr, isFetch := resp.(*kmsg.FetchResponse); isFetch {
-		if n := fetchFrameSize(fr); pooledSize(n) {
+		if n := fetchFrameSize(fr); pooledSize(n) || len(splices) > 0 {
 			buf := responseBuffers.get(n)
-			frame = protocol.AppendResponse(buf, r.hdr, resp)
-			if recycled = cap(frame) == cap(buf) && &frame[:1][0] == &buf[:1][0]; !recycled {
+			out.frame = protocol.AppendResponse(buf, r.hdr, resp)
+			if out.recycled = cap(out.frame) == cap(buf) && &out.frame[:1][0] == &buf[:1][0]; !out.recycled {
 				responseBuffers.put(buf)
 			}
-			return frame, recycled, true
+			if len(splices) > 0 && !out.splice(splices, r.hdr.Version >= 12) {
+				// Not where they were put: answer from copies instead.
+				out.release()
+				unsplice(splices)
+				return r.encode(resp, nil)
+			}
+			return out, true
 		}
 	}
-	return protocol.AppendResponse(nil, r.hdr, resp), false, true
+	return outFrame{frame: protocol.AppendResponse(nil, r.hdr, resp)}, true
 }
 
 // fetchFrameSize is at least the encoded size of a Fetch response: its
@@ -538,11 +548,10 @@ func fetchFrameSize(resp *kmsg.FetchResponse) int {
 
 // finish writes r's one answer (nil: none) and reports whether this was
 // it; later answers are dropped.
-func (r *request) finish(frame []byte) bool { return r.finishRecycled(frame, false) }
+func (r *request) finish(frame []byte) bool { return r.finishOut(outFrame{frame: frame}) }
 
-// finishRecycled is finish for a frame that may be a responseBuffers
-// buffer, which the transport then gives back.
-func (r *request) finishRecycled(frame []byte, recycled bool) bool {
+// finishOut is finish for any outFrame; the transport releases it.
+func (r *request) finishOut(out outFrame) bool {
 	if !r.once.CompareAndSwap(false, true) {
 		return false
 	}
@@ -550,7 +559,7 @@ func (r *request) finishRecycled(frame []byte, recycled bool) bool {
 		r.s.gw.metrics.answered(r)
 		defer r.s.gw.handlersRun.Done()
 	}
-	r.s.complete(r, frame, recycled)
+	r.s.complete(r, out)
 	return true
 }
 
@@ -558,10 +567,10 @@ func (r *request) finishFrame(frame []byte) { r.finish(frame) }
 
 // complete records a finished response and writes every response that is
 // now next in order.
-func (s *session) complete(r *request, frame []byte, recycled bool) {
+func (s *session) complete(r *request, out outFrame) {
 	s.gw.inflight.Add(-r.size)
 	s.mu.Lock()
-	s.done[r.seq] = finished{frame: frame, recycled: recycled && frame != nil, size: r.size}
+	s.done[r.seq] = finished{out: out, size: r.size}
 	var resume bool
 	for {
 		f, ok := s.done[s.writeSeq]
@@ -572,11 +581,11 @@ func (s *session) complete(r *request, frame []byte, recycled bool) {
 		s.writeSeq++
 		s.inflight--
 		s.inflightB -= f.size
-		if f.frame != nil && !s.closed {
-			s.gw.metrics.bytesOut.Add(float64(len(f.frame)))
-			s.unsent += int64(len(f.frame))
-			s.gw.inflight.Add(int64(len(f.frame)))
-			s.sink.write(f.frame, f.recycled)
+		if n := f.out.size(); n > 0 && !s.closed {
+			s.gw.metrics.bytesOut.Add(float64(n))
+			s.unsent += int64(n)
+			s.gw.inflight.Add(int64(n))
+			s.sink.write(f.out)
 		}
 	}
 	resume = s.resumeLocked()

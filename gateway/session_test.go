@@ -14,7 +14,8 @@ type recordingSink struct {
 	resumed int
 }
 
-func (k *recordingSink) write(f []byte, _ bool) {
+func (k *recordingSink) write(o outFrame) {
+	f := o.bytes()
 	k.mu.Lock()
 	k.frames = append(k.frames, string(f))
 	k.mu.Unlock()
@@ -52,13 +53,13 @@ func queued(s *session, n int64) *request {
 func TestSessionWritesInRequestOrder(t *testing.T) {
 	s, sink := testSession(t, Config{})
 	r0, r1, r2, r3 := queued(s, 10), queued(s, 10), queued(s, 10), queued(s, 10)
-	s.complete(r2, []byte("2"), false)
-	s.complete(r1, nil, false)
+	s.complete(r2, outFrame{frame: []byte("2")})
+	s.complete(r1, outFrame{frame: nil})
 	if len(sink.frames) != 0 {
 		t.Fatalf("wrote %v before the first response was ready", sink.frames)
 	}
-	s.complete(r0, []byte("0"), false)
-	s.complete(r3, []byte("3"), false)
+	s.complete(r0, outFrame{frame: []byte("0")})
+	s.complete(r3, outFrame{frame: []byte("3")})
 	if want := []string{"0", "2", "3"}; !slices.Equal(sink.frames, want) {
 		t.Fatalf("wrote %v, want %v", sink.frames, want)
 	}
@@ -77,7 +78,7 @@ func TestSessionWritesInRequestOrder(t *testing.T) {
 func TestSessionUnwrittenResponsesPause(t *testing.T) {
 	s, sink := testSession(t, Config{MaxInflightBytesPerConn: 100})
 	r0 := queued(s, 10)
-	s.complete(r0, make([]byte, 150), false)
+	s.complete(r0, outFrame{frame: make([]byte, 150)})
 	if s.canAccept(10) {
 		t.Fatal("accepted a frame with 150 response bytes unwritten and a 100-byte budget")
 	}
@@ -105,7 +106,7 @@ func TestSessionBackpressure(t *testing.T) {
 	if s.canAccept(10) {
 		t.Fatal("accepted past the in-flight byte bound")
 	}
-	s.complete(r0, []byte("x"), false)
+	s.complete(r0, outFrame{frame: []byte("x")})
 	if sink.resumed != 1 {
 		t.Fatalf("resumed %d times, want 1", sink.resumed)
 	}
@@ -125,7 +126,7 @@ func TestSessionCloseAfterQueued(t *testing.T) {
 	if s.canAccept(1) {
 		t.Fatal("a closing session accepted a frame")
 	}
-	s.complete(r0, []byte("last"), false)
+	s.complete(r0, outFrame{frame: []byte("last")})
 	if !sink.closed || !slices.Equal(sink.frames, []string{"last"}) {
 		t.Fatalf("closed %v after writing %v", sink.closed, sink.frames)
 	}

@@ -48,19 +48,22 @@ type gnetSink struct {
 	outbound int
 }
 
-func (k *gnetSink) write(frame []byte, recycled bool) {
-	n := len(frame)
-	_ = k.c.AsyncWrite(frame, func(c gnet.Conn, err error) error {
+func (k *gnetSink) write(o outFrame) {
+	n := o.size()
+	done := func(c gnet.Conn, err error) error {
 		if err == nil {
 			k.observe(n)
 		}
 		// gnet has written the frame or copied what the socket did not
 		// take into its outbound buffer, or failed: frame is free.
-		if recycled {
-			responseBuffers.put(frame)
-		}
+		o.release()
 		return nil
-	})
+	}
+	if o.parts != nil {
+		_ = k.c.AsyncWritev(o.parts, done)
+		return
+	}
+	_ = k.c.AsyncWrite(o.frame, done)
 }
 
 // observe tells the session what left gnet since it last looked, handed

@@ -102,7 +102,7 @@ type tlsSink struct {
 	timeout time.Duration
 
 	mu      sync.Mutex
-	queue   []finished // frame and recycled only
+	queue   []outFrame
 	closing bool       // write nothing more; the writer exits once the queue is empty
 
 	ready chan struct{} // queue or closing changed
@@ -124,10 +124,10 @@ func wakeChan(ch chan struct{}) {
 	}
 }
 
-func (k *tlsSink) write(frame []byte, recycled bool) {
+func (k *tlsSink) write(o outFrame) {
 	k.mu.Lock()
 	if !k.closing {
-		k.queue = append(k.queue, finished{frame: frame, recycled: recycled})
+		k.queue = append(k.queue, o)
 	}
 	k.mu.Unlock()
 	wakeChan(k.ready)
@@ -164,10 +164,16 @@ func (k *tlsSink) writeLoop() {
 		k.queue = nil
 		k.mu.Unlock()
 		for _, f := range frames {
-			err := k.writeFrame(f.frame)
-			if f.recycled {
-				responseBuffers.put(f.frame)
+			// One TLS record per write: spliced pieces go together.
+			b := f.frame
+			if f.parts != nil {
+				b = f.appendTo(responseBuffers.get(f.size()))
 			}
+			err := k.writeFrame(b)
+			if f.parts != nil {
+				responseBuffers.put(b)
+			}
+			f.release()
 			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {

@@ -1,0 +1,154 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"sync/atomic"
+)
+
+// A Fetch answer of kafka-format partitions is mostly cached record
+// batches, each its own slice. Copying them into one slice per partition
+// and then into the encoded frame cost two copies of every byte served,
+// the largest share of a consumer's CPU in the gateway after the DIS read
+// (docs/benchmarks.md). Instead the response is encoded with a marker in
+// place of each partition's record batches, and the frame is written as
+// its pieces with the batches between them (writev): the batches are
+// copied once, by the kernel, into the socket.
+
+// fetchSplice is one partition's record batches, to go where marker is
+// in the encoded response.
+type fetchSplice struct {
+	marker  [spliceMarkerLen]byte
+	batches [][]byte
+	n       int     // their bytes
+	field   *[]byte // the partition's RecordBatches, for unsplice
+}
+
+const spliceMarkerLen = 16
+
+// maxSpliceParts bounds the pieces of one frame, well within the 1024
+// iovecs one writev takes; a response that would need more copies the
+// batches of its other partitions instead.
+const maxSpliceParts = 512
+
+var (
+	// spliceSecret makes markers unguessable, so no topic name, key or
+	// message a client chose can be taken for one.
+	spliceSecret [8]byte
+	spliceCount  atomic.Uint64
+)
+
+func init() {
+	_, _ = rand.Read(spliceSecret[:])
+}
+
+// newFetchSplice makes the splice of batches (n bytes) and puts its marker
+// in field, a partition's RecordBatches.
+func newFetchSplice(field *[]byte, batches [][]byte, n int) fetchSplice {
+	sp := fetchSplice{batches: batches, n: n, field: field}
+	copy(sp.marker[:], spliceSecret[:])
+	binary.BigEndian.PutUint64(sp.marker[8:], spliceCount.Add(1))
+	*field = sp.marker[:]
+	return sp
+}
+
+// unsplice puts the batches of every splice back in their partitions,
+// copied together, for a frame that is encoded whole after all.
+func unsplice(splices []fetchSplice) {
+	for _, sp := range splices {
+		b := make([]byte, 0, sp.n)
+		for _, d := range sp.batches {
+			b = append(b, d...)
+		}
+		*sp.field = b
+	}
+}
+
+// outFrame is one response on its way to the socket: frame, or when parts
+// is set, what is written instead, in order: pieces of frame with record
+// batches spliced between them. recycled says frame is a responseBuffers
+// buffer, given back by release once the transport is done with it.
+type outFrame struct {
+	frame    []byte
+	parts    [][]byte
+	recycled bool
+}
+
+// size is the bytes written.
+func (o *outFrame) size() int {
+	if o.parts == nil {
+		return len(o.frame)
+	}
+	n := 0
+	for _, p := range o.parts {
+		n += len(p)
+	}
+	return n
+}
+
+// bytes is what is written, as one slice (a copy when spliced).
+func (o *outFrame) bytes() []byte {
+	if o.parts == nil {
+		return o.frame
+	}
+	return o.appendTo(make([]byte, 0, o.size()))
+}
+
+// appendTo appends what is written to b.
+func (o *outFrame) appendTo(b []byte) []byte {
+	if o.parts == nil {
+		return append(b, o.frame...)
+	}
+	for _, p := range o.parts {
+		b = append(b, p...)
+	}
+	return b
+}
+
+// release gives the frame's buffer back; nothing may read o afterwards.
+func (o *outFrame) release() {
+	if o.recycled {
+		responseBuffers.put(o.frame)
+	}
+}
+
+// splice cuts the encoded frame at each splice's marker, in order, and
+// puts the batches there with their real length before them, fixing the
+// frame's size. flexible is the compact encoding of Fetch v12+ (length + 1
+// as a uvarint) rather than an int32. It reports false, leaving o as it
+// was, when a marker is not where it should be.
+func (o *outFrame) splice(splices []fetchSplice, flexible bool) bool {
+	var old []byte
+	if flexible {
+		old = binary.AppendUvarint(nil, spliceMarkerLen+1)
+	} else {
+		old = binary.BigEndian.AppendUint32(nil, spliceMarkerLen)
+	}
+	frame := o.frame
+	parts := make([][]byte, 0, 2*len(splices)+1)
+	prefixes := make([]byte, 0, len(splices)*binary.MaxVarintLen64)
+	size := len(frame) - 4
+	rest := 0
+	for _, sp := range splices {
+		i := bytes.Index(frame[rest:], sp.marker[:])
+		if i < 0 || i < len(old) || !bytes.Equal(frame[rest+i-len(old):rest+i], old) {
+			return false
+		}
+		at := rest + i
+		start := len(prefixes)
+		if flexible {
+			prefixes = binary.AppendUvarint(prefixes, uint64(sp.n)+1)
+		} else {
+			prefixes = binary.BigEndian.AppendUint32(prefixes, uint32(sp.n))
+		}
+		parts = append(parts, frame[rest:at-len(old)], prefixes[start:len(prefixes):len(prefixes)])
+		parts = append(parts, sp.batches...)
+		size += len(prefixes) - start - len(old) + sp.n - spliceMarkerLen
+		rest = at + spliceMarkerLen
+	}
+	parts = append(parts, frame[rest:])
+	binary.BigEndian.PutUint32(frame, uint32(size))
+	o.parts = parts
+	return true
+}

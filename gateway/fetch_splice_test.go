@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/protocol"
+)
+
+// A spliced Fetch frame is byte for byte the frame kmsg encodes with the
+// batches copied in, at every version, the flexible ones included; a frame
+// whose marker is not where it should be is not spliced.
+func TestFetchSpliceMatchesEncoding(t *testing.T) {
+	batches := [][][]byte{
+		{bytes.Repeat([]byte{1}, 300), bytes.Repeat([]byte{2}, 200)},
+		{bytes.Repeat([]byte{3}, 70000)}, // a length that needs more varint bytes
+		{},
+	}
+	build := func(version int16, splice bool) (*kmsg.FetchResponse, []fetchSplice) {
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = version
+		var splices []fetchSplice
+		for ti, name := range []string{"a", "b"} {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic = name
+			for pi := range batches {
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition = int32(pi)
+				sp.HighWatermark = int64(ti*10 + pi)
+				rt.Partitions = append(rt.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		for ti := range resp.Topics {
+			for pi := range resp.Topics[ti].Partitions {
+				field := &resp.Topics[ti].Partitions[pi].RecordBatches
+				bs := batches[pi]
+				n := 0
+				for _, b := range bs {
+					n += len(b)
+				}
+				if splice && len(bs) > 0 {
+					splices = append(splices, newFetchSplice(field, bs, n))
+					continue
+				}
+				*field = bytes.Join(bs, nil)
+			}
+		}
+		return resp, splices
+	}
+	for _, v := range []int16{4, 11, 12, 16} {
+		hdr := protocol.RequestHeader{Key: 1, Version: v, CorrelationID: 7}
+		want, _ := build(v, false)
+		wantFrame := protocol.AppendResponse(nil, hdr, want)
+		got, splices := build(v, true)
+		out := outFrame{frame: protocol.AppendResponse(nil, hdr, got)}
+		if !out.splice(splices, v >= 12) {
+			t.Fatalf("v%d: not spliced", v)
+		}
+		if !bytes.Equal(out.bytes(), wantFrame) {
+			t.Errorf("v%d: spliced frame of %d bytes differs from the encoded one of %d", v, out.size(), len(wantFrame))
+		}
+	}
+
+	resp, splices := build(12, true)
+	resp.Topics[1].Partitions[1].RecordBatches = []byte("moved")
+	out := outFrame{frame: protocol.AppendResponse(nil, protocol.RequestHeader{Key: 1, Version: 12}, resp)}
+	before := string(out.frame)
+	if out.splice(splices, true) || out.parts != nil || string(out.frame) != before {
+		t.Error("a frame missing a marker was spliced, or changed")
+	}
+}
