@@ -103,7 +103,7 @@ type tlsSink struct {
 
 	mu      sync.Mutex
 	queue   []outFrame
-	closing bool       // write nothing more; the writer exits once the queue is empty
+	closing bool // write nothing more; the writer exits once the queue is empty
 
 	ready chan struct{} // queue or closing changed
 	wake  chan struct{} // the session resumed
