@@ -17,8 +17,8 @@ const (
 	configRawHeaders = "dis.raw.headers"
 	configRawKeys    = "dis.raw.keys"
 
-	rawDrop   = "drop"
-	rawRefuse = "refuse"
+	policyDrop   = "drop"
+	policyRefuse = "refuse"
 
 	// The stream tags that record the two policies; a stream without one
 	// (every stream created outside the gateway) drops.
@@ -27,7 +27,7 @@ const (
 )
 
 // rawSpec is a topic's dis.raw.* policies, each "" (the default, drop),
-// rawDrop or rawRefuse.
+// policyDrop or policyRefuse.
 type rawSpec struct {
 	headers, keys string
 }
@@ -35,10 +35,10 @@ type rawSpec struct {
 // withDefaults fills the policies left unset with drop.
 func (rs rawSpec) withDefaults() rawSpec {
 	if rs.headers == "" {
-		rs.headers = rawDrop
+		rs.headers = policyDrop
 	}
 	if rs.keys == "" {
-		rs.keys = rawDrop
+		rs.keys = policyDrop
 	}
 	return rs
 }
@@ -56,8 +56,8 @@ func (rs rawSpec) tags() []disclient.Tag {
 
 // parseRawPolicy checks the value of the policy config name.
 func parseRawPolicy(name, v string) (string, error) {
-	if v != rawDrop && v != rawRefuse {
-		return "", fmt.Errorf("%s must be %s or %s", name, rawDrop, rawRefuse)
+	if v != policyDrop && v != policyRefuse {
+		return "", fmt.Errorf("%s must be %s or %s", name, policyDrop, policyRefuse)
 	}
 	return v, nil
 }

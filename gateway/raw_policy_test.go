@@ -52,7 +52,7 @@ func TestRawPoliciesDropOrRefuse(t *testing.T) {
 
 		rec = c.rec
 		drops = rawDrops{}
-		refuse := rawSpec{headers: rawRefuse, keys: rawRefuse}
+		refuse := rawSpec{headers: policyRefuse, keys: policyRefuse}
 		_, err = toRawEntry(&rec, "shardId-0000000000", 1<<20, refuse, &drops)
 		var re *recordError
 		if !errors.As(err, &re) || re.tooLarge || !strings.Contains(re.msg, c.config+" is refuse") {
@@ -66,11 +66,11 @@ func TestRawPoliciesDropOrRefuse(t *testing.T) {
 	// Each policy covers its own part only.
 	rec := protocol.Record{Key: []byte{0xff}, Value: []byte("v"), Headers: headers}
 	var drops rawDrops
-	if _, err := toRawEntry(&rec, "shardId-0000000000", 1<<20, rawSpec{headers: rawDrop, keys: rawRefuse}, &drops); err == nil || !strings.Contains(err.Error(), configRawKeys) {
+	if _, err := toRawEntry(&rec, "shardId-0000000000", 1<<20, rawSpec{headers: policyDrop, keys: policyRefuse}, &drops); err == nil || !strings.Contains(err.Error(), configRawKeys) {
 		t.Errorf("headers dropped, binary key refused: %v", err)
 	}
 	rec = protocol.Record{Key: []byte{0xff}, Value: []byte("v"), Headers: headers}
-	if _, err := toRawEntry(&rec, "shardId-0000000000", 1<<20, rawSpec{headers: rawRefuse, keys: rawDrop}, &drops); err == nil || !strings.Contains(err.Error(), configRawHeaders) {
+	if _, err := toRawEntry(&rec, "shardId-0000000000", 1<<20, rawSpec{headers: policyRefuse, keys: policyDrop}, &drops); err == nil || !strings.Contains(err.Error(), configRawHeaders) {
 		t.Errorf("headers refused, binary key dropped: %v", err)
 	}
 	rec = protocol.Record{Key: []byte("k"), Headers: headers}
@@ -106,13 +106,13 @@ func TestRawPolicyConfigs(t *testing.T) {
 		entries[e.name] = e
 	}
 	for _, name := range []string{configRawHeaders, configRawKeys} {
-		if e := entries[name]; e.value != rawDrop || e.source != kmsg.ConfigSourceDefaultConfig || e.readOnly || !strings.Contains(e.doc, "drop") {
+		if e := entries[name]; e.value != policyDrop || e.source != kmsg.ConfigSourceDefaultConfig || e.readOnly || !strings.Contains(e.doc, "drop") {
 			t.Errorf("untagged stream: %s = %+v, want drop, DEFAULT_CONFIG, alterable, documented", name, e)
 		}
 	}
 
 	a := newTopicAlter(cfg, native)
-	for name, v := range map[string]string{configRawHeaders: rawRefuse, configRawKeys: rawDrop} {
+	for name, v := range map[string]string{configRawHeaders: policyRefuse, configRawKeys: policyDrop} {
 		c, cerr := a.config(name)
 		if cerr == nil {
 			cerr = a.set(c, v)
@@ -122,14 +122,14 @@ func TestRawPolicyConfigs(t *testing.T) {
 		}
 	}
 	changed := a.changedTags()
-	if len(changed) != 1 || changed[0] != (disclient.Tag{Key: rawHeadersTagKey, Value: rawRefuse}) {
+	if len(changed) != 1 || changed[0] != (disclient.Tag{Key: rawHeadersTagKey, Value: policyRefuse}) {
 		t.Fatalf("changed tags %+v, want only %s=refuse", changed, rawHeadersTagKey)
 	}
 	if err := checkSpec(cfg, native.name, &a.next); err != nil {
 		t.Fatalf("raw topic with refuse: %v", err)
 	}
 	back := rawSpecFromTags(changed).withDefaults()
-	if back != (rawSpec{headers: rawRefuse, keys: rawDrop}) {
+	if back != (rawSpec{headers: policyRefuse, keys: policyDrop}) {
 		t.Errorf("tags read back as %+v", back)
 	}
 	if cerr := a.set(topicConfigNamed(configRawKeys), "Drop"); cerr == nil || !strings.Contains(cerr.msg, "drop or refuse") {
@@ -138,10 +138,10 @@ func TestRawPolicyConfigs(t *testing.T) {
 
 	kafka := &topicMeta{name: "k", retentionHours: 24, format: FormatKafka}
 	ka := newTopicAlter(cfg, kafka)
-	if cerr := ka.set(topicConfigNamed(configRawHeaders), rawDrop); cerr != nil || len(ka.changedTags()) != 0 {
+	if cerr := ka.set(topicConfigNamed(configRawHeaders), policyDrop); cerr != nil || len(ka.changedTags()) != 0 {
 		t.Errorf("kafka topic, dis.raw.headers=drop (its value): %v, tags %+v", cerr, ka.changedTags())
 	}
-	if cerr := ka.set(topicConfigNamed(configRawHeaders), rawRefuse); cerr != nil {
+	if cerr := ka.set(topicConfigNamed(configRawHeaders), policyRefuse); cerr != nil {
 		t.Fatal(cerr)
 	}
 	if err := checkSpec(cfg, kafka.name, &ka.next); err == nil || !strings.Contains(err.Error(), "dis.record.format raw") {
@@ -149,12 +149,12 @@ func TestRawPolicyConfigs(t *testing.T) {
 	}
 
 	var s streamSpec
-	for name, v := range map[string]string{"dis.record.format": "raw", configRawKeys: rawRefuse} {
+	for name, v := range map[string]string{"dis.record.format": "raw", configRawKeys: policyRefuse} {
 		if err := s.apply(name, &v); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if tags := s.configTags(); len(tags) != 1 || tags[0] != (disclient.Tag{Key: rawKeysTagKey, Value: rawRefuse}) {
+	if tags := s.configTags(); len(tags) != 1 || tags[0] != (disclient.Tag{Key: rawKeysTagKey, Value: policyRefuse}) {
 		t.Errorf("created with dis.raw.keys=refuse: tags %+v", tags)
 	}
 	if bad := rawSpecFromTags([]disclient.Tag{{Key: rawHeadersTagKey, Value: "ignore"}}); bad != (rawSpec{}) {

@@ -48,7 +48,7 @@ func toRawEntry(r *protocol.Record, partitionID string, maxBytes int, policy raw
 	policy = policy.withDefaults()
 	headers := len(r.Headers)
 	if headers > 0 {
-		if policy.headers == rawRefuse {
+		if policy.headers == policyRefuse {
 			return e, &recordError{msg: "topic uses the raw record format, which cannot hold record headers, and its " + configRawHeaders + " is refuse"}
 		}
 		r.Headers = nil
@@ -58,7 +58,7 @@ func toRawEntry(r *protocol.Record, partitionID string, maxBytes int, policy raw
 	}
 	keyWhy := rawKeyProblem(r.Key)
 	if keyWhy != "" {
-		if policy.keys == rawRefuse {
+		if policy.keys == policyRefuse {
 			return e, &recordError{msg: "topic uses the raw record format, " + keyWhy + ", and its " + configRawKeys + " is refuse"}
 		}
 		r.Key = nil

@@ -27,7 +27,7 @@ func TestRawFormatRefusesWhatItCannotHold(t *testing.T) {
 		{"big value", protocol.Record{Value: make([]byte, 11)}, true, "exceeds"},
 	}
 	for _, c := range cases {
-		_, err := toRawEntry(&c.rec, "shardId-0000000000", 10, rawSpec{headers: rawRefuse, keys: rawRefuse}, &rawDrops{})
+		_, err := toRawEntry(&c.rec, "shardId-0000000000", 10, rawSpec{headers: policyRefuse, keys: policyRefuse}, &rawDrops{})
 		var re *recordError
 		if !errors.As(err, &re) || re.tooLarge != c.tooLarge || !strings.Contains(re.msg, c.msg) {
 			t.Errorf("%s: got %v, want a recordError mentioning %q (too large %v)", c.name, err, c.msg, c.tooLarge)

@@ -90,7 +90,7 @@ var topicConfigs = []topicConfig{
 		name: configRawHeaders, typ: kmsg.ConfigTypeString,
 		doc:   "raw topics: what happens to a record's headers, which a DIS record cannot hold. drop (the default) writes the record without them, logged once per producer and partition and counted in disgw_raw_headers_dropped_total; refuse fails the batch with INVALID_RECORD. kafka topics keep headers.",
 		value: func(_ *Config, s *streamSpec) string { return s.raw.withDefaults().headers },
-		def:   fixedValue(rawDrop),
+		def:   fixedValue(policyDrop),
 		set: func(s *streamSpec, v string) (err error) {
 			s.raw.headers, err = parseRawPolicy(configRawHeaders, v)
 			return err
@@ -100,7 +100,7 @@ var topicConfigs = []topicConfig{
 		name: configRawKeys, typ: kmsg.ConfigTypeString,
 		doc:   "raw topics: what happens to a key a DIS partition_key cannot hold (empty, not UTF-8, or over 256 bytes). drop (the default) writes the record with a null key, logged once per producer and partition and counted in disgw_raw_keys_dropped_total; refuse fails the batch with INVALID_RECORD. kafka topics keep keys.",
 		value: func(_ *Config, s *streamSpec) string { return s.raw.withDefaults().keys },
-		def:   fixedValue(rawDrop),
+		def:   fixedValue(policyDrop),
 		set: func(s *streamSpec, v string) (err error) {
 			s.raw.keys, err = parseRawPolicy(configRawKeys, v)
 			return err
