@@ -119,7 +119,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 				gw.produceNotLeader(r, resp, &sp, rt.Topic)
 			default:
 				before := budget.Charged()
-				op, owned := gw.startAppend(qctx, t, rp, &sp, budget)
+				op, owned := gw.startAppend(qctx, r, t, rp, &sp, budget)
 				if t.format != FormatKafka {
 					// Raw records alias what was decompressed until written;
 					// kafka batches keep only the bytes as sent.
@@ -291,10 +291,11 @@ func (gw *Gateway) batchOp(t *topicMeta, p int32, batches []protocol.Batch) (*ap
 
 // startAppend decodes one partition's batches, decompressing within the
 // request's budget, and queues them, waiting for queue room until ctx is
-// done. It returns the op to wait for and
+// done; on raw topics it notes what the dis.raw.* policies dropped once the
+// op is queued. It returns the op to wait for and
 // whether this request queued it (false for the original of a retried
 // idempotent batch), or nil with sp's error set.
-func (gw *Gateway) startAppend(ctx context.Context, t *topicMeta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *protocol.DecompressBudget) (*appendOp, bool) {
+func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *protocol.DecompressBudget) (*appendOp, bool) {
 	fail := func(code int16, msg string) (*appendOp, bool) {
 		sp.ErrorCode = code
 		if msg != "" {
@@ -329,6 +330,7 @@ func (gw *Gateway) startAppend(ctx context.Context, t *topicMeta, rp *kmsg.Produ
 	op := &appendOp{producerID: -1, done: make(chan struct{})}
 	op.deadline, _ = ctx.Deadline()
 	pid := disclient.PartitionID(rp.Partition)
+	var drops rawDrops
 	for bi := range batches {
 		b := &batches[bi]
 		switch {
@@ -349,7 +351,7 @@ func (gw *Gateway) startAppend(ctx context.Context, t *topicMeta, rp *kmsg.Produ
 		}
 		for i := range b.Records {
 			rec := &b.Records[i]
-			e, err := toRawEntry(rec, pid, gw.cfg.MaxRecordBytes)
+			e, err := toRawEntry(rec, pid, gw.cfg.MaxRecordBytes, t.raw, &drops)
 			if err != nil {
 				var re *recordError
 				code := kerr.InvalidRecord.Code
@@ -370,7 +372,11 @@ func (gw *Gateway) startAppend(ctx context.Context, t *topicMeta, rp *kmsg.Produ
 	if len(op.entries) == 0 {
 		return fail(kerr.InvalidRecord.Code, "the record batches hold no records")
 	}
-	return gw.enqueueAppend(ctx, t, rp.Partition, op, sp)
+	queued, owned := gw.enqueueAppend(ctx, t, rp.Partition, op, sp)
+	if queued == op {
+		gw.noteRawDrops(r, t, rp.Partition, op.producerID, drops)
+	}
+	return queued, owned
 }
 
 // enqueueAppend queues op on the partition's writer; see startAppend.

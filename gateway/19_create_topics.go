@@ -118,7 +118,7 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 	if spec.streamType == "" {
 		spec.streamType = disclient.StreamTypeCommon
 	}
-	rt.Configs = createdConfigs(&gw.cfg, &topicMeta{retentionHours: spec.retentionHours, format: spec.format, streamType: spec.streamType, timestamps: spec.timestamps, maxMessageBytes: spec.maxMessageBytes})
+	rt.Configs = createdConfigs(&gw.cfg, &topicMeta{retentionHours: spec.retentionHours, format: spec.format, streamType: spec.streamType, timestamps: spec.timestamps, maxMessageBytes: spec.maxMessageBytes, raw: spec.raw})
 	if validateOnly {
 		return rt
 	}
@@ -157,6 +157,7 @@ type streamSpec struct {
 	// maxMessageBytes is max.message.bytes in canonical text, "" when
 	// not set (the DIS record limit).
 	maxMessageBytes string
+	raw             rawSpec
 }
 
 // configTags are the stream tags that record the configs set in s.
@@ -165,7 +166,7 @@ func (s *streamSpec) configTags() []disclient.Tag {
 	if s.maxMessageBytes != "" {
 		tags = append(tags, disclient.Tag{Key: maxMessageBytesTagKey, Value: s.maxMessageBytes})
 	}
-	return tags
+	return append(tags, s.raw.tags()...)
 }
 
 // apply takes one topic config at creation, checked by the same table

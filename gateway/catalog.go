@@ -52,6 +52,9 @@ type topicMeta struct {
 	status          string
 	partitions      []partitionMeta // index = Kafka partition number
 	fetched         time.Time
+
+	// raw is the dis.raw.* policies its tags record.
+	raw rawSpec
 }
 
 // partitionMeta is a partition as DescribeStream last reported it.
@@ -327,6 +330,7 @@ func (c *catalog) describe(ctx context.Context, name string) (*topicMeta, error)
 			t.format = formatFromTags(d.Tags)
 			t.timestamps = timestampsFromTags(d.Tags)
 			t.maxMessageBytes = maxMessageBytesFromTags(d.Tags)
+			t.raw = rawSpecFromTags(d.Tags)
 		}
 		for _, p := range d.Partitions {
 			n, err := disclient.ParsePartitionID(p.PartitionID)

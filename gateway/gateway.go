@@ -355,6 +355,10 @@ type Gateway struct {
 	tenants   map[string]*tenant // passthrough tenants by id
 	// swept closes when the idle sweep Start began has stopped.
 	swept chan struct{}
+
+	// rawNotices are the idempotent producers already warned about
+	// losing headers or keys to a raw topic's drop policy.
+	rawNotices rawNotices
 }
 
 // New creates a gateway over dis. Call Start to listen.

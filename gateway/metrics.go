@@ -49,6 +49,8 @@ type metrics struct {
 	produceQueueWaits prometheus.Counter
 	produceCancelled  prometheus.Counter
 	produceDropped    prometheus.Counter
+	rawHeadersDropped *prometheus.CounterVec
+	rawKeysDropped    *prometheus.CounterVec
 	connsRefused      *prometheus.CounterVec
 	connsClosed       *prometheus.CounterVec
 	inflightBytes     prometheus.GaugeFunc
@@ -137,6 +139,10 @@ func newMetrics(gw *Gateway) *metrics {
 			Name: "disgw_produce_cancelled_total", Help: "Queued produce batches not written because their producer had been answered REQUEST_TIMED_OUT."}),
 		produceDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "disgw_produce_dropped_total", Help: "acks=0 produce batches not written because their connection closed while they waited for queue room."}),
+		rawHeadersDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_raw_headers_dropped_total", Help: "Records produced to raw topics with dis.raw.headers=drop and written without their headers, by topic."}, []string{"topic"}),
+		rawKeysDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_raw_keys_dropped_total", Help: "Records produced to raw topics with dis.raw.keys=drop and written with a null key, their key not being one a DIS partition_key holds, by topic."}, []string{"topic"}),
 		connsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "disgw_connections_refused_total", Help: "Connections closed at once because a connection limit was reached, by limit."}, []string{"reason"}),
 		connsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -170,6 +176,7 @@ func newMetrics(gw *Gateway) *metrics {
 			m.produceQueued, m.readCacheBytes, m.offsetProbes, m.fencedBatches,
 			m.produceQueueWaits, m.produceCancelled, m.produceDropped,
 			m.connsRefused, m.connsClosed, m.inflightBytes, &stateCollector{gw: gw})
+		reg.MustRegister(m.rawHeadersDropped, m.rawKeysDropped)
 	}
 	return m
 }

@@ -18,8 +18,9 @@ const (
 	// survives exactly, and offsets are the batches' own.
 	FormatKafka RecordFormat = "kafka"
 	// FormatRaw maps value to data and key to partition_key, as Huawei's DIS
-	// Kafka adapter does, so DIS-native consumers see plain values. Records
-	// it cannot hold are refused, never altered.
+	// Kafka adapter does, so DIS-native consumers see plain values. Headers
+	// and keys it cannot hold are dropped or refused as the topic's dis.raw.*
+	// configs say; null values are refused.
 	FormatRaw RecordFormat = "raw"
 )
 
@@ -37,27 +38,52 @@ type recordError struct {
 func (e *recordError) Error() string { return e.msg }
 
 // toRawEntry converts one Kafka record into a DIS record of a raw-format
-// stream for partitionID.
-func toRawEntry(r *protocol.Record, partitionID string, maxBytes int) (disclient.PutRecordsEntry, error) {
+// stream for partitionID. Headers, and a key a DIS partition_key cannot
+// hold, are refused or left out as policy says; what is left out is also
+// removed from r, which the read cache then serves as DIS stores it, and
+// counted in drops.
+func toRawEntry(r *protocol.Record, partitionID string, maxBytes int, policy rawSpec, drops *rawDrops) (disclient.PutRecordsEntry, error) {
 	ts := r.Timestamp
 	e := disclient.PutRecordsEntry{PartitionID: partitionID, Timestamp: &ts}
-	switch {
-	case len(r.Headers) > 0:
-		return e, &recordError{msg: "topic uses the raw record format, which cannot hold record headers"}
-	case r.Value == nil:
+	policy = policy.withDefaults()
+	headers := len(r.Headers)
+	if headers > 0 {
+		if policy.headers == policyRefuse {
+			return e, &recordError{msg: "topic uses the raw record format, which cannot hold record headers, and its " + configRawHeaders + " is refuse"}
+		}
+		r.Headers = nil
+	}
+	if r.Value == nil {
 		return e, &recordError{msg: "topic uses the raw record format, which cannot hold a null value"}
-	case r.Key != nil && len(r.Key) == 0:
-		return e, &recordError{msg: "topic uses the raw record format, which cannot tell an empty key from a null key"}
-	case !utf8.Valid(r.Key):
-		return e, &recordError{msg: "topic uses the raw record format, whose keys must be valid UTF-8"}
-	case len(r.Key) > maxRawKeyBytes:
-		return e, &recordError{msg: fmt.Sprintf("topic uses the raw record format, whose keys are at most %d bytes", maxRawKeyBytes)}
-	case len(r.Value) > maxBytes:
+	}
+	keyWhy := rawKeyProblem(r.Key)
+	if keyWhy != "" {
+		if policy.keys == policyRefuse {
+			return e, &recordError{msg: "topic uses the raw record format, " + keyWhy + ", and its " + configRawKeys + " is refuse"}
+		}
+		r.Key = nil
+	}
+	if len(r.Value) > maxBytes {
 		return e, &recordError{tooLarge: true, msg: fmt.Sprintf("record of %d bytes exceeds the %d-byte DIS record limit", len(r.Value), maxBytes)}
 	}
+	drops.add(headers, keyWhy)
 	e.Data = r.Value
 	e.PartitionKey = string(r.Key)
 	return e, nil
+}
+
+// rawKeyProblem says why key cannot be a DIS partition_key, "" when it can
+// (a null key is no partition_key).
+func rawKeyProblem(key []byte) string {
+	switch {
+	case key != nil && len(key) == 0:
+		return "which cannot tell an empty key from a null key"
+	case !utf8.Valid(key):
+		return "whose keys must be valid UTF-8"
+	case len(key) > maxRawKeyBytes:
+		return fmt.Sprintf("whose keys are at most %d bytes", maxRawKeyBytes)
+	}
+	return ""
 }
 
 // fromRawDIS converts a DIS record of a raw-format stream back into a Kafka

@@ -10,6 +10,8 @@ import (
 	"github.com/disgw/disgw/protocol"
 )
 
+// Under refuse policies a raw topic refuses every record it cannot hold
+// whole.
 func TestRawFormatRefusesWhatItCannotHold(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -25,7 +27,7 @@ func TestRawFormatRefusesWhatItCannotHold(t *testing.T) {
 		{"big value", protocol.Record{Value: make([]byte, 11)}, true, "exceeds"},
 	}
 	for _, c := range cases {
-		_, err := toRawEntry(&c.rec, "shardId-0000000000", 10)
+		_, err := toRawEntry(&c.rec, "shardId-0000000000", 10, rawSpec{headers: policyRefuse, keys: policyRefuse}, &rawDrops{})
 		var re *recordError
 		if !errors.As(err, &re) || re.tooLarge != c.tooLarge || !strings.Contains(re.msg, c.msg) {
 			t.Errorf("%s: got %v, want a recordError mentioning %q (too large %v)", c.name, err, c.msg, c.tooLarge)
@@ -35,7 +37,7 @@ func TestRawFormatRefusesWhatItCannotHold(t *testing.T) {
 
 func TestRawFormatRoundTrip(t *testing.T) {
 	in := protocol.Record{Key: []byte("user-1"), Value: []byte("hello"), Timestamp: 1234}
-	e, err := toRawEntry(&in, "shardId-0000000002", 1<<20)
+	e, err := toRawEntry(&in, "shardId-0000000002", 1<<20, rawSpec{}, &rawDrops{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,6 +90,11 @@ type session struct {
 	reaped       bool         // under mu: the reaper has closed the connection
 	pending      int64        // the transport's goroutine only
 	lastRecv     atomic.Int64 // unix nanoseconds of the last bytes received
+
+	// rawNotices are the warnings this connection's producers without a
+	// producer id got for losing headers or keys to a raw topic's drop
+	// policy (noteRawDrops).
+	rawNotices rawNotices
 }
 
 // partialFrameGrace is how much of frames not yet accepted a connection may

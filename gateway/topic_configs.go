@@ -24,6 +24,7 @@ import (
 // how its value follows from the stream and whether a client may set it.
 // retention.ms (DIS data_duration) and the message.timestamp.* configs (kept
 // in the stream's tags, which DIS lets change) can change after creation;
+// dis.raw.headers and dis.raw.keys (stream tags too) can change as well;
 // dis.record.format and dis.stream.type are chosen at creation; the rest
 // report, in Kafka's terms, what DIS does, and are read-only. A topic config
 // reads as DYNAMIC_TOPIC_CONFIG when the topic's value differs from the one a
@@ -84,6 +85,26 @@ var topicConfigs = []topicConfig{
 		name: "delete.retention.ms", typ: kmsg.ConfigTypeLong, readOnly: true,
 		doc: "Kafka's default; DIS has no compaction tombstones.",
 		def: fixedValue("86400000"),
+	},
+	{
+		name: configRawHeaders, typ: kmsg.ConfigTypeString,
+		doc:   "raw topics: what happens to a record's headers, which a DIS record cannot hold. drop (the default) writes the record without them, logged once per producer and partition and counted in disgw_raw_headers_dropped_total; refuse fails the batch with INVALID_RECORD. kafka topics keep headers.",
+		value: func(_ *Config, s *streamSpec) string { return s.raw.withDefaults().headers },
+		def:   fixedValue(policyDrop),
+		set: func(s *streamSpec, v string) (err error) {
+			s.raw.headers, err = parseRawPolicy(configRawHeaders, v)
+			return err
+		},
+	},
+	{
+		name: configRawKeys, typ: kmsg.ConfigTypeString,
+		doc:   "raw topics: what happens to a key a DIS partition_key cannot hold (empty, not UTF-8, or over 256 bytes). drop (the default) writes the record with a null key, logged once per producer and partition and counted in disgw_raw_keys_dropped_total; refuse fails the batch with INVALID_RECORD. kafka topics keep keys.",
+		value: func(_ *Config, s *streamSpec) string { return s.raw.withDefaults().keys },
+		def:   fixedValue(policyDrop),
+		set: func(s *streamSpec, v string) (err error) {
+			s.raw.keys, err = parseRawPolicy(configRawKeys, v)
+			return err
+		},
 	},
 	{
 		name: configRecordFormat, typ: kmsg.ConfigTypeString, readOnly: true,
@@ -260,6 +281,9 @@ const maxStreamTags = 10
 // checkSpec refuses configs the topic's record format cannot keep, and
 // config tags the stream has no room for: its Kafka name may take six.
 func checkSpec(cfg *Config, name string, s *streamSpec) error {
+	if s.format == FormatKafka && s.raw.withDefaults() != (rawSpec{}).withDefaults() {
+		return fmt.Errorf("%s and %s need dis.record.format raw: a kafka topic keeps headers and keys as sent", configRawHeaders, configRawKeys)
+	}
 	if s.format != FormatKafka {
 		if s.timestamps.withDefaults() != (timestampSpec{}).withDefaults() {
 			return errors.New("the message.timestamp.* configs need dis.record.format kafka: a raw topic keeps no Kafka timestamps to check")
@@ -360,7 +384,7 @@ func (c *topicConfig) current(cfg *Config, s *streamSpec) string {
 
 // specOf is the shape of an existing topic's stream.
 func specOf(t *topicMeta) streamSpec {
-	return streamSpec{retentionHours: t.retentionHours, format: t.format, streamType: t.streamType, timestamps: t.timestamps, maxMessageBytes: t.maxMessageBytes}
+	return streamSpec{retentionHours: t.retentionHours, format: t.format, streamType: t.streamType, timestamps: t.timestamps, maxMessageBytes: t.maxMessageBytes, raw: t.raw}
 }
 
 // brokerConfig is one broker config disgw reports; all are read-only.
@@ -563,7 +587,8 @@ func (gw *Gateway) alterResource(ctx context.Context, tn *tenant, rt kmsg.Config
 		gw.log.Info().Str("topic", name).Str(configTimestampType, a.next.timestamps.withDefaults().typ).
 			Str(configTimestampBefore, a.next.timestamps.withDefaults().beforeMax).
 			Str(configTimestampAfter, a.next.timestamps.withDefaults().afterMax).
-			Str(configMaxMessageBytes, topicConfigNamed(configMaxMessageBytes).current(a.cfg, &a.next)).Msg("changed topic configs")
+			Str(configMaxMessageBytes, topicConfigNamed(configMaxMessageBytes).current(a.cfg, &a.next)).
+			Str(configRawHeaders, a.next.raw.withDefaults().headers).Str(configRawKeys, a.next.raw.withDefaults().keys).Msg("changed topic configs")
 	}
 	if a.next.retentionHours == a.cur.retentionHours {
 		return nil
@@ -579,11 +604,12 @@ func (gw *Gateway) alterResource(ctx context.Context, tn *tenant, rt kmsg.Config
 	return nil
 }
 
-// changedTags are the stream tags that record the timestamp configs and
-// max.message.bytes the alter changes. Each is written with its value, a
+// changedTags are the stream tags that record the timestamp configs,
+// max.message.bytes and the dis.raw.* policies the alter changes. Each is written with its value, a
 // default one included: the tag then says what a missing tag would.
 func (a *topicAlter) changedTags() []disclient.Tag {
 	cur, next := a.cur.timestamps.withDefaults(), a.next.timestamps.withDefaults()
+	curRaw, nextRaw := a.cur.raw.withDefaults(), a.next.raw.withDefaults()
 	mmb := topicConfigNamed(configMaxMessageBytes)
 	var out []disclient.Tag
 	for _, t := range []struct {
@@ -594,6 +620,8 @@ func (a *topicAlter) changedTags() []disclient.Tag {
 		{timestampBeforeTagKey, cur.beforeMax, next.beforeMax},
 		{timestampAfterTagKey, cur.afterMax, next.afterMax},
 		{maxMessageBytesTagKey, mmb.current(a.cfg, &a.cur), mmb.current(a.cfg, &a.next)},
+		{rawHeadersTagKey, curRaw.headers, nextRaw.headers},
+		{rawKeysTagKey, curRaw.keys, nextRaw.keys},
 	} {
 		if t.cur != t.next {
 			out = append(out, disclient.Tag{Key: t.key, Value: t.next})

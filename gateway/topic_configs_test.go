@@ -34,7 +34,7 @@ func TestTopicConfigTableIsSortedAndComplete(t *testing.T) {
 			alterable = append(alterable, c.name)
 		}
 	}
-	if want := []string{"max.message.bytes", "message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type", "retention.ms"}; !slices.Equal(alterable, want) {
+	if want := []string{"dis.raw.headers", "dis.raw.keys", "max.message.bytes", "message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type", "retention.ms"}; !slices.Equal(alterable, want) {
 		t.Errorf("alterable configs = %v, want %v", alterable, want)
 	}
 	if topicConfigNamed("no.such.config") != nil {

@@ -3,6 +3,7 @@ package test
 import (
 	"encoding/binary"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -318,9 +319,7 @@ func TestTransactionalProducerRefused(t *testing.T) {
 func TestProduceRecordLimits(t *testing.T) {
 	c := startCluster(t, nil)
 	createTopic(t, c, "big", 1, nil)
-	raw := "dis.record.format"
-	rawFormat := "raw"
-	createTopic(t, c, "rawtopic", 1, map[string]*string{raw: &rawFormat})
+	createTopic(t, c, "rawtopic", 1, map[string]*string{"dis.record.format": kmsg.StringPtr("raw"), "dis.raw.headers": kmsg.StringPtr("refuse")})
 	rc := dialRaw(t, c.Addr)
 
 	huge := string(make([]byte, 1<<20+1))
@@ -334,8 +333,8 @@ func TestProduceRecordLimits(t *testing.T) {
 	b.Records = appendRecord(nil, r)
 	withHeader := rawBatch(b)
 	p = rc.roundTrip(produceReq(9, "rawtopic", 0, withHeader)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
-	if p.ErrorCode != kerr.InvalidRecord.Code || p.ErrorMessage == nil || len(p.ErrorRecords) != 1 {
-		t.Fatalf("headers on a raw topic: %v (%v), %d record errors; want INVALID_RECORD with a message",
+	if p.ErrorCode != kerr.InvalidRecord.Code || p.ErrorMessage == nil || !strings.Contains(*p.ErrorMessage, "dis.raw.headers is refuse") || len(p.ErrorRecords) != 1 {
+		t.Fatalf("headers on a raw topic with dis.raw.headers=refuse: %v (%v), %d record errors; want INVALID_RECORD naming the policy",
 			kerr.ErrorForCode(p.ErrorCode), p.ErrorMessage, len(p.ErrorRecords))
 	}
 
