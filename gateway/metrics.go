@@ -138,7 +138,7 @@ func newMetrics(gw *Gateway) *metrics {
 		produceDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "disgw_produce_dropped_total", Help: "acks=0 produce batches not written because their connection closed while they waited for queue room."}),
 		connsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "disgw_connections_refused_total", Help: "Connections closed at once because a connection limit was reached, by limit."}, []string{"reason"}),
+			Name: "disgw_connections_refused_total", Help: "Connections closed at once because a connection limit was reached or the gateway is draining, by reason."}, []string{"reason"}),
 		connsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "disgw_connections_closed_total", Help: "Connections the gateway closed on a timeout or budget, by reason."}, []string{"reason"}),
 		inflightBytes: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -146,7 +146,7 @@ func newMetrics(gw *Gateway) *metrics {
 	}
 	// Series of known label values start at zero, so that rates and
 	// alerts have a series before the first event.
-	for _, reason := range []string{"max_connections", "max_connections_per_ip"} {
+	for _, reason := range []string{"max_connections", "max_connections_per_ip", "draining"} {
 		m.connsRefused.WithLabelValues(reason)
 	}
 	for _, reason := range []string{"idle", "write_timeout", "inflight_budget", "tls_handshake"} {
