@@ -13,7 +13,8 @@ import (
 // disMetrics decorates a tenant's DIS client with the DIS series: calls by
 // operation and outcome, latency, retries (reported from inside the client
 // through disclient.WithRetryObserver), throttling, per-record PutRecords
-// errors and cursor refreshes. Every DIS call of the gateway goes through
+// errors and cursor refreshes, and has failed calls logged (dis_errlog.go).
+// Every DIS call of the gateway goes through
 // one, so no call site counts anything itself.
 type disMetrics struct {
 	next disclient.API
@@ -80,6 +81,7 @@ func (d *disMetrics) done(op *disOp, began time.Time, err error) {
 		op.ok.Inc()
 		return
 	}
+	d.m.disErrors.note(op.name, err)
 	code := disclient.ErrorCode(err)
 	if code == "" {
 		code = "error"

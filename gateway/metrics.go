@@ -10,6 +10,8 @@ import (
 // quota use) is in metrics_collector.go, and the DIS call series are filled
 // by the disMetrics decorator (dis_metrics.go).
 type metrics struct {
+	// disErrors logs the failed DIS calls the DIS decorator counts.
+	disErrors    *disErrorLog
 	labels       topicLabels
 	groupLabels  *labelCap
 	groups       groupMetrics
@@ -65,6 +67,7 @@ func newMetrics(gw *Gateway) *metrics {
 	inflight := func() float64 { return float64(gw.inflight.Load()) }
 	tp := []string{"topic", "partition"}
 	m := &metrics{
+		disErrors:   newDISErrorLog(gw.log),
 		labels:      topicLabels{mode: cfg.MetricsLabels, topics: newLabelCap(cfg.MetricsMaxTopics)},
 		groupLabels: newLabelCap(cfg.MetricsMaxGroups),
 		groups:      groupMetrics{committed: make(map[groupOffsetKey]int64), gens: make(map[string]int32)},
