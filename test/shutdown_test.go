@@ -92,7 +92,9 @@ func TestGracefulShutdownHandsGroupsOn(t *testing.T) {
 	producer := clientAt(t, c.Addrs[:1], kgo.DefaultProduceTopic(held), kgo.RequiredAcks(kgo.AllISRAcks()))
 	hold.armed.Store(true)
 	produced := make(chan error, 1)
-	go func() { produced <- producer.ProduceSync(testContext(t, 30*time.Second), kgo.StringRecord("in flight")).FirstErr() }()
+	go func() {
+		produced <- producer.ProduceSync(testContext(t, 30*time.Second), kgo.StringRecord("in flight")).FirstErr()
+	}()
 	select {
 	case <-hold.entered:
 	case <-time.After(20 * time.Second):
