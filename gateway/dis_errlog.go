@@ -82,6 +82,10 @@ func (l *disErrorLog) note(op string, err error) {
 		Dur("log_interval", disErrorLogEvery).Msg("DIS call failed")
 }
 
+// disAuthStatus is the HTTP status DIS refuses a signature or token with
+// (DIS.4100 and the other authorization codes).
+const disAuthStatus = 441
+
 // disTrouble reports whether err says DIS, or the way to it, is in
 // trouble rather than answering a request it does not take.
 func disTrouble(err error) bool {
@@ -89,5 +93,5 @@ func disTrouble(err error) bool {
 	if !errors.As(err, &e) {
 		return true // no DIS answer at all: network, timeout
 	}
-	return e.Status >= 500 || e.Status == 401 || e.Status == 403 || isThrottleErr(err)
+	return e.Status >= 500 || e.Status == 401 || e.Status == 403 || e.Status == disAuthStatus || isThrottleErr(err)
 }
