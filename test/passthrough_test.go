@@ -67,7 +67,7 @@ func startPassthroughCluster(t *testing.T) (*Cluster, map[string]*recordCalls, *
 		clients[ak] = &recordCalls{}
 	}
 	c, err := Start(Options{
-		Dir:    t.TempDir(),
+		Dir: t.TempDir(),
 		// Debug, so every line the gateway writes is checked for secrets.
 		Logger: zerolog.New(logs).Level(zerolog.DebugLevel),
 		Credentials: map[string]dislocal.Credential{
