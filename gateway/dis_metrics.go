@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,9 @@ type disMetrics struct {
 	next disclient.API
 	m    *metrics
 	ops  map[string]*disOp
+	// answered is set by every successful call: proof that DIS answers,
+	// which spares the readiness probe its own call (shutdown.go).
+	answered atomic.Bool
 }
 
 // disOp holds one operation's series, resolved once.
@@ -79,6 +83,7 @@ func (d *disMetrics) done(op *disOp, began time.Time, err error) {
 	op.seconds.Observe(time.Since(began).Seconds())
 	if err == nil {
 		op.ok.Inc()
+		d.answered.Store(true)
 		return
 	}
 	d.m.disErrors.note(op.name, err)

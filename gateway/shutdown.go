@@ -45,17 +45,24 @@ func (gw *Gateway) isDraining() bool {
 	}
 }
 
-// probeDIS checks every ReadyProbeInterval that DIS answers a ListStreams
-// of one stream with the gateway's own credentials, the cheapest call that
-// proves endpoint, network and signature. Any error makes the gateway
-// unready until a probe succeeds again; a change is logged once.
+// probeDIS checks every ReadyProbeInterval that DIS answers with the
+// gateway's own credentials: a call of the gateway's that succeeded since
+// the last check is proof enough, so a busy gateway makes no probe calls;
+// otherwise a ListStreams of one stream, the cheapest call that proves
+// endpoint, network and signature. A failed probe makes the gateway
+// unready until one succeeds again; a change is logged once.
 func (gw *Gateway) probeDIS() {
 	tick := time.NewTicker(gw.cfg.ReadyProbeInterval)
 	defer tick.Stop()
+	own := gw.tenant.dis.(*disMetrics) // every tenant's client is instrumented
 	for {
-		ctx, cancel := context.WithTimeout(gw.ctx, readyProbeTimeout)
-		_, err := gw.tenant.dis.ListStreams(ctx, 1, "")
-		cancel()
+		var err error
+		if !own.answered.Swap(false) {
+			ctx, cancel := context.WithTimeout(gw.ctx, readyProbeTimeout)
+			_, err = own.ListStreams(ctx, 1, "")
+			cancel()
+			own.answered.Store(false) // the probe is no call of the gateway's
+		}
 		if gw.ctx.Err() != nil {
 			return
 		}
