@@ -280,6 +280,7 @@ func (s *session) reapCheck(now time.Time) {
 func (s *session) accept(frame []byte) bool {
 	size := int64(len(frame))
 	if s.rawSASL.Load() {
+		s.conn.in.Add(size + 4)
 		s.enqueue(&request{s: s, size: size, raw: frame})
 		return true
 	}
