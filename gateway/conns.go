@@ -58,6 +58,8 @@ func (gw *Gateway) admitConn(remote net.Addr) (ip string, ok bool) {
 	t.mu.Lock()
 	reason := ""
 	switch {
+	case gw.isDraining():
+		reason = "draining"
 	case t.open >= gw.cfg.MaxConnections:
 		reason = "max_connections"
 	case t.perIP[ip] >= gw.cfg.MaxConnectionsPerIP:
@@ -79,7 +81,7 @@ func (gw *Gateway) admitConn(remote net.Addr) (ip string, ok bool) {
 	}
 	gw.log.Warn().Str("remote", remote.String()).Str("reason", reason).
 		Int("max_connections", gw.cfg.MaxConnections).Int("max_connections_per_ip", gw.cfg.MaxConnectionsPerIP).
-		Int64("refused_since_last_line", t.refusedQuiet.Swap(0)).Msg("connection refused: connection limit reached")
+		Int64("refused_since_last_line", t.refusedQuiet.Swap(0)).Msg("connection refused: connection limit reached or draining")
 	return ip, false
 }
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,12 +14,16 @@ import (
 // disMetrics decorates a tenant's DIS client with the DIS series: calls by
 // operation and outcome, latency, retries (reported from inside the client
 // through disclient.WithRetryObserver), throttling, per-record PutRecords
-// errors and cursor refreshes. Every DIS call of the gateway goes through
+// errors and cursor refreshes, and has failed calls logged (dis_errlog.go).
+// Every DIS call of the gateway goes through
 // one, so no call site counts anything itself.
 type disMetrics struct {
 	next disclient.API
 	m    *metrics
 	ops  map[string]*disOp
+	// answered is set by every successful call: proof that DIS answers,
+	// which spares the readiness probe its own call (shutdown.go).
+	answered atomic.Bool
 }
 
 // disOp holds one operation's series, resolved once.
@@ -78,8 +83,10 @@ func (d *disMetrics) done(op *disOp, began time.Time, err error) {
 	op.seconds.Observe(time.Since(began).Seconds())
 	if err == nil {
 		op.ok.Inc()
+		d.answered.Store(true)
 		return
 	}
+	d.m.disErrors.note(op.name, err)
 	code := disclient.ErrorCode(err)
 	if code == "" {
 		code = "error"

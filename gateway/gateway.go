@@ -194,6 +194,10 @@ type Config struct {
 	MetricsMaxTopics int
 	MetricsMaxGroups int
 
+	// ReadyProbeInterval is how often the gateway checks that DIS answers
+	// (one ListStreams of one stream) for Ready and /readyz; default 5 s.
+	ReadyProbeInterval time.Duration
+
 	Logger   zerolog.Logger
 	Registry prometheus.Registerer
 }
@@ -304,6 +308,9 @@ func (c *Config) setDefaults() {
 	if c.MetricsMaxGroups <= 0 {
 		c.MetricsMaxGroups = 1000
 	}
+	if c.ReadyProbeInterval <= 0 {
+		c.ReadyProbeInterval = 5 * time.Second
+	}
 	switch {
 	case c.InitialRebalanceDelay == 0:
 		c.InitialRebalanceDelay = 3 * time.Second
@@ -359,6 +366,9 @@ type Gateway struct {
 	// rawNotices are the idempotent producers already warned about
 	// losing headers or keys to a raw topic's drop policy.
 	rawNotices rawNotices
+	// disDown is why the last readiness probe of DIS failed; nil while
+	// DIS answers (shutdown.go).
+	disDown atomic.Pointer[string]
 }
 
 // New creates a gateway over dis. Call Start to listen.
@@ -391,6 +401,8 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	gw.queues = newWriteQueues(&gw.cfg, gw.metrics)
 	gw.readCache = newReadCache(gw.cfg.ReadCacheBytes, gw.metrics.readCacheBytes)
 	gw.tenant = newTenant(gw, "", dis)
+	notChecked := disNotChecked
+	gw.disDown.Store(&notChecked)
 	gw.groups = newGroupDriver(gw)
 	return gw, nil
 }
@@ -430,6 +442,7 @@ func (gw *Gateway) Start() error {
 	gw.swept = make(chan struct{})
 	go gw.sweepIdle()
 	gw.goSafe("membership follower", gw.followMembership)
+	gw.goSafe("DIS readiness probe", gw.probeDIS)
 	return nil
 }
 
@@ -525,28 +538,11 @@ func (c *handlerCount) wait(ctx context.Context) {
 	}
 }
 
-// Close stops accepting requests, lets in-flight handlers finish (bounded by
-// ctx), then closes every connection. Calls after the first return its
-// result.
+// Close shuts the gateway down gracefully (docs/operations.md, "Shutdown"):
+// it turns unready, refuses new connections, hands its groups on, lets
+// in-flight handlers finish (bounded by ctx), then closes every connection.
+// Calls after the first return its result.
 func (gw *Gateway) Close(ctx context.Context) error {
 	gw.closeOnce.Do(func() { gw.closeErr = gw.close(ctx) })
 	return gw.closeErr
-}
-
-func (gw *Gateway) close(ctx context.Context) error {
-	gw.drainOnce.Do(func() { close(gw.draining) })
-	gw.groups.close()
-	gw.handlersRun.wait(ctx)
-	gw.flushWatermarks(ctx)
-	gw.cancel()
-	if gw.swept != nil {
-		<-gw.swept
-	}
-	err := gw.stopListeners()
-	gw.tenantsMu.Lock()
-	for _, tn := range gw.tenants {
-		closeDIS(tn.dis)
-	}
-	gw.tenantsMu.Unlock()
-	return err
 }

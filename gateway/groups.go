@@ -92,7 +92,8 @@ func newMemberID(clientID string) string {
 
 // step hands one membership request to the coordinator; the answer
 // arrives on the returned channel when the coordinator says so.
-// A group this gateway does not coordinate is answered NOT_COORDINATOR,
+// A group this gateway does not coordinate, or any group once the gateway
+// is draining, is answered NOT_COORDINATOR,
 // judged under the driver's lock so that it cannot be loaded again after
 // unloadMoved let go of it.
 func (d *groupDriver) step(r *request, req kmsg.Request) <-chan kmsg.Response {
@@ -119,7 +120,7 @@ func (d *groupDriver) stepWith(r *request, req kmsg.Request, group string, fn fu
 	}
 	w := groupWaiter{req: req, answer: make(chan kmsg.Response, 1)}
 	d.mu.Lock()
-	if !d.gw.coordinates(group) {
+	if d.closed || !d.gw.coordinates(group) {
 		d.mu.Unlock()
 		w.answer <- r.h.errorResponse(r, kerr.NotCoordinator.Code)
 		return w.answer

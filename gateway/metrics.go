@@ -10,6 +10,8 @@ import (
 // quota use) is in metrics_collector.go, and the DIS call series are filled
 // by the disMetrics decorator (dis_metrics.go).
 type metrics struct {
+	// disErrors logs the failed DIS calls the DIS decorator counts.
+	disErrors    *disErrorLog
 	labels       topicLabels
 	groupLabels  *labelCap
 	groups       groupMetrics
@@ -67,6 +69,7 @@ func newMetrics(gw *Gateway) *metrics {
 	inflight := func() float64 { return float64(gw.inflight.Load()) }
 	tp := []string{"topic", "partition"}
 	m := &metrics{
+		disErrors:   newDISErrorLog(gw.log),
 		labels:      topicLabels{mode: cfg.MetricsLabels, topics: newLabelCap(cfg.MetricsMaxTopics)},
 		groupLabels: newLabelCap(cfg.MetricsMaxGroups),
 		groups:      groupMetrics{committed: make(map[groupOffsetKey]int64), gens: make(map[string]int32)},
@@ -144,7 +147,7 @@ func newMetrics(gw *Gateway) *metrics {
 		rawKeysDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "disgw_raw_keys_dropped_total", Help: "Records produced to raw topics with dis.raw.keys=drop and written with a null key, their key not being one a DIS partition_key holds, by topic."}, []string{"topic"}),
 		connsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "disgw_connections_refused_total", Help: "Connections closed at once because a connection limit was reached, by limit."}, []string{"reason"}),
+			Name: "disgw_connections_refused_total", Help: "Connections closed at once because a connection limit was reached or the gateway is draining, by reason."}, []string{"reason"}),
 		connsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "disgw_connections_closed_total", Help: "Connections the gateway closed on a timeout or budget, by reason."}, []string{"reason"}),
 		inflightBytes: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -152,7 +155,7 @@ func newMetrics(gw *Gateway) *metrics {
 	}
 	// Series of known label values start at zero, so that rates and
 	// alerts have a series before the first event.
-	for _, reason := range []string{"max_connections", "max_connections_per_ip"} {
+	for _, reason := range []string{"max_connections", "max_connections_per_ip", "draining"} {
 		m.connsRefused.WithLabelValues(reason)
 	}
 	for _, reason := range []string{"idle", "write_timeout", "inflight_budget", "tls_handshake"} {

@@ -35,7 +35,7 @@ func (gw *Gateway) ownsPartition(topic string, p int32) bool {
 
 // coordinator is the gateway that coordinates group.
 func (gw *Gateway) coordinator(group string) cluster.Peer {
-	return gw.cfg.Membership.Owner(cluster.GroupKey(group))
+	return gw.groupOwner(cluster.GroupKey(group))
 }
 
 // leaderEndpoint is the endpoint a KIP-951 leader hint gives for owner,

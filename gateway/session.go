@@ -95,6 +95,8 @@ type session struct {
 	// producer id got for losing headers or keys to a raw topic's drop
 	// policy (noteRawDrops).
 	rawNotices rawNotices
+
+	conn connLog // for the open and close log lines
 }
 
 // partialFrameGrace is how much of frames not yet accepted a connection may
@@ -163,6 +165,7 @@ func newSession(gw *Gateway, lis *listener, sink responseSink, remote string) *s
 		done:   make(map[uint64]finished),
 	}
 	s.lastRecv.Store(time.Now().UnixNano())
+	s.logOpen()
 	gw.metrics.connections.WithLabelValues(lis.name()).Inc()
 	gw.conns.add(s)
 	go func() {
@@ -262,12 +265,14 @@ func (s *session) reapCheck(now time.Time) {
 	s.mu.Unlock()
 	switch {
 	case stalled:
-		s.gw.metrics.connsClosed.WithLabelValues("write_timeout").Inc()
+		s.closeReason(closeWriteTimeout)
+		s.gw.metrics.connsClosed.WithLabelValues(closeWriteTimeout).Inc()
 		s.log.Warn().Int64("unsent_bytes", unsent).Dur("write_timeout", s.gw.cfg.WriteTimeout).
 			Msg("closing connection: client does not read its responses")
 		s.sink.abort()
 	case idle:
-		s.gw.metrics.connsClosed.WithLabelValues("idle").Inc()
+		s.closeReason(closeIdle)
+		s.gw.metrics.connsClosed.WithLabelValues(closeIdle).Inc()
 		s.log.Debug().Dur("idle", silent).Msg("closing idle connection")
 		s.sink.close()
 	case nudge:
@@ -280,6 +285,7 @@ func (s *session) reapCheck(now time.Time) {
 func (s *session) accept(frame []byte) bool {
 	size := int64(len(frame))
 	if s.rawSASL.Load() {
+		s.conn.in.Add(size + 4)
 		s.enqueue(&request{s: s, size: size, raw: frame})
 		return true
 	}
@@ -288,6 +294,7 @@ func (s *session) accept(frame []byte) bool {
 		return s.acceptBad(frame, err)
 	}
 	s.gw.metrics.bytesIn.Add(float64(size + 4))
+	s.noteRequest(size+4, &req.Header)
 	h := handlers[req.Header.Key]
 	if h != nil && !h.advertised(s.gw) {
 		h = nil
@@ -328,6 +335,7 @@ func (s *session) acceptBad(frame []byte, err error) bool {
 		return true
 	}
 	s.gw.metrics.badRequests.Inc()
+	s.closeReason(closeBadRequest)
 	s.log.Warn().Err(err).Msg("closing connection: request cannot be served")
 	s.closeAfterQueued()
 	return false
@@ -356,6 +364,7 @@ func (s *session) dispatch() {
 			continue
 		case s.lis.Protocol.usesSASL() && !s.auth.authenticated && !allowedBeforeAuth(r.hdr.Key):
 			s.gw.metrics.badRequests.Inc()
+			s.closeReason(closeUnauthenticated)
 			s.log.Warn().Str("api", r.h.name).Msg("closing connection: request before SASL authentication")
 			r.finishFrame(nil)
 			s.closeAfterQueued()
@@ -428,7 +437,11 @@ func (r *request) call(fn func() (kmsg.Response, continuation, error)) (resp kms
 
 // logEvent adds what identifies r to a log line.
 func (r *request) logEvent(e *zerolog.Event) *zerolog.Event {
-	return e.Str("api", r.h.name).Int16("version", r.hdr.Version).Int32("correlation_id", r.hdr.CorrelationID)
+	e = e.Str("api", r.h.name).Int16("version", r.hdr.Version).Int32("correlation_id", r.hdr.CorrelationID)
+	if id := r.s.conn.clientID.Load(); id != nil {
+		e = e.Str("client_id", *id)
+	}
+	return e
 }
 
 // reply answers r with what its handler returned: resp, or for an error
@@ -588,6 +601,7 @@ func (s *session) complete(r *request, out outFrame) {
 		s.inflightB -= f.size
 		if n := f.out.size(); n > 0 && !s.closed {
 			s.gw.metrics.bytesOut.Add(float64(n))
+			s.conn.out.Add(int64(n))
 			s.unsent += int64(n)
 			s.gw.inflight.Add(int64(n))
 			s.sink.write(f.out)
@@ -646,4 +660,5 @@ func (s *session) onClosed() {
 	close(s.queue)
 	s.gw.conns.remove(s)
 	s.gw.metrics.connections.WithLabelValues(s.lis.name()).Dec()
+	s.logClose()
 }

@@ -185,7 +185,8 @@ func (t *gnetTransport) OnTraffic(c gnet.Conn) gnet.Action {
 	buffered := c.InboundBuffered()
 	s.setPending(buffered)
 	if grew && buffered > partialFrameGrace && t.gw.overBudget() {
-		t.gw.metrics.connsClosed.WithLabelValues("inflight_budget").Inc()
+		s.closeReason(closeInflightBudget)
+		t.gw.metrics.connsClosed.WithLabelValues(closeInflightBudget).Inc()
 		s.log.Warn().Int("buffered", buffered).Int64("max_inflight_bytes", t.gw.cfg.MaxInflightBytes).
 			Msg("closing connection: gateway in-flight budget exhausted while the client keeps sending")
 		return gnet.Close

@@ -177,7 +177,8 @@ func (k *tlsSink) writeLoop() {
 			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
-					k.s.gw.metrics.connsClosed.WithLabelValues("write_timeout").Inc()
+					k.s.closeReason(closeWriteTimeout)
+					k.s.gw.metrics.connsClosed.WithLabelValues(closeWriteTimeout).Inc()
 					k.s.log.Warn().Dur("write_timeout", k.timeout).Msg("closing connection: client does not read its responses")
 				} else if !errors.Is(err, net.ErrClosed) {
 					k.s.log.Debug().Err(err).Msg("connection write failed")

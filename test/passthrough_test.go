@@ -67,8 +67,9 @@ func startPassthroughCluster(t *testing.T) (*Cluster, map[string]*recordCalls, *
 		clients[ak] = &recordCalls{}
 	}
 	c, err := Start(Options{
-		Dir:    t.TempDir(),
-		Logger: zerolog.New(logs).Level(zerolog.InfoLevel),
+		Dir: t.TempDir(),
+		// Debug, so every line the gateway writes is checked for secrets.
+		Logger: zerolog.New(logs).Level(zerolog.DebugLevel),
 		Credentials: map[string]dislocal.Credential{
 			gatewayAK: {SecretKey: gatewaySK},
 			tenant1AK: {SecretKey: tenant1SK, ProjectID: ProjectID},
@@ -207,6 +208,12 @@ func TestSASLPassthrough(t *testing.T) {
 	}
 	if !strings.Contains(all, "SASL passthrough authentication failed") {
 		t.Error("the failed authentication was not logged")
+	}
+	// The lines that carry what clients and DIS sent are there to check.
+	for _, line := range []string{`"message":"connection opened"`, `"message":"connection closed"`, `"message":"DIS call failed"`} {
+		if !strings.Contains(all, line) {
+			t.Errorf("no %s line in the logs", line)
+		}
 	}
 }
 

@@ -223,6 +223,12 @@ func TestFranzGoSASL(t *testing.T) {
 	if !strings.Contains(logs.String(), "SASL authentication failed") {
 		t.Error("failed authentications were not logged")
 	}
+	// The connection lines, which carry what clients sent, were checked too.
+	for _, line := range []string{`"message":"connection opened"`, `"message":"connection closed"`} {
+		if !strings.Contains(logs.String(), line) {
+			t.Errorf("no %s line in the logs", line)
+		}
+	}
 }
 
 // A SASL listener refuses requests before authentication by closing the

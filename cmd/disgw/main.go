@@ -67,6 +67,7 @@ type options struct {
 	consumerGroupSessionTimeout       time.Duration
 	consumerGroupHeartbeatInterval    time.Duration
 	requestTimeout                    time.Duration
+	shutdownTimeout, readyProbe       time.Duration
 	maxConns, maxConnsPerIP           int
 	idleTimeout, writeTimeout         time.Duration
 	tlsHandshakeTimeout               time.Duration
@@ -127,6 +128,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.fetchMaxBytes, "fetch-max-bytes", 55<<20, "largest fetch response whatever the client asks (Kafka's fetch.max.bytes); the first record is returned even if larger")
 	fs.Int64Var(&o.partitionQueueBytes, "max-partition-queue-bytes", 8<<20, "produced bytes queued for DIS per partition before producers wait (backpressure)")
 	fs.Int64Var(&o.queueBytes, "max-queue-bytes", 128<<20, "produced bytes queued for DIS over all partitions before producers wait (backpressure)")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long in-flight requests may take to finish before connections close")
+	fs.DurationVar(&o.readyProbe, "ready-probe-interval", 5*time.Second, "how often the gateway checks that DIS answers, for /readyz")
 	fs.DurationVar(&o.producerIDExpiration, "producer-id-expiration", 24*time.Hour, "forget an idempotent producer's state on a partition it has not written for this long (Kafka's producer.id.expiration.ms)")
 	fs.IntVar(&o.maxProducersPerPartition, "max-producers-per-partition", 1000, "idempotent producers remembered per partition; the one idle longest is forgotten first")
 	fs.DurationVar(&o.groupInitialDelay, "group-initial-rebalance-delay", 3*time.Second, "wait before the first rebalance of a new consumer group (Kafka's group.initial.rebalance.delay.ms); 0 for none")
@@ -322,6 +325,7 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 		DefaultRecordFormat:          gateway.RecordFormat(o.recordFormat),
 		MaxFrameBytes:                int32(o.maxRequestBytes),
 		RequestTimeout:               o.requestTimeout,
+		ReadyProbeInterval:           o.readyProbe,
 		FetchMaxBytes:                int32(min(o.fetchMaxBytes, math.MaxInt32)),
 		ReadCacheBytes:               o.readCacheBytes,
 		MaxPartitionQueueBytes:       o.partitionQueueBytes,
@@ -413,7 +417,7 @@ func (r *running) serveUntilDone(ctx context.Context, o *options, reg *prometheu
 	where := serving{embeddedDIS: embeddedEndpoint}
 	if o.adminListen != "" {
 		var err error
-		if admin, where.admin, err = startAdmin(o.adminListen, adminHandler(reg, dis, o.pprof), log); err != nil {
+		if admin, where.admin, err = startAdmin(o.adminListen, adminHandler(reg, r.readiness(dis), o.pprof), log); err != nil {
 			r.closeCluster()
 			return err
 		}
@@ -423,7 +427,7 @@ func (r *running) serveUntilDone(ctx context.Context, o *options, reg *prometheu
 	}
 	<-ctx.Done()
 	log.Info().Str("reason", context.Cause(ctx).Error()).Msg("shutting down: finishing in-flight requests")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
 	defer cancel()
 	if r.gw != nil {
 		if err := r.gw.Close(sctx); err != nil {
@@ -706,18 +710,34 @@ func applyMemoryLimit(flagBytes int64, env string) (int64, string) {
 	return flagBytes, "flag"
 }
 
+// readiness is what /readyz asks: the gateway's own verdict (DIS answers
+// its periodic probe, not draining), or, for the embedded DIS server alone,
+// whether it answers its own API.
+func (r *running) readiness(dis disclient.API) func(context.Context) (bool, string) {
+	if r.gw != nil {
+		return func(context.Context) (bool, string) { return r.gw.Ready() }
+	}
+	return func(ctx context.Context) (bool, string) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := dis.ListStreams(ctx, 1, ""); err != nil {
+			return false, "DIS unreachable: " + err.Error()
+		}
+		return true, ""
+	}
+}
+
 // adminHandler routes health, metrics and, with pprof, Go's profiling
-// handlers; without it /debug/pprof/ is not served at all.
-func adminHandler(reg *prometheus.Registry, dis disclient.API, pprof bool) http.Handler {
+// handlers; without it /debug/pprof/ is not served at all. /healthz is
+// about the process alone; /readyz answers 503 with ready's reason.
+func adminHandler(reg *prometheus.Registry, ready func(context.Context) (bool, string), pprof bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		defer cancel()
-		if _, err := dis.ListStreams(ctx, 1, ""); err != nil {
-			http.Error(w, "DIS unreachable: "+err.Error(), http.StatusServiceUnavailable)
+		if ok, reason := ready(r.Context()); !ok {
+			http.Error(w, reason, http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))
