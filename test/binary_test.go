@@ -170,7 +170,7 @@ func TestBinaryCrashAndRestart(t *testing.T) {
 	for len(acked) > 0 {
 		fs := consumer.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("%d acknowledged records missing after the crash", len(acked))
+			t.Fatalf("%d acknowledged records missing after the crash\n%s", len(acked), p.logs.String())
 		}
 		fs.EachRecord(func(r *kgo.Record) { delete(acked, string(r.Value)) })
 	}

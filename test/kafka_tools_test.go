@@ -185,8 +185,13 @@ func TestKafkaToolTopics(t *testing.T) {
 	k.run(topicCommand, "--create", "--topic", "tools.dotted", "--partitions", "1")
 	k.fail("replication factor must be 1", topicCommand, "--create", "--topic", "tools-rf3", "--partitions", "1", "--replication-factor", "3")
 	k.fail("already exists", topicCommand, "--create", "--topic", topic, "--partitions", "1")
-	if got := lines(k.run(topicCommand, "--list")); !slices.Equal(got, []string{topic, "tools.dotted"}) {
-		t.Errorf("--list: %q, want %q", got, []string{topic, "tools.dotted"})
+	// As on Kafka, --list shows the internal offsets topic too
+	// (--exclude-internal leaves it out).
+	if got := lines(k.run(topicCommand, "--list")); !slices.Equal(got, []string{"__consumer_offsets", topic, "tools.dotted"}) {
+		t.Errorf("--list: %q, want %q", got, []string{"__consumer_offsets", topic, "tools.dotted"})
+	}
+	if got := lines(k.run(topicCommand, "--list", "--exclude-internal")); !slices.Equal(got, []string{topic, "tools.dotted"}) {
+		t.Errorf("--list --exclude-internal: %q, want %q", got, []string{topic, "tools.dotted"})
 	}
 
 	checkDescribed := func(partitions int) {
@@ -222,7 +227,7 @@ func TestKafkaToolTopics(t *testing.T) {
 	k.fail("cannot remove partitions", topicCommand, "--alter", "--topic", topic, "--partitions", "2")
 
 	k.run(topicCommand, "--delete", "--topic", topic)
-	if got := lines(k.run(topicCommand, "--list")); !slices.Equal(got, []string{"tools.dotted"}) {
+	if got := lines(k.run(topicCommand, "--list", "--exclude-internal")); !slices.Equal(got, []string{"tools.dotted"}) {
 		t.Errorf("--list after --delete: %q", got)
 	}
 	k.fail("does not exist", topicCommand, "--describe", "--topic", topic)

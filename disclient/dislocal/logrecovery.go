@@ -161,9 +161,9 @@ func (s *Server) dropSegments() error {
 
 // reindexLog indexes the frames that reached the record log after the last
 // ones pebble holds references for: pebble's writes of records are not
-// fsynced (appendRecords), so a power loss can lose the references of
-// records that were acknowledged, whose frames the log's fsync made
-// durable. It scans the log from the position the l key gives (the end of
+// fsynced (appendRecords), so a power loss, or a kill before pebble's WAL
+// writer wrote them out, can lose the references of records that were
+// acknowledged, whose frames the log's fsync made durable. It scans the log from the position the l key gives (the end of
 // the frames of the last PutRecords pebble kept; references are applied
 // in log order, so every earlier frame has its reference) and gives each
 // frame that continues its partition its reference and index entries
@@ -172,17 +172,22 @@ func (s *Server) dropSegments() error {
 // the time of the recovery, later than the write: retention keeps such
 // records a little longer, never shorter.
 func (s *Server) reindexLog() error {
+	// Without the l key pebble kept no PutRecords at all since the
+	// directory was made (an upgraded one gets the key when opened), so
+	// the whole log is scanned.
+	var seg uint64
+	var from int64
 	v, closer, err := s.db.Get(logPositionKey)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil // nothing written since the directory was made or upgraded
-	}
-	if err != nil {
+	switch {
+	case err == nil:
+		var ok bool
+		seg, from, ok = decodeLogPosition(v)
+		closer.Close()
+		if !ok {
+			return errors.New("corrupt log position")
+		}
+	case !errors.Is(err, pebble.ErrNotFound):
 		return err
-	}
-	seg, from, ok := decodeLogPosition(v)
-	closer.Close()
-	if !ok {
-		return errors.New("corrupt log position")
 	}
 	b := s.db.NewBatch()
 	defer b.Close()

@@ -94,3 +94,27 @@ func TestFormatTwoUpgrades(t *testing.T) {
 		t.Errorf("format %d after opening, want %d", got, dataFormat)
 	}
 }
+
+// When pebble kept none of the record writes since the stream was made (a
+// kill before its WAL writer wrote anything out), there is no log position
+// at all: the whole log is indexed again.
+func TestReindexWhenPebbleKeptNoWrite(t *testing.T) {
+	e := newEnv(t)
+	e.reopen()
+	e.createStream("s", 1)
+	durable := filepath.Join(t.TempDir(), "durable")
+	if err := e.srv.db.Checkpoint(durable, pebble.WithFlushedWAL()); err != nil {
+		t.Fatal(err)
+	}
+	e.putTo("s", 0, "a", "b")
+	e.putTo("s", 0, "c")
+	e.close()
+	if err := os.CopyFS(filepath.Join(durable, logDirName), os.DirFS(filepath.Join(e.dir, logDirName))); err != nil {
+		t.Fatal(err)
+	}
+	e.dir = durable
+	e.open()
+	if got := payloads(e.readAll("s", 0)); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("after losing every record write of pebble: %v, want a b c", got)
+	}
+}

@@ -162,7 +162,8 @@ func Open(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dislocal: open %s: %w", cfg.Dir, err)
 	}
-	if err := checkFormat(db); err != nil {
+	upgrade, err := checkFormat(db)
+	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("dislocal: open %s: %w", cfg.Dir, err)
 	}
@@ -170,6 +171,13 @@ func Open(cfg Config) (*Server, error) {
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("dislocal: open record log in %s: %w", cfg.Dir, err)
+	}
+	if upgrade {
+		if err := upgradeFormat(db, lastSeg, lastLen); err != nil {
+			_ = rlog.close()
+			_ = db.Close()
+			return nil, fmt.Errorf("dislocal: upgrade %s: %w", cfg.Dir, err)
+		}
 	}
 	s := &Server{
 		cfg:          cfg,
@@ -326,33 +334,49 @@ func (s *Server) routes() {
 
 // checkFormat refuses a data directory of another format version, and
 // marks a new one with this version.
-func checkFormat(db *pebble.DB) error {
+func checkFormat(db *pebble.DB) (upgrade bool, err error) {
 	v, closer, err := db.Get(formatKey)
 	switch {
 	case err == nil:
 		defer closer.Close()
 		switch {
 		case len(v) == 8 && binary.BigEndian.Uint64(v) == dataFormat:
-			return nil
+			return false, nil
 		case len(v) == 8 && binary.BigEndian.Uint64(v) == 2:
-			return db.Set(formatKey, binary.BigEndian.AppendUint64(nil, dataFormat), pebble.Sync)
+			return true, nil
 		}
-		return fmt.Errorf("data directory format %x, this version reads only formats 2 and %d", v, dataFormat)
+		return false, fmt.Errorf("data directory format %x, this version reads only formats 2 and %d", v, dataFormat)
 	case !errors.Is(err, pebble.ErrNotFound):
-		return err
+		return false, err
 	}
 	it, err := db.NewIter(nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	used := it.First()
 	if err := it.Close(); err != nil {
-		return err
+		return false, err
 	}
 	if used {
-		return errors.New("data directory written by an older version (record data in pebble); this version keeps record data in a record log and cannot read it: move it away or delete it")
+		return false, errors.New("data directory written by an older version (record data in pebble); this version keeps record data in a record log and cannot read it: move it away or delete it")
 	}
-	return db.Set(formatKey, binary.BigEndian.AppendUint64(nil, dataFormat), pebble.Sync)
+	return false, db.Set(formatKey, binary.BigEndian.AppendUint64(nil, dataFormat), pebble.Sync)
+}
+
+// upgradeFormat marks a format 2 directory as format 3 once its record log
+// is open: every record so far has its reference in pebble (format 2
+// fsynced them), so the log position is the log's end, and reindexLog
+// reads nothing of what is there.
+func upgradeFormat(db *pebble.DB, lastSeg uint64, lastLen int64) error {
+	b := db.NewBatch()
+	defer b.Close()
+	if err := b.Set(logPositionKey, encodeLogPosition(lastSeg, lastLen), nil); err != nil {
+		return err
+	}
+	if err := b.Set(formatKey, binary.BigEndian.AppendUint64(nil, dataFormat), nil); err != nil {
+		return err
+	}
+	return db.Apply(b, pebble.Sync)
 }
 
 // load reads the catalog (streams, partitions, apps) into memory.
