@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Store is where the bindings live, shared by every gateway in front of
@@ -20,6 +21,9 @@ type Store interface {
 	// returns the set stored. change may run more than once when another
 	// gateway changed the set meanwhile, each time on the newer set.
 	Update(ctx context.Context, change func(*Set) (*Set, error)) (*Set, error)
+	// Run follows the changes others make until ctx ends, refreshing
+	// every interval.
+	Run(ctx context.Context, interval time.Duration)
 }
 
 // snapshot is one stored version of the whole set. Versions are numbered:

@@ -1,0 +1,143 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
+)
+
+// Authorizers, as --authorizer names them.
+const (
+	// AuthorizerNone allows everything, as a Kafka broker without an
+	// authorizer does; the ACL APIs answer SECURITY_DISABLED.
+	AuthorizerNone = "none"
+	// AuthorizerACL decides every request by Kafka's ACLs, kept in DIS
+	// (docs/security.md, "ACLs").
+	AuthorizerACL = "acl"
+)
+
+// aclsPollInterval is how often a gateway reads ACL changes made through
+// other gateways, which bounds how long they take to be enforced here.
+const aclsPollInterval = 2 * time.Second
+
+// principal is who the request runs as: User:<name> for a SASL client
+// (with passthrough, the DIS access key), User:ANONYMOUS for PLAINTEXT and
+// SSL clients, as Kafka names them. The dispatcher alone writes the SASL
+// state, before it starts the requests that read it.
+func (r *request) principal() string {
+	if r.s.auth.authenticated && r.s.auth.principal != "" {
+		return "User:" + r.s.auth.principal
+	}
+	return authz.Anonymous
+}
+
+// clientHost is the client's IP address as ACL hosts name it.
+func (r *request) clientHost() string {
+	if host, _, err := net.SplitHostPort(r.s.remote); err == nil {
+		return host
+	}
+	return r.s.remote
+}
+
+func (r *request) aclRequest(op authz.Operation, rt authz.ResourceType, name string) authz.Request {
+	return authz.Request{Principal: r.principal(), Host: r.clientHost(), Op: op, Type: rt, Name: name}
+}
+
+// permits reports whether r may do op on the resource, without a log line:
+// for what Metadata and ListGroups leave out of a listing.
+func (gw *Gateway) permits(r *request, op authz.Operation, rt authz.ResourceType, name string) bool {
+	if gw.acls == nil {
+		return true
+	}
+	return gw.aclPolicy.Allowed(gw.acls.Current(), r.aclRequest(op, rt, name))
+}
+
+// authorize is permits for a request that names the resource: a denial is
+// logged, and the caller answers Kafka's authorization error.
+func (gw *Gateway) authorize(r *request, op authz.Operation, rt authz.ResourceType, name string) bool {
+	if gw.permits(r, op, rt, name) {
+		return true
+	}
+	r.s.log.Info().Str("principal", r.principal()).Str("api", r.h.name).Str("operation", opName(op)).
+		Str("resource_type", resourceTypeName(rt)).Str("resource", name).Msg("denied by ACLs")
+	return false
+}
+
+// authorizeCluster authorizes op on the cluster resource.
+func (gw *Gateway) authorizeCluster(r *request, op authz.Operation) bool {
+	return gw.authorize(r, op, authz.ResourceCluster, authz.ClusterName)
+}
+
+// authorizedOps answers an authorized-operations field for the resource.
+func (gw *Gateway) authorizedOps(r *request, rt authz.ResourceType, name string) int32 {
+	if gw.acls == nil {
+		return authz.AllOperations(rt)
+	}
+	return gw.aclPolicy.AuthorizedOperations(gw.acls.Current(), r.aclRequest(authz.OpUnknown, rt, name))
+}
+
+// Kafka's authorization error codes, by resource type.
+var (
+	topicDenied   = kerr.TopicAuthorizationFailed.Code
+	groupDenied   = kerr.GroupAuthorizationFailed.Code
+	clusterDenied = kerr.ClusterAuthorizationFailed.Code
+	txnDenied     = kerr.TransactionalIDAuthorizationFailed.Code
+)
+
+func opName(op authz.Operation) string { return kmsg.ACLOperation(op).String() }
+
+func resourceTypeName(rt authz.ResourceType) string { return kmsg.ACLResourceType(rt).String() }
+
+// newACLPolicy checks the authorizer settings of cfg.
+func newACLPolicy(cfg *Config) (authz.Policy, error) {
+	switch cfg.Authorizer {
+	case "", AuthorizerNone, AuthorizerACL:
+	default:
+		return authz.Policy{}, fmt.Errorf("gateway: authorizer must be none or acl, not %q", cfg.Authorizer)
+	}
+	supers, err := authz.ParseSuperUsers(strings.Join(cfg.SuperUsers, ";"))
+	if err != nil {
+		return authz.Policy{}, err
+	}
+	return authz.Policy{SuperUsers: supers, AllowIfNoACL: cfg.AllowEveryoneIfNoACLFound}, nil
+}
+
+// startACLs reads the ACLs before any listener serves, so the first
+// request is decided by them, and follows their changes from then on.
+// Without an authorizer it warns when a listener is reachable from other
+// hosts: everyone there may do everything.
+func (gw *Gateway) startACLs(specs []Listener) error {
+	if gw.acls == nil {
+		for _, spec := range specs {
+			if host, _, err := net.SplitHostPort(spec.Addr); err == nil && !isLoopback(host) {
+				gw.log.Warn().Str("listen", spec.Addr).Str("protocol", string(spec.Protocol)).
+					Msg("no authorizer (--authorizer=none): every client of this listener may read, write and delete everything")
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(gw.ctx, gw.cfg.RequestTimeout)
+	defer cancel()
+	if err := gw.acls.Refresh(ctx); err != nil {
+		return fmt.Errorf("gateway: reading the ACLs from DIS stream %s: %w", authz.StreamName, err)
+	}
+	gw.log.Info().Int("acls", gw.acls.Current().Len()).Int("super_users", len(gw.aclPolicy.SuperUsers)).
+		Bool("allow_everyone_if_no_acl_found", gw.aclPolicy.AllowIfNoACL).Msg("ACL authorizer started")
+	gw.goSafe("ACL follower", func() { gw.acls.Run(gw.ctx, aclsPollInterval) })
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
