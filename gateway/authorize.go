@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -140,4 +141,42 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// describableTopics answers TOPIC_AUTHORIZATION_FAILED in resp for every
+// named topic r may not describe, as Kafka's Metadata does, and returns
+// the others.
+func (gw *Gateway) describableTopics(r *request, resp *kmsg.MetadataResponse, names []string) []string {
+	return slices.DeleteFunc(names, func(name string) bool {
+		if gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, name) {
+			return false
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.ErrorCode = kmsg.StringPtr(name), topicDenied
+		resp.Topics = append(resp.Topics, mt)
+		return true
+	})
+}
+
+// mayCreateTopic reports whether r may create the topic: CREATE on the
+// cluster or on the topic, as Kafka checks for CreateTopics and for
+// Metadata's auto-creation.
+func (gw *Gateway) mayCreateTopic(r *request, name string) bool {
+	return gw.permits(r, authz.OpCreate, authz.ResourceCluster, authz.ClusterName) ||
+		gw.authorize(r, authz.OpCreate, authz.ResourceTopic, name)
+}
+
+// metadataAuthorizedOps fills the authorized-operations fields a Metadata
+// request asked for (v8+; the cluster's up to v10).
+func (gw *Gateway) metadataAuthorizedOps(r *request, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
+		for i := range resp.Topics {
+			if t := &resp.Topics[i]; t.ErrorCode == 0 && t.Topic != nil {
+				t.AuthorizedOperations = gw.authorizedOps(r, authz.ResourceTopic, *t.Topic)
+			}
+		}
+	}
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = gw.authorizedOps(r, authz.ResourceCluster, authz.ClusterName)
+	}
 }
