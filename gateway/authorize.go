@@ -180,3 +180,34 @@ func (gw *Gateway) metadataAuthorizedOps(r *request, req *kmsg.MetadataRequest, 
 		resp.AuthorizedOperations = gw.authorizedOps(r, authz.ResourceCluster, authz.ClusterName)
 	}
 }
+
+// hideUndescribableOffsets applies topic DESCRIBE to an OffsetFetch
+// answer, as Kafka does: a topic the client named is answered
+// TOPIC_AUTHORIZATION_FAILED, and one it did not (a fetch of all the
+// group's offsets) is left out.
+func (gw *Gateway) hideUndescribableOffsets(r *request, out *kmsg.OffsetFetchResponseGroup, all bool) {
+	if gw.acls == nil {
+		return
+	}
+	out.Topics = slices.DeleteFunc(out.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) bool {
+		if all {
+			return !gw.permits(r, authz.OpDescribe, authz.ResourceTopic, t.Topic)
+		}
+		if gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, t.Topic) {
+			return false
+		}
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, topicDenied
+		}
+		return false
+	})
+}
+
+// setTopicCommitCode answers every partition of topic ti of an
+// OffsetCommit with code.
+func setTopicCommitCode(resp *kmsg.OffsetCommitResponse, ti int, code int16) {
+	for pi := range resp.Topics[ti].Partitions {
+		resp.Topics[ti].Partitions[pi].ErrorCode = code
+	}
+}
