@@ -211,3 +211,39 @@ func setTopicCommitCode(resp *kmsg.OffsetCommitResponse, ti int, code int16) {
 		resp.Topics[ti].Partitions[pi].ErrorCode = code
 	}
 }
+
+// createTopicDenied is CreateTopics' answer for a topic r may not create.
+func createTopicDenied(topic string) kmsg.CreateTopicsResponseTopic {
+	rt := kmsg.NewCreateTopicsResponseTopic()
+	rt.Topic, rt.ErrorCode = topic, topicDenied
+	rt.NumPartitions, rt.ReplicationFactor = -1, -1
+	return rt
+}
+
+// mayWriteIdempotently reports whether r may get a producer id:
+// IDEMPOTENT_WRITE on the cluster, or since KIP-679 WRITE on any topic.
+func (gw *Gateway) mayWriteIdempotently(r *request) bool {
+	if gw.acls == nil || gw.permits(r, authz.OpIdempotentWrite, authz.ResourceCluster, authz.ClusterName) {
+		return true
+	}
+	if gw.aclPolicy.AllowedOnAny(gw.acls.Current(), r.aclRequest(authz.OpWrite, authz.ResourceTopic, "")) {
+		return true
+	}
+	return gw.authorizeCluster(r, authz.OpIdempotentWrite)
+}
+
+// authorizeConfigs authorizes op on a config resource: a topic, or for
+// broker and broker-logger resources the cluster. It returns the error
+// code to answer, or 0.
+func (gw *Gateway) authorizeConfigs(r *request, op authz.Operation, rt kmsg.ConfigResourceType, name string) int16 {
+	if rt == kmsg.ConfigResourceTypeTopic {
+		if !gw.authorize(r, op, authz.ResourceTopic, name) {
+			return topicDenied
+		}
+		return 0
+	}
+	if !gw.authorizeCluster(r, op) {
+		return clusterDenied
+	}
+	return 0
+}
