@@ -89,7 +89,6 @@ var (
 	topicDenied   = kerr.TopicAuthorizationFailed.Code
 	groupDenied   = kerr.GroupAuthorizationFailed.Code
 	clusterDenied = kerr.ClusterAuthorizationFailed.Code
-	txnDenied     = kerr.TransactionalIDAuthorizationFailed.Code
 )
 
 func opName(op authz.Operation) string { return kmsg.ACLOperation(op).String() }
