@@ -1,0 +1,162 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/disgw/disgw/gateway"
+)
+
+// aclUsers are the SASL users of the ACL tests: admin is a super user.
+var aclUsers = map[string]string{"admin": "admin-pw", "bob": "bob-pw"}
+
+// startACLCluster runs a gateway with the ACL authorizer and a
+// SASL_PLAINTEXT listener.
+func startACLCluster(t *testing.T) *Cluster {
+	t.Helper()
+	users, err := gateway.NewSASLUsers(aclUsers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(Options{Dir: t.TempDir(), Gateway: func(cfg *gateway.Config) {
+		cfg.SASL = users
+		cfg.Listeners = []gateway.Listener{{Addr: "127.0.0.1:0", Protocol: gateway.SASLPlaintext}}
+		cfg.Authorizer = gateway.AuthorizerACL
+		cfg.SuperUsers = []string{"User:admin"}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// aclClient is user's client of the gateway's SASL listener.
+func aclClient(t *testing.T, c *Cluster, user string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	o := []kgo.Opt{
+		kgo.SeedBrokers(c.Gateway.ListenerAddr(gateway.SASLPlaintext).String()),
+		kgo.SASL(scram.Auth{User: user, Pass: aclUsers[user]}.AsSha256Mechanism()),
+		kgo.RetryTimeout(5 * time.Second), kgo.RequestRetries(2), kgo.RecordDeliveryTimeout(5 * time.Second),
+	}
+	cl, err := kgo.NewClient(append(o, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// produceAs writes one record to topic as user.
+func produceAs(t *testing.T, c *Cluster, user, topic string) error {
+	t.Helper()
+	cl := aclClient(t, c, user, kgo.DisableIdempotentWrite())
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
+}
+
+func isTopicDenied(err error) bool { return errors.Is(err, kerr.TopicAuthorizationFailed) }
+
+// TestACLs grants, denies and removes ACLs with kadm and checks that a
+// SASL client is held to them, across a gateway restart: a denied
+// producer gets TOPIC_AUTHORIZATION_FAILED and writes nothing, a prefixed
+// allow lets it write, a deny wins over the allow, Metadata hides what it
+// may not describe, and only a super user may change ACLs.
+func TestACLs(t *testing.T) {
+	c := startACLCluster(t)
+	ctx := context.Background()
+	adm := kadm.NewClient(aclClient(t, c, "admin"))
+	if _, err := adm.CreateTopics(ctx, 1, 1, nil, "orders", "secret"); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := produceAs(t, c, "bob", "orders"); !isTopicDenied(err) {
+		t.Fatalf("bob without ACLs: produce answered %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup("orders", 0); o.Offset != 0 {
+		t.Fatalf("a denied produce wrote: end offset %d", o.Offset)
+	}
+
+	grant := kadm.NewACLs().Allow("User:bob").Topics("ord").ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpWrite)
+	created, err := adm.CreateACLs(ctx, grant)
+	if err != nil || len(created) != 1 || created[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, created)
+	}
+	described, err := adm.DescribeACLs(ctx, kadm.NewACLs().Allow("User:bob").AllowHosts().AnyResource().ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny))
+	if err != nil || len(described) != 1 || described[0].Err != nil || len(described[0].Described) != 1 {
+		t.Fatalf("DescribeACLs: %v %+v", err, described)
+	}
+	if d := described[0].Described[0]; d.Name != "ord" || d.Pattern != kadm.ACLPatternPrefixed || d.Operation != kadm.OpWrite || d.Principal != "User:bob" || d.Host != "*" {
+		t.Fatalf("described %+v", d)
+	}
+	if err := produceAs(t, c, "bob", "orders"); err != nil {
+		t.Fatalf("bob with a prefixed allow: %v", err)
+	}
+	if err := c.RestartGateway(); err != nil {
+		t.Fatal(err)
+	}
+	// The SASL listener came back on another port.
+	adm = kadm.NewClient(aclClient(t, c, "admin"))
+	if err := produceAs(t, c, "bob", "orders"); err != nil {
+		t.Fatalf("bob with a prefixed allow, after a gateway restart: %v", err)
+	}
+
+	topics, err := kadm.NewClient(aclClient(t, c, "bob")).ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := topics.Names(); !slices.Contains(names, "orders") || slices.Contains(names, "secret") {
+		t.Fatalf("bob's metadata lists %v: want orders (WRITE implies DESCRIBE) and not secret", names)
+	}
+	if err := produceAs(t, c, "bob", "secret"); !isTopicDenied(err) {
+		t.Fatalf("bob writing a topic outside the prefix: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+
+	res, err := kadm.NewClient(aclClient(t, c, "bob")).CreateACLs(ctx, kadm.NewACLs().Allow("User:bob").Topics("secret").Operations(kadm.OpAll))
+	if err != nil || len(res) != 1 || !errors.Is(res[0].Err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("bob creating ACLs: %v %+v, want CLUSTER_AUTHORIZATION_FAILED", err, res)
+	}
+
+	deny := kadm.NewACLs().Deny("User:bob").Topics("orders").Operations(kadm.OpWrite)
+	if res, err := adm.CreateACLs(ctx, deny); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs deny: %v %+v", err, res)
+	}
+	if err := produceAs(t, c, "bob", "orders"); !isTopicDenied(err) {
+		t.Fatalf("bob with a deny over the prefixed allow: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+
+	deleted, err := adm.DeleteACLs(ctx, kadm.NewACLs().Allow("User:bob").AllowHosts().Deny("User:bob").DenyHosts().AnyResource().ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny))
+	if err != nil {
+		t.Fatal(err)
+	}
+	matched := 0
+	for _, d := range deleted {
+		if d.Err != nil {
+			t.Fatalf("DeleteACLs: %+v", d)
+		}
+		matched += len(d.Deleted)
+	}
+	if matched != 2 {
+		t.Fatalf("DeleteACLs removed %d ACLs, want 2: %+v", matched, deleted)
+	}
+	if err := produceAs(t, c, "bob", "orders"); !isTopicDenied(err) {
+		t.Fatalf("after removing bob's ACLs: produce answered %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if err := produceAs(t, c, "admin", "secret"); err != nil {
+		t.Fatalf("the super user, without any ACL: %v", err)
+	}
+}
