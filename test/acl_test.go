@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/disgw/disgw/gateway"
@@ -158,5 +159,73 @@ func TestACLs(t *testing.T) {
 	}
 	if err := produceAs(t, c, "admin", "secret"); err != nil {
 		t.Fatalf("the super user, without any ACL: %v", err)
+	}
+}
+
+// metadataCode asks gateway addr for topic's metadata over a raw
+// connection, so the answer comes from that gateway and no other, and
+// returns the topic's error code.
+func metadataCode(t *testing.T, addr, topic string) int16 {
+	t.Helper()
+	rc := dialRaw(t, addr)
+	defer rc.conn.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp := rc.roundTrip(req).(*kmsg.MetadataResponse)
+	if len(resp.Topics) != 1 {
+		t.Fatalf("metadata answered %d topics", len(resp.Topics))
+	}
+	return resp.Topics[0].ErrorCode
+}
+
+// TestACLsReachOtherGateways: an ACL created through one gateway is
+// enforced by another in front of the same DIS within its poll interval.
+// Both serve PLAINTEXT clients, User:ANONYMOUS, and allow what no ACL
+// decides, so the client may create the ACL that then denies it.
+func TestACLsReachOtherGateways(t *testing.T) {
+	c, err := Start(Options{Dir: t.TempDir(), Gateways: 2, Gateway: func(cfg *gateway.Config) {
+		cfg.Authorizer = gateway.AuthorizerACL
+		cfg.AllowEveryoneIfNoACLFound = true
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	createTopic(t, c, "shared", 1, nil)
+	if code := metadataCode(t, c.Addrs[1], "shared"); code != 0 {
+		t.Fatalf("before any ACL: metadata through gateway 1 answered %s", kerr.ErrorForCode(code))
+	}
+	adm := kadm.NewClient(newClient(t, c))
+	res, err := adm.CreateACLs(context.Background(), kadm.NewACLs().Deny("User:ANONYMOUS").Topics("shared").Operations(kadm.OpDescribe))
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+	if code := metadataCode(t, c.Addrs[0], "shared"); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("metadata through gateway 0 after the deny: %s", kerr.ErrorForCode(code))
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for metadataCode(t, c.Addrs[1], "shared") != kerr.TopicAuthorizationFailed.Code {
+		if time.Now().After(deadline) {
+			t.Fatal("gateway 1 never enforced the ACL created through gateway 0")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestACLAPIsWithoutAuthorizer: without --authorizer=acl the ACL APIs
+// answer SECURITY_DISABLED, as a Kafka broker without an authorizer does.
+func TestACLAPIsWithoutAuthorizer(t *testing.T) {
+	c := startCluster(t, nil)
+	adm := kadm.NewClient(newClient(t, c))
+	described, err := adm.DescribeACLs(context.Background(), kadm.NewACLs().Allow().AllowHosts().AnyResource().ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny))
+	if err != nil || len(described) == 0 || !errors.Is(described[0].Err, kerr.SecurityDisabled) {
+		t.Fatalf("DescribeACLs: %v %+v, want SECURITY_DISABLED", err, described)
+	}
+	res, err := adm.CreateACLs(context.Background(), kadm.NewACLs().Allow("User:x").Topics("t").Operations(kadm.OpRead))
+	if err != nil || len(res) != 1 || !errors.Is(res[0].Err, kerr.SecurityDisabled) {
+		t.Fatalf("CreateACLs: %v %+v, want SECURITY_DISABLED", err, res)
 	}
 }
