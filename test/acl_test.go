@@ -3,7 +3,9 @@ package test
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,5 +229,118 @@ func TestACLAPIsWithoutAuthorizer(t *testing.T) {
 	res, err := adm.CreateACLs(context.Background(), kadm.NewACLs().Allow("User:x").Topics("t").Operations(kadm.OpRead))
 	if err != nil || len(res) != 1 || !errors.Is(res[0].Err, kerr.SecurityDisabled) {
 		t.Fatalf("CreateACLs: %v %+v, want SECURITY_DISABLED", err, res)
+	}
+}
+
+// TestACLsForGroups: a consumer needs READ on its group and its topic;
+// without the group ACL its JoinGroup gets GROUP_AUTHORIZATION_FAILED, and
+// ListGroups and OffsetFetch show it only what it may describe.
+func TestACLsForGroups(t *testing.T) {
+	c := startACLCluster(t)
+	ctx := context.Background()
+	adm := kadm.NewClient(aclClient(t, c, "admin"))
+	if _, err := adm.CreateTopics(ctx, 1, 1, nil, "events"); err != nil {
+		t.Fatal(err)
+	}
+	if err := produceAs(t, c, "admin", "events"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:bob").Topics("events").Operations(kadm.OpRead)); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+	consume := func(group string) error {
+		cl := aclClient(t, c, "bob", kgo.ConsumeTopics("events"), kgo.ConsumerGroup(group), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		defer cl.Close()
+		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		for {
+			fs := cl.PollFetches(pctx)
+			if err := fs.Err0(); err != nil {
+				return err
+			}
+			if fs.NumRecords() > 0 {
+				return cl.CommitUncommittedOffsets(pctx)
+			}
+		}
+	}
+	if err := consume("billing"); !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("bob consuming in a group without a group ACL: %v, want GROUP_AUTHORIZATION_FAILED", err)
+	}
+	if res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:bob").Groups("billing").Operations(kadm.OpRead)); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+	if err := consume("billing"); err != nil {
+		t.Fatalf("bob consuming with READ on topic and group: %v", err)
+	}
+	// Another group, committed by the super user, stays out of bob's sight.
+	if _, err := adm.CommitOffsets(ctx, "audit", kadm.OffsetsFromRecords(kgo.Record{Topic: "events", Partition: 0, Offset: 0})); err != nil {
+		t.Fatal(err)
+	}
+	bob := kadm.NewClient(aclClient(t, c, "bob"))
+	groups, err := bob.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := groups.Groups(); !slices.Contains(names, "billing") || slices.Contains(names, "audit") {
+		t.Fatalf("bob lists groups %v: want billing and not audit", names)
+	}
+	if _, err := bob.FetchOffsets(ctx, "audit"); !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("bob fetching audit's offsets: %v, want GROUP_AUTHORIZATION_FAILED", err)
+	}
+	offsets, err := bob.FetchOffsets(ctx, "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offsets.Lookup("events", 0); !ok || o.At != 1 {
+		t.Fatalf("bob's committed offset in billing: %+v %v, want 1", o, ok)
+	}
+}
+
+// TestKafkaAclsTool: Apache Kafka's kafka-acls.sh (its AclCommand main
+// class) adds, lists and removes ACLs, and a SASL client is held to them.
+// The tool connects over PLAINTEXT as User:ANONYMOUS, made a super user.
+func TestKafkaAclsTool(t *testing.T) {
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	ctx := testContext(t, 5*time.Minute)
+	cp := kafkaToolsClasspath(ctx, t)
+	users, err := gateway.NewSASLUsers(aclUsers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(Options{Dir: t.TempDir(), Gateway: func(cfg *gateway.Config) {
+		cfg.SASL = users
+		cfg.Listeners = []gateway.Listener{{Addr: "127.0.0.1:0", Protocol: gateway.SASLPlaintext}}
+		cfg.Authorizer = gateway.AuthorizerACL
+		cfg.SuperUsers = []string{"User:ANONYMOUS"}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	createTopic(t, c, "orders-eu", 1, nil)
+	k := &kafkaTools{t: t, ctx: ctx, cp: cp, addr: c.Addr}
+	const acls = "org.apache.kafka.tools.AclCommand"
+
+	if err := produceAs(t, c, "bob", "orders-eu"); !isTopicDenied(err) {
+		t.Fatalf("bob without ACLs: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	k.run(acls, "--add", "--allow-principal", "User:bob", "--operation", "Write", "--topic", "orders-", "--resource-pattern-type", "prefixed")
+	list := k.run(acls, "--list", "--topic", "orders-", "--resource-pattern-type", "prefixed")
+	if !strings.Contains(list, "User:bob") || !strings.Contains(list, "WRITE") || !strings.Contains(list, "PREFIXED") {
+		t.Fatalf("kafka-acls --list:\n%s", list)
+	}
+	if err := produceAs(t, c, "bob", "orders-eu"); err != nil {
+		t.Fatalf("bob after kafka-acls --add: %v", err)
+	}
+	k.run(acls, "--remove", "--force", "--allow-principal", "User:bob", "--operation", "Write", "--topic", "orders-", "--resource-pattern-type", "prefixed")
+	if list := k.run(acls, "--list"); strings.Contains(list, "User:bob") {
+		t.Fatalf("kafka-acls --list after --remove:\n%s", list)
+	}
+	if err := produceAs(t, c, "bob", "orders-eu"); !isTopicDenied(err) {
+		t.Fatalf("bob after kafka-acls --remove: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
 }
