@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -342,5 +343,63 @@ func TestKafkaAclsTool(t *testing.T) {
 	}
 	if err := produceAs(t, c, "bob", "orders-eu"); !isTopicDenied(err) {
 		t.Fatalf("bob after kafka-acls --remove: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+}
+
+// TestSaramaACLs: sarama's cluster admin creates, lists and deletes ACLs,
+// and a sarama producer without them gets TOPIC_AUTHORIZATION_FAILED.
+func TestSaramaACLs(t *testing.T) {
+	c := startACLCluster(t)
+	addr := []string{c.Gateway.ListenerAddr(gateway.SASLPlaintext).String()}
+	conf := func(user string) *sarama.Config {
+		cfg := saramaConfig()
+		cfg.Net.SASL.Enable = true
+		cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+		cfg.Net.SASL.User, cfg.Net.SASL.Password = user, aclUsers[user]
+		cfg.Metadata.Retry.Max = 0
+		cfg.Producer.Retry.Max = 0
+		return cfg
+	}
+	admin, err := sarama.NewClusterAdmin(addr, conf("admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.CreateTopic("payments", &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	send := func() error {
+		p, err := sarama.NewSyncProducer(addr, conf("bob"))
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		_, _, err = p.SendMessage(&sarama.ProducerMessage{Topic: "payments", Partition: 0, Value: sarama.StringEncoder("v")})
+		return err
+	}
+	if err := send(); !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+		t.Fatalf("bob without ACLs: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	res := sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: "payments", ResourcePatternType: sarama.AclPatternLiteral}
+	acl := sarama.Acl{Principal: "User:bob", Host: "*", Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionAllow}
+	if err := admin.CreateACLs([]*sarama.ResourceAcls{{Resource: res, Acls: []*sarama.Acl{&acl}}}); err != nil {
+		t.Fatal(err)
+	}
+	bob := "User:bob"
+	filter := sarama.AclFilter{Version: 1, ResourceType: sarama.AclResourceAny, ResourcePatternTypeFilter: sarama.AclPatternAny,
+		Principal: &bob, Operation: sarama.AclOperationAny, PermissionType: sarama.AclPermissionAny}
+	listed, err := admin.ListAcls(filter)
+	if err != nil || len(listed) != 1 || listed[0].ResourceName != "payments" || len(listed[0].Acls) != 1 {
+		t.Fatalf("ListAcls: %v %+v", err, listed)
+	}
+	if err := send(); err != nil {
+		t.Fatalf("bob with WRITE: %v", err)
+	}
+	matched, err := admin.DeleteACL(filter, false)
+	if err != nil || len(matched) != 1 {
+		t.Fatalf("DeleteACL: %v %+v", err, matched)
+	}
+	if err := send(); !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+		t.Fatalf("bob after DeleteACL: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
 }
