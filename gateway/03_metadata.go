@@ -99,7 +99,7 @@ func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.Meta
 	autoCreate := gw.cfg.AutoCreateTopics && !all && (req.Version < 4 || req.AllowAutoTopicCreation)
 	found := tn.catalog.getMany(ctx, names, budget)
 	for _, name := range names {
-		mayCreate := autoCreate && gw.mayCreateTopic(r, name)
+		mayCreate := autoCreate && errors.Is(found[name].err, errUnknownTopic) && gw.mayCreateTopic(r, name)
 		mt := gw.topicMetadata(ctx, tn, name, found[name], mayCreate, budget)
 		if autoCreate && !mayCreate && mt.ErrorCode == kerr.UnknownTopicOrPartition.Code {
 			mt.ErrorCode = topicDenied
