@@ -126,6 +126,18 @@ func TestACLs(t *testing.T) {
 	if names := topics.Names(); !slices.Contains(names, "orders") || slices.Contains(names, "secret") {
 		t.Fatalf("bob's metadata lists %v: want orders (WRITE implies DESCRIBE) and not secret", names)
 	}
+	mreq := kmsg.NewPtrMetadataRequest()
+	mreq.IncludeTopicAuthorizedOperations = true
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("orders")
+	mreq.Topics = append(mreq.Topics, mt)
+	mresp, err := mreq.RequestWith(ctx, aclClient(t, c, "bob"))
+	if err != nil || len(mresp.Topics) != 1 || mresp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("bob's metadata for orders: %v %+v", err, mresp)
+	}
+	if got, want := mresp.Topics[0].AuthorizedOperations, int32(1<<kmsg.ACLOperationWrite|1<<kmsg.ACLOperationDescribe); got != want {
+		t.Fatalf("bob's authorized operations on orders: %b, want WRITE and DESCRIBE (%b)", got, want)
+	}
 	if err := produceAs(t, c, "bob", "secret"); !isTopicDenied(err) {
 		t.Fatalf("bob writing a topic outside the prefix: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
