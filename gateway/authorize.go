@@ -231,13 +231,19 @@ func (gw *Gateway) mayWriteIdempotently(r *request) bool {
 	return gw.authorizeCluster(r, authz.OpIdempotentWrite)
 }
 
-// authorizeConfigs authorizes op on a config resource: a topic, or for
-// broker and broker-logger resources the cluster. It returns the error
-// code to answer, or 0.
+// authorizeConfigs authorizes op on a config resource: a topic, a group
+// (KIP-848 group configs), or for broker and broker-logger resources the
+// cluster. It returns the error code to answer, or 0.
 func (gw *Gateway) authorizeConfigs(r *request, op authz.Operation, rt kmsg.ConfigResourceType, name string) int16 {
-	if rt == kmsg.ConfigResourceTypeTopic {
+	switch rt {
+	case kmsg.ConfigResourceTypeTopic:
 		if !gw.authorize(r, op, authz.ResourceTopic, name) {
 			return topicDenied
+		}
+		return 0
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if !gw.authorize(r, op, authz.ResourceGroup, name) {
+			return groupDenied
 		}
 		return 0
 	}
