@@ -75,11 +75,14 @@ func handleOffsetDelete(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
+		denied := resp.ErrorCode == 0 && !gw.authorize(r, authz.OpRead, authz.ResourceTopic, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition
 			switch {
 			case resp.ErrorCode != 0:
+			case denied:
+				rp.ErrorCode = topicDenied
 			case subscribed[t.Topic]:
 				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 			default:
