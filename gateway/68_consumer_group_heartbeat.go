@@ -36,6 +36,11 @@ func handleConsumerGroupHeartbeat(ctx context.Context, gw *Gateway, r *request, 
 	if !gw.authorize(r, authz.OpRead, authz.ResourceGroup, req.Group) {
 		return consumerGroupHeartbeatError(req, groupDenied), nil
 	}
+	for _, topic := range req.SubscribedTopicNames {
+		if !gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, topic) {
+			return consumerGroupHeartbeatError(req, topicDenied), nil
+		}
+	}
 	if req.Group != "" && !gw.coordinates(req.Group) {
 		return consumerGroupHeartbeatError(req, kerr.NotCoordinator.Code), nil
 	}
