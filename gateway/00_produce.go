@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -89,7 +90,8 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 		var t *topicMeta
 		var terr error
 		internal := rt.Topic == offsetsTopic
-		if !internal {
+		denied := !gw.authorize(r, authz.OpWrite, authz.ResourceTopic, rt.Topic)
+		if !internal && !denied {
 			t, terr = r.s.tenant.catalog.get(ctx, rt.Topic)
 		}
 		for pi := range rt.Partitions {
@@ -103,6 +105,8 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 			case dups[partitionRef{topic: rt.Topic, part: rp.Partition}]:
 				sp.ErrorCode = kerr.InvalidRequest.Code
 				sp.ErrorMessage = kmsg.StringPtr(duplicateMessage)
+			case denied:
+				sp.ErrorCode = topicDenied
 			case internal:
 				sp.ErrorCode, sp.ErrorMessage = gw.internalTopicRefused(r, "Produce")
 			case errors.Is(terr, errUnknownTopic):

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -122,7 +123,8 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 			}
 		}
 		internal := terr == nil && name == offsetsTopic
-		if terr == nil && !internal {
+		denied := terr == nil && !gw.authorize(r, authz.OpRead, authz.ResourceTopic, name)
+		if terr == nil && !internal && !denied {
 			t, terr = r.s.tenant.catalog.get(ctx, name)
 		}
 		metas[ti] = t
@@ -135,6 +137,8 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 			case dups[partitionRef{topic: rt.Topic, id: rt.TopicID, part: sp.Partition}] && req.Version < 13,
 				dups[partitionRef{id: rt.TopicID, part: sp.Partition}] && req.Version >= 13:
 				sp.ErrorCode = kerr.InvalidRequest.Code
+			case denied:
+				sp.ErrorCode = topicDenied
 			case internal:
 				fetchOffsetsPartition(&sp, rt.Partitions[pi].FetchOffset)
 				if sp.ErrorCode == 0 {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/protocol"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // ListOffsets v1–v11.
@@ -70,7 +72,8 @@ func handleListOffsets(ctx context.Context, gw *Gateway, r *request, req *kmsg.L
 		var t *topicMeta
 		var terr error
 		internal := rt.Topic == offsetsTopic
-		if !internal {
+		denied := !gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, rt.Topic)
+		if !internal && !denied {
 			t, terr = r.s.tenant.catalog.refresh(ctx, rt.Topic)
 		}
 		for _, rp := range rt.Partitions {
@@ -78,6 +81,8 @@ func handleListOffsets(ctx context.Context, gw *Gateway, r *request, req *kmsg.L
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, 0
 			switch {
+			case denied:
+				sp.ErrorCode = topicDenied
 			case internal:
 				listOffsetsPartition(&sp, rp.Timestamp)
 			case errors.Is(terr, errUnknownTopic):

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // Metadata v0–v12.
@@ -59,8 +60,12 @@ func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.Meta
 		if err != nil {
 			gw.log.Warn().Err(err).Msg("metadata: ListStreams failed")
 		}
-		names = slices.DeleteFunc(list, func(n string) bool { return n == offsetsTopic })
-		resp.Topics = append(resp.Topics, gw.offsetsTopicMetadata())
+		names = slices.DeleteFunc(list, func(n string) bool {
+			return n == offsetsTopic || !gw.permits(r, authz.OpDescribe, authz.ResourceTopic, n)
+		})
+		if gw.permits(r, authz.OpDescribe, authz.ResourceTopic, offsetsTopic) {
+			resp.Topics = append(resp.Topics, gw.offsetsTopicMetadata())
+		}
 	}
 	budget := newCallBudget(gw.cfg.MaxDescribesPerRequest)
 	var ids [][16]byte
@@ -88,11 +93,20 @@ func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.Meta
 			}
 		}
 	}
+	if !all {
+		names = gw.describableTopics(r, resp, names)
+	}
 	autoCreate := gw.cfg.AutoCreateTopics && !all && (req.Version < 4 || req.AllowAutoTopicCreation)
 	found := tn.catalog.getMany(ctx, names, budget)
 	for _, name := range names {
-		resp.Topics = append(resp.Topics, gw.topicMetadata(ctx, tn, name, found[name], autoCreate, budget))
+		mayCreate := autoCreate && errors.Is(found[name].err, errUnknownTopic) && gw.mayCreateTopic(r, name)
+		mt := gw.topicMetadata(ctx, tn, name, found[name], mayCreate, budget)
+		if autoCreate && !mayCreate && mt.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+			mt.ErrorCode = topicDenied
+		}
+		resp.Topics = append(resp.Topics, mt)
 	}
+	gw.metadataAuthorizedOps(r, req, resp)
 	return resp, nil
 }
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 
+	"github.com/disgw/disgw/gateway/authz"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -51,8 +52,15 @@ func handleOffsetCommit(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 		topic  string
 		commit kmsg.OffsetCommitRequestTopicPartition
 	}
+	if !gw.authorize(r, authz.OpRead, authz.ResourceGroup, req.Group) {
+		return offsetCommitError(req, groupDenied), nil, nil
+	}
 	var jobs []job
 	for ti, t := range req.Topics {
+		if !gw.authorize(r, authz.OpRead, authz.ResourceTopic, t.Topic) {
+			setTopicCommitCode(resp, ti, topicDenied)
+			continue
+		}
 		for pi, p := range t.Partitions {
 			jobs = append(jobs, job{ti, pi, t.Topic, p})
 		}

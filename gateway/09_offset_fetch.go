@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 
+	"github.com/disgw/disgw/gateway/authz"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -84,7 +85,13 @@ func handleOffsetFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.O
 	}
 	describes, reads := newCallBudget(gw.cfg.MaxDescribesPerRequest), newCallBudget(gw.cfg.MaxCheckpointReadsPerRequest)
 	for _, g := range groups {
-		resp.Groups = append(resp.Groups, gw.fetchGroupOffsets(ctx, tn, g, describes, reads))
+		if !gw.authorize(r, authz.OpDescribe, authz.ResourceGroup, g.group) {
+			resp.Groups = append(resp.Groups, offsetFetchGroupError(g, groupDenied))
+			continue
+		}
+		out := gw.fetchGroupOffsets(ctx, tn, g, describes, reads)
+		gw.hideUndescribableOffsets(r, &out, g.topics == nil)
+		resp.Groups = append(resp.Groups, out)
 	}
 	if req.Version < 8 {
 		g := resp.Groups[0]
@@ -107,6 +114,24 @@ func handleOffsetFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.O
 	return resp, nil
 }
 
+// offsetFetchGroupError answers every partition g names with code; before
+// v2 only the partitions carry an error.
+func offsetFetchGroupError(g offsetFetchGroup, code int16) kmsg.OffsetFetchResponseGroup {
+	out := kmsg.NewOffsetFetchResponseGroup()
+	out.Group, out.ErrorCode = g.group, code
+	for _, t := range g.topics {
+		rt := kmsg.NewOffsetFetchResponseGroupTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out.Topics = append(out.Topics, rt)
+	}
+	return out
+}
+
 // fetchGroupOffsets answers one group within the request's DIS call budgets.
 func (gw *Gateway) fetchGroupOffsets(ctx context.Context, tn *tenant, g offsetFetchGroup, describes, reads *callBudget) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.NewOffsetFetchResponseGroup()
@@ -116,19 +141,7 @@ func (gw *Gateway) fetchGroupOffsets(ctx context.Context, tn *tenant, g offsetFe
 		return out
 	}
 	if !gw.coordinates(g.group) {
-		// Before v2 only the partitions carry an error.
-		out.ErrorCode = kerr.NotCoordinator.Code
-		for _, t := range g.topics {
-			rt := kmsg.NewOffsetFetchResponseGroupTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, out.ErrorCode
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			out.Topics = append(out.Topics, rt)
-		}
-		return out
+		return offsetFetchGroupError(g, kerr.NotCoordinator.Code)
 	}
 	all := g.topics == nil
 	topics := g.topics

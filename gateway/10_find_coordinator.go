@@ -3,6 +3,8 @@ package gateway
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // FindCoordinator v0–v6.
@@ -50,6 +52,10 @@ func handleFindCoordinator(gw *Gateway, r *request, req *kmsg.FindCoordinatorReq
 		c.Key = key
 		switch req.CoordinatorType {
 		case coordinatorKeyGroup:
+			if !gw.authorize(r, authz.OpDescribe, authz.ResourceGroup, key) {
+				c.NodeID, c.Port, c.ErrorCode = -1, -1, groupDenied
+				break
+			}
 			owner := gw.coordinator(key)
 			c.NodeID = owner.ID
 			c.Host, c.Port = gw.peerAddr(r.s.lis, owner)

@@ -7,6 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/groupcoord"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // DescribeGroups v0–v5.
@@ -51,6 +53,10 @@ func handleDescribeGroups(ctx context.Context, gw *Gateway, r *request, req *kms
 		d := kmsg.NewDescribeGroupsResponseGroup()
 		d.Group, d.State = g, groupStateDead
 		switch {
+		case !gw.authorize(r, authz.OpDescribe, authz.ResourceGroup, g):
+			d.ErrorCode = groupDenied
+			resp.Groups = append(resp.Groups, d)
+			continue
 		case !gw.coordinates(g):
 			d.ErrorCode = kerr.NotCoordinator.Code
 			resp.Groups = append(resp.Groups, d)
@@ -67,6 +73,13 @@ func handleDescribeGroups(ctx context.Context, gw *Gateway, r *request, req *kms
 			d.State, d.ProtocolType = groupStateEmpty, "consumer"
 		}
 		resp.Groups = append(resp.Groups, d)
+	}
+	if req.IncludeAuthorizedOperations {
+		for i := range resp.Groups {
+			if g := &resp.Groups[i]; g.ErrorCode == 0 {
+				g.AuthorizedOperations = gw.authorizedOps(r, authz.ResourceGroup, g.Group)
+			}
+		}
 	}
 	return resp, nil
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/groupcoord"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // ListGroups v0–v5.
@@ -49,7 +51,11 @@ func handleListGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.Li
 			all = append(all, lg)
 		}
 	}
+	describeAll := gw.permits(r, authz.OpDescribe, authz.ResourceCluster, authz.ClusterName)
 	for _, g := range all {
+		if !describeAll && !gw.permits(r, authz.OpDescribe, authz.ResourceGroup, g.Group) {
+			continue
+		}
 		if !gw.coordinates(g.Group) {
 			// Admin tools ask every broker: each lists its own.
 			continue

@@ -49,6 +49,10 @@ func handleCreateTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	for i := range req.Topics {
+		if !gw.mayCreateTopic(r, req.Topics[i].Topic) {
+			resp.Topics = append(resp.Topics, createTopicDenied(req.Topics[i].Topic))
+			continue
+		}
 		resp.Topics = append(resp.Topics, gw.createOne(ctx, tn, &req.Topics[i], req.ValidateOnly))
 	}
 	return resp, nil

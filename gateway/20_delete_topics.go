@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // DeleteTopics v0–v6.
@@ -78,6 +80,11 @@ func handleDeleteTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 		default:
 			rt.ErrorCode = kerr.InvalidRequest.Code
 			rt.ErrorMessage = kmsg.StringPtr("a topic must be named by name or by id")
+		}
+		if name != "" && !gw.authorize(r, authz.OpDelete, authz.ResourceTopic, name) {
+			rt.ErrorCode = topicDenied
+			resp.Topics = append(resp.Topics, rt)
+			continue
 		}
 		switch name {
 		case "":

@@ -23,13 +23,15 @@ func initProducerIDError(req *kmsg.InitProducerIDRequest, code int16) kmsg.Respo
 	return resp
 }
 
-func handleInitProducerID(gw *Gateway, _ *request, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
+func handleInitProducerID(gw *Gateway, r *request, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	switch {
 	case req.TransactionalID != nil:
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		gw.log.Info().Str("transactional_id", *req.TransactionalID).Msg("refused a transactional producer: disgw does not support transactions")
+	case !gw.mayWriteIdempotently(r):
+		resp.ErrorCode = clusterDenied
 	case req.Version >= 3 && req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < 1<<15-1:
 		// An idempotent producer bumping its epoch after an error keeps its id.
 		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // OffsetForLeaderEpoch v0–v4.
@@ -43,10 +45,13 @@ func handleOffsetForLeaderEpoch(ctx context.Context, gw *Gateway, r *request, re
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
 		t, terr := r.s.tenant.catalog.get(ctx, rt.Topic)
+		denied := !gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
 			switch {
+			case denied:
+				sp.ErrorCode = topicDenied
 			case errors.Is(terr, errUnknownTopic):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case terr != nil:

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // DescribeConfigs v0–v4.
@@ -39,7 +41,14 @@ func handleDescribeConfigs(ctx context.Context, gw *Gateway, r *request, req *km
 	tn := r.s.tenant
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for i := range req.Resources {
-		resp.Resources = append(resp.Resources, gw.describeResource(ctx, tn, req, &req.Resources[i]))
+		res := &req.Resources[i]
+		if code := gw.authorizeConfigs(r, authz.OpDescribeConfigs, res.ResourceType, res.ResourceName); code != 0 {
+			rr := kmsg.NewDescribeConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
+		resp.Resources = append(resp.Resources, gw.describeResource(ctx, tn, req, res))
 	}
 	return resp, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // AlterConfigs v0–v2.
@@ -38,7 +40,9 @@ func handleAlterConfigs(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 		res := &req.Resources[i]
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		if cerr := gw.alterResource(ctx, tn, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
+		if code := gw.authorizeConfigs(r, authz.OpAlterConfigs, res.ResourceType, res.ResourceName); code != 0 {
+			rr.ErrorCode = code
+		} else if cerr := gw.alterResource(ctx, tn, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
 			return replaceTopicConfigs(a, res.Configs)
 		}); cerr != nil {
 			rr.ErrorCode, rr.ErrorMessage = cerr.code, kmsg.StringPtr(cerr.msg)

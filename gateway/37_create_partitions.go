@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // CreatePartitions v0–v3.
@@ -41,7 +43,9 @@ func handleCreatePartitions(ctx context.Context, gw *Gateway, r *request, req *k
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
-		if t.Topic == offsetsTopic {
+		if !gw.authorize(r, authz.OpAlter, authz.ResourceTopic, t.Topic) {
+			rt.ErrorCode = topicDenied
+		} else if t.Topic == offsetsTopic {
 			rt.ErrorCode, rt.ErrorMessage = gw.internalTopicRefused(r, "CreatePartitions")
 		} else {
 			rt.ErrorCode, rt.ErrorMessage = gw.createPartitions(ctx, tn, &t, req.ValidateOnly)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/groupcoord"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // DeleteGroups v0–v2.
@@ -37,6 +39,10 @@ func handleDeleteGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 	codes := make([]int16, len(req.Groups))
 	gw.groups.with(func(c *groupcoord.Coordinator) {
 		for i, g := range req.Groups {
+			if !gw.authorize(r, authz.OpDelete, authz.ResourceGroup, g) {
+				codes[i] = groupDenied
+				continue
+			}
 			if !gw.coordinates(g) {
 				codes[i] = kerr.NotCoordinator.Code
 				continue

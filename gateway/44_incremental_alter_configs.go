@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // IncrementalAlterConfigs v0–v1.
@@ -39,7 +41,9 @@ func handleIncrementalAlterConfigs(ctx context.Context, gw *Gateway, r *request,
 		res := &req.Resources[i]
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		if cerr := gw.alterResource(ctx, tn, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
+		if code := gw.authorizeConfigs(r, authz.OpAlterConfigs, res.ResourceType, res.ResourceName); code != 0 {
+			rr.ErrorCode = code
+		} else if cerr := gw.alterResource(ctx, tn, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
 			return changeTopicConfigs(a, res.Configs)
 		}); cerr != nil {
 			rr.ErrorCode, rr.ErrorMessage = cerr.code, kmsg.StringPtr(cerr.msg)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/groupcoord"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // OffsetDelete v0.
@@ -40,6 +42,9 @@ func offsetDeleteError(req *kmsg.OffsetDeleteRequest, code int16) kmsg.Response 
 
 func handleOffsetDelete(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
 	tn := r.s.tenant
+	if !gw.authorize(r, authz.OpDelete, authz.ResourceGroup, req.Group) {
+		return offsetDeleteError(req, groupDenied), nil
+	}
 	if !gw.coordinates(req.Group) {
 		return offsetDeleteError(req, kerr.NotCoordinator.Code), nil
 	}
@@ -70,11 +75,14 @@ func handleOffsetDelete(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
+		denied := resp.ErrorCode == 0 && !gw.authorize(r, authz.OpRead, authz.ResourceTopic, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition
 			switch {
 			case resp.ErrorCode != 0:
+			case denied:
+				rp.ErrorCode = topicDenied
 			case subscribed[t.Topic]:
 				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 			default:

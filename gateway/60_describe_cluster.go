@@ -3,6 +3,8 @@ package gateway
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // DescribeCluster v0–v1.
@@ -23,6 +25,13 @@ func describeClusterError(req *kmsg.DescribeClusterRequest, code int16) kmsg.Res
 
 func handleDescribeCluster(gw *Gateway, r *request, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	if !gw.authorizeCluster(r, authz.OpDescribe) {
+		resp.ErrorCode = clusterDenied
+		return resp, nil
+	}
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = gw.authorizedOps(r, authz.ResourceCluster, authz.ClusterName)
+	}
 	if req.Version >= 1 && req.EndpointType != 1 {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		resp.ErrorMessage = kmsg.StringPtr("disgw serves broker endpoints only")

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // DescribeProducers v0 (KIP-664), what `kafka-transactions.sh
@@ -48,10 +50,13 @@ func handleDescribeProducers(ctx context.Context, gw *Gateway, r *request, req *
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
 		t, terr := r.s.tenant.catalog.get(ctx, rt.Topic)
+		denied := !gw.authorize(r, authz.OpRead, authz.ResourceTopic, rt.Topic)
 		for _, p := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = p
 			switch {
+			case denied:
+				sp.ErrorCode = topicDenied
 			case errors.Is(terr, errUnknownTopic):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case terr != nil:

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/groupcoord"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // ConsumerGroupHeartbeat v0–v1 (KIP-848).
@@ -31,6 +33,14 @@ func consumerGroupHeartbeatError(req *kmsg.ConsumerGroupHeartbeatRequest, code i
 }
 
 func handleConsumerGroupHeartbeat(ctx context.Context, gw *Gateway, r *request, req *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
+	if !gw.authorize(r, authz.OpRead, authz.ResourceGroup, req.Group) {
+		return consumerGroupHeartbeatError(req, groupDenied), nil
+	}
+	for _, topic := range req.SubscribedTopicNames {
+		if !gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, topic) {
+			return consumerGroupHeartbeatError(req, topicDenied), nil
+		}
+	}
 	if req.Group != "" && !gw.coordinates(req.Group) {
 		return consumerGroupHeartbeatError(req, kerr.NotCoordinator.Code), nil
 	}

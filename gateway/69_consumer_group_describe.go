@@ -7,6 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/groupcoord"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // ConsumerGroupDescribe v0–v1 (KIP-848).
@@ -32,12 +34,15 @@ func consumerGroupDescribeError(req *kmsg.ConsumerGroupDescribeRequest, code int
 	return resp
 }
 
-func handleConsumerGroupDescribe(_ context.Context, gw *Gateway, _ *request, req *kmsg.ConsumerGroupDescribeRequest) (kmsg.Response, error) {
+func handleConsumerGroupDescribe(_ context.Context, gw *Gateway, r *request, req *kmsg.ConsumerGroupDescribeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	gw.groups.with(func(c *groupcoord.Coordinator) {
 		for _, g := range req.Groups {
 			d := c.DescribeConsumer(g)
 			switch {
+			case !gw.authorize(r, authz.OpDescribe, authz.ResourceGroup, g):
+				d = kmsg.NewConsumerGroupDescribeResponseGroup()
+				d.Group, d.ErrorCode = g, groupDenied
 			case g == "":
 				d = kmsg.NewConsumerGroupDescribeResponseGroup()
 				d.ErrorCode = kerr.InvalidGroupID.Code

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/gateway/cluster"
 	"github.com/disgw/disgw/protocol"
 )
@@ -45,6 +46,14 @@ type Config struct {
 	// gateway so that endpoint, project, encoding and HTTP settings are the
 	// caller's, as for the gateway's own client.
 	NewTenantDIS func(accessKey, secretKey string) (disclient.API, error)
+	// Authorizer is AuthorizerNone (the default: everything is allowed)
+	// or AuthorizerACL (Kafka's ACLs, kept in DIS). SuperUsers are
+	// principals the ACLs never restrict (Kafka's super.users, as
+	// "User:admin"); AllowEveryoneIfNoACLFound allows what no ACL on the
+	// resource decides (Kafka's allow.everyone.if.no.acl.found).
+	Authorizer                string
+	SuperUsers                []string
+	AllowEveryoneIfNoACLFound bool
 	// NodeID is this gateway's broker id in Metadata.
 	NodeID int32
 	// Membership is the cluster of gateways this one belongs to
@@ -358,6 +367,11 @@ type Gateway struct {
 	// readCache is the gateway-wide budget of cached batches.
 	readCache *readCache
 
+	// acls is where the ACLs live, nil without an authorizer; aclPolicy
+	// holds the super users and the no-ACL rule.
+	acls      authz.Store
+	aclPolicy authz.Policy
+
 	tenantsMu sync.Mutex
 	tenants   map[string]*tenant // passthrough tenants by id
 	// swept closes when the idle sweep Start began has stopped.
@@ -386,8 +400,13 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	if cfg.MetricsLabels != MetricsLabelsTopic && cfg.MetricsLabels != MetricsLabelsPartition && cfg.MetricsLabels != MetricsLabelsNone {
 		return nil, fmt.Errorf("gateway: metrics labels must be topic, partition or none, not %q", cfg.MetricsLabels)
 	}
+	policy, err := newACLPolicy(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	gw := &Gateway{
+		aclPolicy: policy,
 		cfg:       cfg,
 		log:       cfg.Logger,
 		ctx:       ctx,
@@ -404,6 +423,9 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	notChecked := disNotChecked
 	gw.disDown.Store(&notChecked)
 	gw.groups = newGroupDriver(gw)
+	if cfg.Authorizer == AuthorizerACL {
+		gw.acls = authz.NewDISStore(gw.tenant.dis, gw.log, cfg.MaxRecordBytes)
+	}
 	return gw, nil
 }
 
@@ -421,6 +443,9 @@ func (gw *Gateway) Start() error {
 		if spec.Protocol.usesSASL() && gw.cfg.SASL == nil && !gw.cfg.SASLPassthrough {
 			return fmt.Errorf("gateway: %s listener %s needs SASL users or passthrough", spec.Protocol, spec.Addr)
 		}
+	}
+	if err := gw.startACLs(specs); err != nil {
+		return err
 	}
 	for _, spec := range specs {
 		l := &listener{Listener: spec}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/groupcoord"
 )
 
@@ -71,6 +72,9 @@ type groupWaiter struct {
 // requests in order, and waits for the answer concurrently: the
 // coordinator decides when (a JoinGroup waits for the rebalance).
 func stepGroup[Req kmsg.Request](_ context.Context, gw *Gateway, r *request, req Req) (kmsg.Response, continuation, error) {
+	if !gw.authorize(r, authz.OpRead, authz.ResourceGroup, membershipGroup(req)) {
+		return r.h.errorResponse(r, groupDenied), nil, nil
+	}
 	answer := gw.groups.step(r, req)
 	return nil, func(ctx context.Context) (kmsg.Response, error) {
 		select {

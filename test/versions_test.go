@@ -7,13 +7,18 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway"
 )
 
 // TestEveryAdvertisedVersion sends every (key, version) pair the gateway
 // advertises through a live gateway with kmsg, and checks that the response
-// decodes at that version and carries no error.
+// decodes at that version and carries no error. The gateway runs the ACL
+// authorizer, allowing what no ACL decides, so the ACL APIs answer too.
 func TestEveryAdvertisedVersion(t *testing.T) {
-	c := startCluster(t, nil)
+	c := startCluster(t, func(cfg *gateway.Config) {
+		cfg.Authorizer, cfg.AllowEveryoneIfNoACLFound = gateway.AuthorizerACL, true
+	})
 	createTopic(t, c, "ver", 1, nil)
 	rc := dialRaw(t, c.Addr)
 
@@ -89,6 +94,28 @@ func versionedRequest(t *testing.T, rc *rawConn, key, v int16, topicID [16]byte)
 		req.Version = v
 		req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "ver",
 			Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr("86400000")}}}}
+		return req
+	case 29:
+		req := kmsg.NewPtrDescribeACLsRequest()
+		req.Version = v
+		req.ResourceType, req.Operation, req.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		return req
+	case 30:
+		req := kmsg.NewPtrCreateACLsRequest()
+		req.Version = v
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName = kmsg.ACLResourceTypeTopic, fmt.Sprintf("ver-acl-%d", v)
+		c.Principal, c.Host = "User:someone", "*"
+		c.Operation, c.PermissionType = kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+		req.Creations = []kmsg.CreateACLsRequestCreation{c}
+		return req
+	case 31:
+		req := kmsg.NewPtrDeleteACLsRequest()
+		req.Version = v
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourceName = kmsg.ACLResourceTypeTopic, kmsg.StringPtr(fmt.Sprintf("ver-acl-%d", v))
+		f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		req.Filters = []kmsg.DeleteACLsRequestFilter{f}
 		return req
 	case 60:
 		req := kmsg.NewPtrDescribeClusterRequest()
@@ -401,6 +428,17 @@ func responseError(resp kmsg.Response) error {
 		return check(r.Topics[0].Partitions[0].ErrorCode)
 	case *kmsg.DeleteTopicsResponse:
 		return check(r.Topics[0].ErrorCode)
+	case *kmsg.DescribeACLsResponse:
+		return check(r.ErrorCode)
+	case *kmsg.CreateACLsResponse:
+		return check(r.Results[0].ErrorCode)
+	case *kmsg.DeleteACLsResponse:
+		if err := check(r.Results[0].ErrorCode); err != nil {
+			return err
+		}
+		if len(r.Results[0].MatchingACLs) != 1 {
+			return fmt.Errorf("deleted %d ACLs, want the one CreateAcls at this version made", len(r.Results[0].MatchingACLs))
+		}
 	case *kmsg.OffsetForLeaderEpochResponse:
 		p := r.Topics[0].Partitions[0]
 		if p.EndOffset < 1 {

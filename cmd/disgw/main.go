@@ -42,6 +42,8 @@ type options struct {
 	listeners, advertisedListeners    string
 	tlsCertFile, tlsKeyFile           string
 	saslUsersFile, saslMode           string
+	authorizer, superUsers            string
+	allowEveryoneIfNoACL              bool
 	listen, advertised, adminListen   string
 	dataDir, fsync, embeddedListen    string
 	disEndpoint, disRegion            string
@@ -104,6 +106,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "PEM private key of the SSL and SASL_SSL listeners")
 	fs.StringVar(&o.saslUsersFile, "sasl-users-file", "", "SASL users (name:password per line) for the SASL listeners (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
 	fs.StringVar(&o.saslMode, "sasl-mode", "users", "how SASL listeners authenticate: users (--sasl-users-file, the gateway's own DIS credentials) or passthrough (PLAIN user name and password are the client's DIS AK/SK)")
+	fs.StringVar(&o.authorizer, "authorizer", gateway.AuthorizerNone, "none (every client may do everything, as Kafka without an authorizer) or acl (Kafka ACLs, kept in DIS: docs/security.md)")
+	fs.StringVar(&o.superUsers, "super-users", "", "principals the ACLs never restrict, as Kafka's super.users: User:name;User:other")
+	fs.BoolVar(&o.allowEveryoneIfNoACL, "allow-everyone-if-no-acl-found", false, "with --authorizer=acl, allow what no ACL on the resource decides (Kafka's allow.everyone.if.no.acl.found)")
 	fs.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:9094", "admin HTTP address serving /healthz, /readyz and /metrics (empty disables)")
 	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "embedded DIS data directory")
 	fs.StringVar(&o.fsync, "fsync", "always", "embedded DIS durability: always (fsync before acknowledging) or none")
@@ -374,6 +379,10 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 	}
 	if cfg.Listeners, err = parseListeners(o.listeners, o.advertisedListeners, tlsCfg); err != nil {
 		return err
+	}
+	cfg.Authorizer, cfg.AllowEveryoneIfNoACLFound = o.authorizer, o.allowEveryoneIfNoACL
+	if o.superUsers != "" {
+		cfg.SuperUsers = strings.Split(o.superUsers, ";")
 	}
 	if err := applySASLMode(o, &cfg, disCfg); err != nil {
 		return err

@@ -1,0 +1,254 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
+)
+
+// Authorizers, as --authorizer names them.
+const (
+	// AuthorizerNone allows everything, as a Kafka broker without an
+	// authorizer does; the ACL APIs answer SECURITY_DISABLED.
+	AuthorizerNone = "none"
+	// AuthorizerACL decides every request by Kafka's ACLs, kept in DIS
+	// (docs/security.md, "ACLs").
+	AuthorizerACL = "acl"
+)
+
+// aclsPollInterval is how often a gateway reads ACL changes made through
+// other gateways, which bounds how long they take to be enforced here.
+const aclsPollInterval = 2 * time.Second
+
+// principal is who the request runs as: User:<name> for a SASL client
+// (with passthrough, the DIS access key), User:ANONYMOUS for PLAINTEXT and
+// SSL clients, as Kafka names them. The dispatcher alone writes the SASL
+// state, before it starts the requests that read it.
+func (r *request) principal() string {
+	if r.s.auth.authenticated && r.s.auth.principal != "" {
+		return "User:" + r.s.auth.principal
+	}
+	return authz.Anonymous
+}
+
+// clientHost is the client's IP address as ACL hosts name it.
+func (r *request) clientHost() string {
+	if host, _, err := net.SplitHostPort(r.s.remote); err == nil {
+		return host
+	}
+	return r.s.remote
+}
+
+func (r *request) aclRequest(op authz.Operation, rt authz.ResourceType, name string) authz.Request {
+	return authz.Request{Principal: r.principal(), Host: r.clientHost(), Op: op, Type: rt, Name: name}
+}
+
+// permits reports whether r may do op on the resource, without a log line:
+// for what Metadata and ListGroups leave out of a listing.
+func (gw *Gateway) permits(r *request, op authz.Operation, rt authz.ResourceType, name string) bool {
+	if gw.acls == nil {
+		return true
+	}
+	return gw.aclPolicy.Allowed(gw.acls.Current(), r.aclRequest(op, rt, name))
+}
+
+// authorize is permits for a request that names the resource: a denial is
+// logged, and the caller answers Kafka's authorization error.
+func (gw *Gateway) authorize(r *request, op authz.Operation, rt authz.ResourceType, name string) bool {
+	if gw.permits(r, op, rt, name) {
+		return true
+	}
+	r.s.log.Info().Str("principal", r.principal()).Str("api", r.h.name).Str("operation", opName(op)).
+		Str("resource_type", resourceTypeName(rt)).Str("resource", name).Msg("denied by ACLs")
+	return false
+}
+
+// authorizeCluster authorizes op on the cluster resource.
+func (gw *Gateway) authorizeCluster(r *request, op authz.Operation) bool {
+	return gw.authorize(r, op, authz.ResourceCluster, authz.ClusterName)
+}
+
+// authorizedOps answers an authorized-operations field for the resource.
+func (gw *Gateway) authorizedOps(r *request, rt authz.ResourceType, name string) int32 {
+	if gw.acls == nil {
+		return authz.AllOperations(rt)
+	}
+	return gw.aclPolicy.AuthorizedOperations(gw.acls.Current(), r.aclRequest(authz.OpUnknown, rt, name))
+}
+
+// Kafka's authorization error codes, by resource type.
+var (
+	topicDenied   = kerr.TopicAuthorizationFailed.Code
+	groupDenied   = kerr.GroupAuthorizationFailed.Code
+	clusterDenied = kerr.ClusterAuthorizationFailed.Code
+)
+
+func opName(op authz.Operation) string { return kmsg.ACLOperation(op).String() }
+
+func resourceTypeName(rt authz.ResourceType) string { return kmsg.ACLResourceType(rt).String() }
+
+// newACLPolicy checks the authorizer settings of cfg.
+func newACLPolicy(cfg *Config) (authz.Policy, error) {
+	switch cfg.Authorizer {
+	case "", AuthorizerNone, AuthorizerACL:
+	default:
+		return authz.Policy{}, fmt.Errorf("gateway: authorizer must be none or acl, not %q", cfg.Authorizer)
+	}
+	supers, err := authz.ParseSuperUsers(strings.Join(cfg.SuperUsers, ";"))
+	if err != nil {
+		return authz.Policy{}, err
+	}
+	return authz.Policy{SuperUsers: supers, AllowIfNoACL: cfg.AllowEveryoneIfNoACLFound}, nil
+}
+
+// startACLs reads the ACLs before any listener serves, so the first
+// request is decided by them, and follows their changes from then on.
+// Without an authorizer it warns when a listener is reachable from other
+// hosts: everyone there may do everything.
+func (gw *Gateway) startACLs(specs []Listener) error {
+	if gw.acls == nil {
+		for _, spec := range specs {
+			if host, _, err := net.SplitHostPort(spec.Addr); err == nil && !isLoopback(host) {
+				gw.log.Warn().Str("listen", spec.Addr).Str("protocol", string(spec.Protocol)).
+					Msg("no authorizer (--authorizer=none): every client of this listener may read, write and delete everything")
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(gw.ctx, gw.cfg.RequestTimeout)
+	defer cancel()
+	if err := gw.acls.Refresh(ctx); err != nil {
+		return fmt.Errorf("gateway: reading the ACLs from DIS stream %s: %w", authz.StreamName, err)
+	}
+	gw.log.Info().Int("acls", gw.acls.Current().Len()).Int("super_users", len(gw.aclPolicy.SuperUsers)).
+		Bool("allow_everyone_if_no_acl_found", gw.aclPolicy.AllowIfNoACL).Msg("ACL authorizer started")
+	gw.goSafe("ACL follower", func() { gw.acls.Run(gw.ctx, aclsPollInterval) })
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// describableTopics answers TOPIC_AUTHORIZATION_FAILED in resp for every
+// named topic r may not describe, as Kafka's Metadata does, and returns
+// the others.
+func (gw *Gateway) describableTopics(r *request, resp *kmsg.MetadataResponse, names []string) []string {
+	return slices.DeleteFunc(names, func(name string) bool {
+		if gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, name) {
+			return false
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.ErrorCode = kmsg.StringPtr(name), topicDenied
+		resp.Topics = append(resp.Topics, mt)
+		return true
+	})
+}
+
+// mayCreateTopic reports whether r may create the topic: CREATE on the
+// cluster or on the topic, as Kafka checks for CreateTopics and for
+// Metadata's auto-creation.
+func (gw *Gateway) mayCreateTopic(r *request, name string) bool {
+	return gw.permits(r, authz.OpCreate, authz.ResourceCluster, authz.ClusterName) ||
+		gw.authorize(r, authz.OpCreate, authz.ResourceTopic, name)
+}
+
+// metadataAuthorizedOps fills the authorized-operations fields a Metadata
+// request asked for (v8+; the cluster's up to v10).
+func (gw *Gateway) metadataAuthorizedOps(r *request, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
+		for i := range resp.Topics {
+			if t := &resp.Topics[i]; t.ErrorCode == 0 && t.Topic != nil {
+				t.AuthorizedOperations = gw.authorizedOps(r, authz.ResourceTopic, *t.Topic)
+			}
+		}
+	}
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = gw.authorizedOps(r, authz.ResourceCluster, authz.ClusterName)
+	}
+}
+
+// hideUndescribableOffsets applies topic DESCRIBE to an OffsetFetch
+// answer, as Kafka does: a topic the client named is answered
+// TOPIC_AUTHORIZATION_FAILED, and one it did not (a fetch of all the
+// group's offsets) is left out.
+func (gw *Gateway) hideUndescribableOffsets(r *request, out *kmsg.OffsetFetchResponseGroup, all bool) {
+	if gw.acls == nil {
+		return
+	}
+	out.Topics = slices.DeleteFunc(out.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) bool {
+		if all {
+			return !gw.permits(r, authz.OpDescribe, authz.ResourceTopic, t.Topic)
+		}
+		if gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, t.Topic) {
+			return false
+		}
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, topicDenied
+		}
+		return false
+	})
+}
+
+// setTopicCommitCode answers every partition of topic ti of an
+// OffsetCommit with code.
+func setTopicCommitCode(resp *kmsg.OffsetCommitResponse, ti int, code int16) {
+	for pi := range resp.Topics[ti].Partitions {
+		resp.Topics[ti].Partitions[pi].ErrorCode = code
+	}
+}
+
+// createTopicDenied is CreateTopics' answer for a topic r may not create.
+func createTopicDenied(topic string) kmsg.CreateTopicsResponseTopic {
+	rt := kmsg.NewCreateTopicsResponseTopic()
+	rt.Topic, rt.ErrorCode = topic, topicDenied
+	rt.NumPartitions, rt.ReplicationFactor = -1, -1
+	return rt
+}
+
+// mayWriteIdempotently reports whether r may get a producer id:
+// IDEMPOTENT_WRITE on the cluster, or since KIP-679 WRITE on any topic.
+func (gw *Gateway) mayWriteIdempotently(r *request) bool {
+	if gw.acls == nil || gw.permits(r, authz.OpIdempotentWrite, authz.ResourceCluster, authz.ClusterName) {
+		return true
+	}
+	if gw.aclPolicy.AllowedOnAny(gw.acls.Current(), r.aclRequest(authz.OpWrite, authz.ResourceTopic, "")) {
+		return true
+	}
+	return gw.authorizeCluster(r, authz.OpIdempotentWrite)
+}
+
+// authorizeConfigs authorizes op on a config resource: a topic, a group
+// (KIP-848 group configs), or for broker and broker-logger resources the
+// cluster. It returns the error code to answer, or 0.
+func (gw *Gateway) authorizeConfigs(r *request, op authz.Operation, rt kmsg.ConfigResourceType, name string) int16 {
+	switch rt {
+	case kmsg.ConfigResourceTypeTopic:
+		if !gw.authorize(r, op, authz.ResourceTopic, name) {
+			return topicDenied
+		}
+		return 0
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if !gw.authorize(r, op, authz.ResourceGroup, name) {
+			return groupDenied
+		}
+		return 0
+	}
+	if !gw.authorizeCluster(r, op) {
+		return clusterDenied
+	}
+	return 0
+}
