@@ -11,7 +11,6 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/protocol"
-
 	"github.com/disgw/disgw/gateway/authz"
 )
 

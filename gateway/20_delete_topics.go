@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
-
 	"github.com/disgw/disgw/gateway/authz"
 )
 

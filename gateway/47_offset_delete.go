@@ -8,7 +8,6 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/groupcoord"
-
 	"github.com/disgw/disgw/gateway/authz"
 )
 

@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/groupcoord"
-
 	"github.com/disgw/disgw/gateway/authz"
 )
 
