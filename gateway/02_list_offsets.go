@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
-	"github.com/disgw/disgw/protocol"
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/protocol"
 )
 
 // ListOffsets v1–v11.

@@ -6,8 +6,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/disgw/disgw/groupcoord"
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/groupcoord"
 )
 
 // DescribeGroups v0–v5.

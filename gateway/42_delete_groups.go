@@ -7,8 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
-	"github.com/disgw/disgw/groupcoord"
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/groupcoord"
 )
 
 // DeleteGroups v0–v2.
