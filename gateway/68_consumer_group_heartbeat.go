@@ -44,7 +44,7 @@ func handleConsumerGroupHeartbeat(ctx context.Context, gw *Gateway, r *request, 
 		return consumerGroupHeartbeatError(req, kerr.NotCoordinator.Code), nil
 	}
 	var sub groupcoord.Subscription
-	gw.groups.with(func(c *groupcoord.Coordinator) { sub = c.ConsumerSubscription(req) })
+	gw.groups.with(r.s.tenant, func(c *groupcoord.Coordinator) { sub = c.ConsumerSubscription(req) })
 	topics, err := gw.consumerTopics(ctx, r.s.tenant, sub)
 	if err != nil {
 		gw.log.Warn().Err(err).Str("group", req.Group).Msg("consumer group heartbeat: listing topics failed")

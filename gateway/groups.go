@@ -18,30 +18,47 @@ import (
 // (docs/design.md §5): it feeds requests and the clock in, under one lock, and
 // carries out what Ready returns: responses to waiting requests, and a timer
 // for the next Tick; the DIS apps of groups that expired are deleted. All
-// group membership lives in the coordinator; offsets live in DIS, written
+// group membership lives in the coordinators; offsets live in DIS, written
 // through one queue per group (offsets.go).
+//
+// Groups belong to a tenant: each tenant (one set of DIS credentials) has a
+// coordinator of its own, so a tenant can neither see nor join, fence or
+// evict another's groups, even under the same group id, and one tenant
+// filling MaxGroups leaves the others their own. A passthrough tenant's
+// coordinator goes when it holds no group; the gateway's own stays.
 type groupDriver struct {
-	gw *Gateway
+	gw  *Gateway
+	cfg groupcoord.Config
 
-	mu      sync.Mutex
-	coord   *groupcoord.Coordinator
+	mu sync.Mutex
+	// coords holds each tenant's coordinator by tenant id, which outlives
+	// an idle tenant dropped and signed in again.
+	coords  map[string]*groupcoord.Coordinator
 	nextID  uint64
 	waiting map[uint64]groupWaiter
 	timer   *time.Timer
 	closed  bool
+	// consumerSession and consumerHeartbeat are the consumer-protocol
+	// group timings, defaults filled in, the same in every coordinator.
+	consumerSession, consumerHeartbeat time.Duration
 	// queues holds, per tenant and group, the offset writes not yet
 	// started, in the order the coordinator accepted them; a key is
 	// present while its worker runs.
 	queues map[offsetQueueKey][]func()
-	// committers are the tenants that committed offsets of each group the
-	// coordinator holds: whose DIS apps go when the group expires.
-	committers map[string]map[*tenant]bool
+	// committers are the tenants whose offsets of a group were committed
+	// through its coordinator: whose DIS apps go when the group expires.
+	committers map[groupKey]*tenant
+}
+
+// groupKey names a group of one tenant's, by tenant id.
+type groupKey struct {
+	tenant, group string
 }
 
 func newGroupDriver(gw *Gateway) *groupDriver {
-	return &groupDriver{
+	d := &groupDriver{
 		gw: gw,
-		coord: groupcoord.New(groupcoord.Config{
+		cfg: groupcoord.Config{
 			MaxRebalanceTimeout:       gw.cfg.GroupMaxRebalanceTimeout,
 			MaxGroupSize:              gw.cfg.GroupMaxSize,
 			MaxPendingMembers:         gw.cfg.GroupMaxPendingMembers,
@@ -52,11 +69,24 @@ func newGroupDriver(gw *Gateway) *groupDriver {
 			ConsumerHeartbeatInterval: gw.cfg.ConsumerGroupHeartbeatInterval,
 			NewMemberID:               newMemberID,
 			Logger:                    gw.log.With().Str("component", "groupcoord").Logger(),
-		}),
+		},
+		coords:     make(map[string]*groupcoord.Coordinator),
 		waiting:    make(map[uint64]groupWaiter),
 		queues:     make(map[offsetQueueKey][]func()),
-		committers: make(map[string]map[*tenant]bool),
+		committers: make(map[groupKey]*tenant),
 	}
+	d.consumerSession, d.consumerHeartbeat = groupcoord.New(d.cfg).ConsumerTimings()
+	return d
+}
+
+// coordLocked is tn's coordinator, made on first use.
+func (d *groupDriver) coordLocked(tn *tenant) *groupcoord.Coordinator {
+	c := d.coords[tn.id]
+	if c == nil {
+		c = groupcoord.New(d.cfg)
+		d.coords[tn.id] = c
+	}
+	return c
 }
 
 // groupWaiter is a request waiting for the coordinator's answer.
@@ -101,23 +131,24 @@ func newMemberID(clientID string) string {
 // judged under the driver's lock so that it cannot be loaded again after
 // unloadMoved let go of it.
 func (d *groupDriver) step(r *request, req kmsg.Request) <-chan kmsg.Response {
-	return d.stepWith(r, req, membershipGroup(req), func(id uint64, clientID, host string) error {
-		return d.coord.Step(time.Now(), id, clientID, host, req)
+	return d.stepWith(r, req, membershipGroup(req), func(c *groupcoord.Coordinator, id uint64, clientID, host string) error {
+		return c.Step(time.Now(), id, clientID, host, req)
 	})
 }
 
 // stepConsumer hands a ConsumerGroupHeartbeat to the coordinator with the
 // topic metadata looked up for it; it is answered at once.
 func (d *groupDriver) stepConsumer(r *request, req *kmsg.ConsumerGroupHeartbeatRequest, topics groupcoord.Topics) kmsg.Response {
-	return <-d.stepWith(r, req, req.Group, func(id uint64, clientID, host string) error {
-		d.coord.StepConsumer(time.Now(), id, clientID, host, req, topics)
+	return <-d.stepWith(r, req, req.Group, func(c *groupcoord.Coordinator, id uint64, clientID, host string) error {
+		c.StepConsumer(time.Now(), id, clientID, host, req, topics)
 		return nil
 	})
 }
 
-// stepWith runs one Step-like call for group under the driver's lock, with
-// the waiter for its answer registered under id.
-func (d *groupDriver) stepWith(r *request, req kmsg.Request, group string, fn func(id uint64, clientID, host string) error) <-chan kmsg.Response {
+// stepWith runs one Step-like call for group on the coordinator of the
+// connection's tenant under the driver's lock, with the waiter for its
+// answer registered under id.
+func (d *groupDriver) stepWith(r *request, req kmsg.Request, group string, fn func(c *groupcoord.Coordinator, id uint64, clientID, host string) error) <-chan kmsg.Response {
 	clientID := ""
 	if r.hdr.ClientID != nil {
 		clientID = *r.hdr.ClientID
@@ -132,7 +163,7 @@ func (d *groupDriver) stepWith(r *request, req kmsg.Request, group string, fn fu
 	d.nextID++
 	id := d.nextID
 	d.waiting[id] = w
-	err := fn(id, clientID, r.s.remoteHost())
+	err := fn(d.coordLocked(r.s.tenant), id, clientID, r.s.remoteHost())
 	ready := d.readyLocked()
 	d.mu.Unlock()
 	if err != nil {
@@ -167,10 +198,12 @@ func (d *groupDriver) unloadMoved() {
 		d.mu.Unlock()
 		return
 	}
-	for _, g := range d.coord.Groups() {
-		if !d.gw.coordinates(g) {
-			d.coord.Unload(g)
-			d.gw.log.Info().Str("group", g).Msg("group moved to another gateway: unloaded")
+	for _, c := range d.coords {
+		for _, g := range c.Groups() {
+			if !d.gw.coordinates(g) {
+				c.Unload(g)
+				d.gw.log.Info().Str("group", g).Msg("group moved to another gateway: unloaded")
+			}
 		}
 	}
 	ready := d.readyLocked()
@@ -178,14 +211,17 @@ func (d *groupDriver) unloadMoved() {
 	d.deliver(ready)
 }
 
-// tick advances the coordinator's clock.
+// tick advances the coordinators' clock.
 func (d *groupDriver) tick() {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		return
 	}
-	d.coord.Tick(time.Now())
+	now := time.Now()
+	for _, c := range d.coords {
+		c.Tick(now)
+	}
 	ready := d.readyLocked()
 	d.mu.Unlock()
 	d.deliver(ready)
@@ -197,39 +233,60 @@ type delivery struct {
 	resp kmsg.Response
 }
 
-// readyLocked takes the coordinator's Ready, queues the deletion of expired
-// groups' offsets behind their pending writes, and arms the timer.
+// readyLocked takes every coordinator's Ready, queues the deletion of
+// expired groups' offsets behind their pending writes, drops passthrough
+// tenants' coordinators left without groups, and arms the timer for the
+// earliest deadline.
 func (d *groupDriver) readyLocked() []delivery {
-	rd := d.coord.Ready()
-	d.gw.metrics.groupsReady(&rd)
-	for _, rm := range rd.Removed {
-		tenants := d.committers[rm.Group]
-		delete(d.committers, rm.Group)
-		if !rm.ExpireOffsets {
-			continue
+	var out []delivery
+	var next time.Time
+	for id, c := range d.coords {
+		rd := c.Ready()
+		d.gw.metrics.groupsReady(&rd)
+		for _, rm := range rd.Removed {
+			k := groupKey{id, rm.Group}
+			tn := d.committers[k]
+			delete(d.committers, k)
+			if rm.ExpireOffsets && tn != nil {
+				d.enqueueLocked(offsetQueueKey{tn, rm.Group}, func() { d.gw.expireOffsets(tn, rm.Group) })
+			}
 		}
-		for tn := range tenants {
-			d.enqueueLocked(offsetQueueKey{tn, rm.Group}, func() { d.gw.expireOffsets(tn, rm.Group) })
+		for _, resp := range rd.Responses {
+			if w, ok := d.waiting[resp.ID]; ok {
+				delete(d.waiting, resp.ID)
+				out = append(out, delivery{w, resp.Msg})
+			}
 		}
-	}
-	out := make([]delivery, 0, len(rd.Responses))
-	for _, resp := range rd.Responses {
-		if w, ok := d.waiting[resp.ID]; ok {
-			delete(d.waiting, resp.ID)
-			out = append(out, delivery{w, resp.Msg})
+		if !rd.NextTick.IsZero() && (next.IsZero() || rd.NextTick.Before(next)) {
+			next = rd.NextTick
+		}
+		if id != "" && c.Len() == 0 && !d.writingLocked(id) {
+			delete(d.coords, id)
 		}
 	}
 	if d.timer != nil {
 		d.timer.Stop()
 		d.timer = nil
 	}
-	if !rd.NextTick.IsZero() && !d.closed {
-		d.timer = time.AfterFunc(max(time.Until(rd.NextTick), 0), func() {
+	if !next.IsZero() && !d.closed {
+		d.timer = time.AfterFunc(max(time.Until(next), 0), func() {
 			defer d.gw.recoverPanic("group coordinator tick", nil)
 			d.tick()
 		})
 	}
 	return out
+}
+
+// writingLocked reports whether an offset write of the tenant with this id
+// is queued or running: its coordinator must stay until the write compared
+// its commit fence, which a new coordinator could hand out again.
+func (d *groupDriver) writingLocked(id string) bool {
+	for k := range d.queues {
+		if k.tn.id == id {
+			return true
+		}
+	}
+	return false
 }
 
 // deliver answers outside the lock: writing a response must not hold up
@@ -240,11 +297,23 @@ func (d *groupDriver) deliver(ds []delivery) {
 	}
 }
 
-// with runs a synchronous call against the coordinator, then carries out
+// with runs a synchronous call against tn's coordinator, then carries out
 // its Ready (a Delete forgets a group; a commit may set a deadline).
-func (d *groupDriver) with(fn func(c *groupcoord.Coordinator)) {
+func (d *groupDriver) with(tn *tenant, fn func(c *groupcoord.Coordinator)) {
 	d.mu.Lock()
-	fn(d.coord)
+	fn(d.coordLocked(tn))
+	ready := d.readyLocked()
+	d.mu.Unlock()
+	d.deliver(ready)
+}
+
+// withEach runs fn against every tenant's coordinator in turn, for what
+// the gateway reports as a whole (metrics), never for a client.
+func (d *groupDriver) withEach(fn func(c *groupcoord.Coordinator)) {
+	d.mu.Lock()
+	for _, c := range d.coords {
+		fn(c)
+	}
 	ready := d.readyLocked()
 	d.mu.Unlock()
 	d.deliver(ready)

@@ -172,7 +172,7 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric) {
 		gens[g] = n
 	}
 	m.groups.mu.Unlock()
-	gw.groups.with(func(coord *groupcoord.Coordinator) {
+	gw.groups.withEach(func(coord *groupcoord.Coordinator) {
 		for _, lg := range coord.List() {
 			if !gw.coordinates(lg.Group) {
 				continue

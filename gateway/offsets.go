@@ -38,18 +38,16 @@ func (d *groupDriver) commit(tn *tenant, group, memberID string, instanceID *str
 		d.mu.Unlock()
 		return kerr.NotCoordinator.Code
 	}
-	code := d.coord.CheckCommit(time.Now(), group, memberID, instanceID, generation)
+	c := d.coordLocked(tn)
+	code := c.CheckCommit(time.Now(), group, memberID, instanceID, generation)
 	if code == 0 {
 		var fence uint64
 		if generation >= 0 || memberID != "" || instanceID != nil {
-			fence = d.coord.CommitFence(group)
+			fence = c.CommitFence(group)
 		}
-		if d.committers[group] == nil {
-			d.committers[group] = make(map[*tenant]bool)
-		}
-		d.committers[group][tn] = true
+		d.committers[groupKey{tn.id, group}] = tn
 		d.enqueueLocked(offsetQueueKey{tn, group}, func() {
-			write(fence != 0 && d.fence(group) != fence)
+			write(fence != 0 && d.fence(tn, group) != fence)
 		})
 	}
 	ready := d.readyLocked()
@@ -58,11 +56,16 @@ func (d *groupDriver) commit(tn *tenant, group, memberID string, instanceID *str
 	return code
 }
 
-// fence is the group's current commit fence.
-func (d *groupDriver) fence(group string) uint64 {
+// fence is the current commit fence of tn's group; 0 once the group is
+// gone.
+func (d *groupDriver) fence(tn *tenant, group string) uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.coord.CommitFence(group)
+	c := d.coords[tn.id]
+	if c == nil {
+		return 0
+	}
+	return c.CommitFence(group)
 }
 
 // enqueueLocked appends job to the group's queue and starts its worker when

@@ -180,6 +180,10 @@ func (c *Coordinator) Groups() []string {
 	return out
 }
 
+// Len is how many groups are in memory: a caller holding a coordinator per
+// tenant drops one that holds none.
+func (c *Coordinator) Len() int { return len(c.groups) }
+
 // Unload takes a group out of memory because another coordinator now owns
 // it (docs/design.md §6). Its waiting JoinGroup and SyncGroup requests are
 // answered NOT_COORDINATOR, so their clients look for the new coordinator
