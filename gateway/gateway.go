@@ -174,8 +174,9 @@ type Config struct {
 	// GroupMaxSize (Kafka's group.max.size), GroupMaxPendingMembers,
 	// MaxGroups, GroupMaxRebalanceTimeout and OffsetsRetention (Kafka's
 	// offsets.retention.minutes) bound what clients can make the group
-	// coordinator hold; zero means groupcoord's defaults (1000, 100,
-	// 10000, 30m, 7 days). See groupcoord.Config.
+	// coordinator hold (each tenant's, in passthrough mode); zero means
+	// groupcoord's defaults (1000, 100, 10000, 30m, 7 days). See
+	// groupcoord.Config.
 	GroupMaxSize             int
 	GroupMaxPendingMembers   int
 	MaxGroups                int
