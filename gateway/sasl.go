@@ -8,9 +8,11 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
+	"github.com/disgw/disgw/disclient"
 	"github.com/xdg-go/scram"
 )
 
@@ -256,6 +258,15 @@ func (s *session) plainPassthrough(token []byte) (bool, error) {
 	s.gw.releaseTenant(prev)
 	s.auth.principal = ak
 	return true, nil
+}
+
+// signatureAccepted reports whether err from the sign-in check is DIS
+// proving it verified the signature and only then refused the call: HTTP 403
+// with DIS's RBAC code. A 403 without it may come from a proxy or API
+// gateway that never checked the keys, so it is a failure like any other.
+func signatureAccepted(err error) bool {
+	var de *disclient.Error
+	return errors.As(err, &de) && de.Status == http.StatusForbidden && de.Code == disclient.CodeRBACDenied
 }
 
 // allowedBeforeAuth lists what a client may send on a SASL listener before
