@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/xdg-go/scram"
@@ -177,9 +179,41 @@ type saslState struct {
 	principal     string
 }
 
-// step runs one SASL exchange for the chosen mechanism and returns the
-// server's answer and whether authentication completed.
+// saslStep runs one SASL exchange for the chosen mechanism and returns the
+// server's answer and whether authentication completed. An address or user
+// with too many failed sign-ins is refused before its credentials are
+// checked, and every failure but a refusal for want of capacity counts
+// against both.
 func (s *session) saslStep(token []byte) ([]byte, bool, error) {
+	now := time.Now()
+	addr, user := s.remoteHost(), s.saslUser(token)
+	if s.gw.authLimit.throttled(addr, user, now) {
+		s.log.Warn().Str("user", user).Str("mechanism", s.auth.mech).Msg("SASL authentication refused: too many failed sign-ins from this address or for this user")
+		return nil, false, errAuthThrottled
+	}
+	out, done, err := s.saslExchange(token)
+	if err != nil && !errors.Is(err, errSignInsBusy) && !errors.Is(err, errTooManyTenants) {
+		s.gw.authLimit.failed(addr, cmp.Or(user, s.saslUser(token)), now)
+	}
+	return out, done, err
+}
+
+// saslUser is the user name token signs in as, as far as it is known yet:
+// PLAIN carries it in every message, SCRAM in its first, after which the
+// conversation knows it. It is "" until then.
+func (s *session) saslUser(token []byte) string {
+	if s.auth.mech == mechPlain {
+		name, _, _ := parsePlain(token)
+		return name
+	}
+	if s.auth.scram != nil {
+		return s.auth.scram.Username()
+	}
+	return ""
+}
+
+// saslExchange is saslStep without the throttling.
+func (s *session) saslExchange(token []byte) ([]byte, bool, error) {
 	users := s.gw.cfg.SASL
 	switch s.auth.mech {
 	case mechPlain:
@@ -228,6 +262,9 @@ func (s *session) plainPassthrough(token []byte) (bool, error) {
 	if err == nil && (ak == "" || len(sk) == 0) {
 		err = errors.New("empty access key or secret key")
 	}
+	if err == nil && !s.gw.authLimit.allowCheck(time.Now()) {
+		err = errSignInsBusy
+	}
 	var tn *tenant
 	if err == nil {
 		tn, err = s.gw.passthroughTenant(s.ctx, ak, string(sk))
@@ -238,7 +275,7 @@ func (s *session) plainPassthrough(token []byte) (bool, error) {
 			ev = s.log.Error()
 		}
 		ev.Str("user", ak).Str("mechanism", mechPlain).Str("reason", err.Error()).Msg("SASL passthrough authentication failed")
-		if errors.Is(err, errTooManyTenants) {
+		if errors.Is(err, errTooManyTenants) || errors.Is(err, errSignInsBusy) {
 			return false, err
 		}
 		return false, errAuthFailed

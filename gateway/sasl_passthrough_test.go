@@ -17,20 +17,12 @@ import (
 func fakeDISGateway(t *testing.T, status int, body string, tune func(*Config)) (*Gateway, *atomic.Int64) {
 	t.Helper()
 	var calls atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		calls.Add(1)
-		if body != "" {
-			w.Header().Set("Content-Type", "application/json")
-		}
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(body))
-	}))
-	t.Cleanup(srv.Close)
+	srv := newFakeDISServer(t, status, body, &calls)
 	gw := newIdleTestGateway(t, &metaCountingDIS{}, func(c *Config) {
 		c.SASLPassthrough = true
 		c.NewTenantDIS = func(ak, sk string) (disclient.API, error) {
 			return disclient.New(disclient.Config{
-				Endpoint:  srv.URL,
+				Endpoint:  srv,
 				ProjectID: "p",
 				Signer:    disclient.AKSKSigner{AccessKey: ak, SecretKey: sk},
 				Retry:     disclient.RetryPolicy{MaxAttempts: 1},
@@ -41,6 +33,22 @@ func fakeDISGateway(t *testing.T, status int, body string, tune func(*Config)) (
 		}
 	})
 	return gw, &calls
+}
+
+// newFakeDISServer starts an HTTP server that answers every request with
+// status and body, counting them in calls, and returns its URL.
+func newFakeDISServer(t *testing.T, status int, body string, calls *atomic.Int64) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		if body != "" {
+			w.Header().Set("Content-Type", "application/json")
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // Only DIS's own answer that it checked the signature and refused on RBAC
