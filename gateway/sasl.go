@@ -55,12 +55,17 @@ type saslUser struct {
 	scram512  scram.StoredCredentials
 }
 
-// NewSASLUsers derives credentials for user → password.
+// NewSASLUsers derives credentials for user → password; an empty password
+// is refused, so a user file typo cannot open the gateway.
 func NewSASLUsers(passwords map[string]string) (*SASLUsers, error) {
 	u := &SASLUsers{users: make(map[string]*saslUser, len(passwords))}
 	for name, password := range passwords {
 		if name == "" || strings.ContainsAny(name, "\x00,=") {
 			return nil, fmt.Errorf("gateway: SASL user name %q: empty or containing NUL, ',' or '='", name)
+		}
+		if password == "" {
+			// Anyone who knows the name would sign in.
+			return nil, fmt.Errorf("gateway: SASL user %q has an empty password", name)
 		}
 		salt := make([]byte, 16)
 		if _, err := rand.Read(salt); err != nil {

@@ -126,13 +126,18 @@ func TestParseListeners(t *testing.T) {
 	}
 }
 
-// TestSASLMode checks --sasl-mode: passthrough refuses a users file and
-// needs a SASL listener, and gives a factory signing with the client's keys.
+// TestSASLMode checks --sasl-mode: a users file with an empty password is
+// refused at start-up; passthrough refuses a users file and needs a SASL
+// listener, and gives a factory signing with the client's keys.
 func TestSASLMode(t *testing.T) {
 	sasl := []gateway.Listener{{Addr: "127.0.0.1:0", Protocol: gateway.SASLPlaintext}}
 	dir := t.TempDir()
 	users := filepath.Join(dir, "users")
 	if err := os.WriteFile(users, []byte("alice:pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	emptyPassword := filepath.Join(dir, "empty-password")
+	if err := os.WriteFile(emptyPassword, []byte("alice:pw\nbob:\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	base := disclient.Config{Endpoint: "http://127.0.0.1:1", ProjectID: "p"}
@@ -143,6 +148,7 @@ func TestSASLMode(t *testing.T) {
 		ok        bool
 	}{
 		{name: "users", o: options{saslMode: "users", saslUsersFile: users}, listeners: sasl, ok: true},
+		{name: "user with an empty password", o: options{saslMode: "users", saslUsersFile: emptyPassword}, listeners: sasl},
 		{name: "passthrough", o: options{saslMode: "passthrough"}, listeners: sasl, ok: true},
 		{name: "passthrough with users file", o: options{saslMode: "passthrough", saslUsersFile: users}, listeners: sasl},
 		{name: "passthrough without SASL listener", o: options{saslMode: "passthrough"}},
