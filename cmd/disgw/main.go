@@ -677,7 +677,7 @@ func initialDelay(d time.Duration) time.Duration {
 
 // startEmbedded opens the embedded DIS server and serves its REST API.
 func startEmbedded(o *options, log zerolog.Logger) (*dislocal.Server, *http.Server, string, error) {
-	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
+	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return nil, nil, "", fmt.Errorf("data directory: %w", err)
 	}
 	quotas, err := dislocal.ParseQuotaMode(o.embeddedQuotas)

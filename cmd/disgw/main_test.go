@@ -390,3 +390,22 @@ func TestEmbeddedDISAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbeddedDataDirOwnerOnly: the data directory disgw creates for the
+// embedded DIS is readable by its owner only.
+func TestEmbeddedDataDirOwnerOnly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fresh", "data")
+	o := options{dataDir: dir, fsync: "none", embeddedListen: "127.0.0.1:0"}
+	srv, hs, _, err := startEmbedded(&o, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hs.Close(); _ = srv.Close() })
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := fi.Mode().Perm(); mode != 0o700 {
+		t.Fatalf("data directory mode %o, want 700", mode)
+	}
+}
