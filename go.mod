@@ -16,6 +16,7 @@ require (
 	github.com/xdg-go/scram v1.2.0
 	golang.org/x/sync v0.23.0
 	golang.org/x/sys v0.48.0
+	golang.org/x/time v0.16.0
 	google.golang.org/protobuf v1.36.12
 )
 

@@ -27,10 +27,11 @@ type AKSKSigner struct {
 
 var _ Signer = AKSKSigner{}
 
-// Sign sets X-Sdk-Date, X-Security-Token (with temporary credentials),
-// X-Sdk-Content-Sha256 (for bodies that are neither JSON nor BSON, whose
-// hash the SDK leaves out) and Authorization. Every header already on req
-// except Content-Type is signed, so it must be called last.
+// Sign sets X-Sdk-Date, X-Security-Token (with temporary credentials) and
+// Authorization. Every header already on req except Content-Type is
+// signed, so it must be called last. The body's hash is signed whatever its
+// content type: the SDK sends protobuf bodies as UNSIGNED-PAYLOAD, which
+// would let anyone replaying a request change the records it writes.
 func (s AKSKSigner) Sign(req *http.Request, body []byte) error {
 	if s.AccessKey == "" || s.SecretKey == "" {
 		return errors.New("AKSKSigner needs both AccessKey and SecretKey")
@@ -44,10 +45,6 @@ func (s AKSKSigner) Sign(req *http.Request, body []byte) error {
 	req.Header.Set(HeaderSdkDate, date)
 	if s.SecurityToken != "" {
 		req.Header.Set(headerSecurityToken, s.SecurityToken)
-	}
-	if ct, ok := req.Header["Content-Type"]; ok && len(ct) > 0 &&
-		!strings.Contains(ct[0], "application/json") && !strings.Contains(ct[0], "application/bson") {
-		req.Header.Set(headerContentSha256, unsignedPayload)
 	}
 	signed := signedHeaderNames(req.Header)
 	canonical, err := CanonicalRequest(req, signed, body)

@@ -23,16 +23,16 @@ const (
 	SdkDateFormat = "20060102T150405Z"
 	// HeaderAuthToken carries an IAM token, the alternative to a signature.
 	HeaderAuthToken = "X-Auth-Token"
+	// HeaderContentSha256 stands in for the body hash; the SDK sets it to
+	// UNSIGNED-PAYLOAD for bodies that are neither JSON nor BSON, which the
+	// embedded server refuses: only the body's own hash proves the body.
+	HeaderContentSha256 = "X-Sdk-Content-Sha256"
 )
 
 const (
 	signAlgorithm       = "SDK-HMAC-SHA256"
 	headerAuthorization = "Authorization"
 	headerSecurityToken = "X-Security-Token"
-	// headerContentSha256 stands in for the body hash; the SDK sets it to
-	// unsignedPayload for bodies that are neither JSON nor BSON.
-	headerContentSha256 = "X-Sdk-Content-Sha256"
-	unsignedPayload     = "UNSIGNED-PAYLOAD"
 )
 
 // CanonicalRequest is the text an SDK-HMAC-SHA256 signature covers: method,
@@ -125,7 +125,7 @@ func canonicalQuery(raw string) (string, error) {
 // payloadHash is X-Sdk-Content-Sha256 when present, else the hex SHA-256 of
 // body.
 func payloadHash(h http.Header, body []byte) string {
-	if v := h.Values(headerContentSha256); len(v) > 0 {
+	if v := h.Values(HeaderContentSha256); len(v) > 0 {
 		return v[0]
 	}
 	sum := sha256.Sum256(body)

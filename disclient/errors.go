@@ -9,6 +9,7 @@ import (
 // DIS error codes that disgw reacts to. The full list is in docs/dis-api.md §2; these
 // are the ones whose meaning changes what the gateway or the client does.
 const (
+	CodeRBACDenied         = "DIS.4116"
 	CodeInvalidRequest     = "DIS.4200"
 	CodeInvalidPartitionID = "DIS.4201"
 	CodeEmptyRequest       = "DIS.4202"

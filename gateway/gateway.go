@@ -167,6 +167,13 @@ type Config struct {
 	// sign-in with new ones beyond drops the least recently active tenant
 	// without connections, or is refused when every one has some.
 	MaxTenants int
+	// AuthFailuresPerMinute and AuthFailureBurst are the token bucket of
+	// failed sign-ins each client address and each user name has; beyond
+	// it a sign-in is refused unchecked. SignInChecksPerSecond caps the DIS
+	// calls that check passthrough sign-ins, whatever their keys.
+	AuthFailuresPerMinute int
+	AuthFailureBurst      int
+	SignInChecksPerSecond int
 	// InitialRebalanceDelay holds the first rebalance of a new group so
 	// that members starting together join one generation (Kafka's
 	// group.initial.rebalance.delay.ms). Negative means none.
@@ -309,6 +316,15 @@ func (c *Config) setDefaults() {
 	if c.MaxTenants <= 0 {
 		c.MaxTenants = 1000
 	}
+	if c.AuthFailuresPerMinute <= 0 {
+		c.AuthFailuresPerMinute = 6
+	}
+	if c.AuthFailureBurst <= 0 {
+		c.AuthFailureBurst = 5
+	}
+	if c.SignInChecksPerSecond <= 0 {
+		c.SignInChecksPerSecond = 20
+	}
 	if c.MetricsLabels == "" {
 		c.MetricsLabels = MetricsLabelsTopic
 	}
@@ -342,6 +358,8 @@ type Gateway struct {
 	tenant  *tenant
 	log     zerolog.Logger
 	metrics *metrics
+	// authLimit throttles sign-ins.
+	authLimit *authLimiter
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -416,6 +434,7 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		producers: newProducerIDs(time.Now),
 		tenants:   make(map[string]*tenant),
 		conns:     newConnTable(),
+		authLimit: newAuthLimiter(&cfg),
 	}
 	gw.metrics = newMetrics(gw)
 	gw.queues = newWriteQueues(&gw.cfg, gw.metrics)

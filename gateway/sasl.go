@@ -3,14 +3,18 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/disgw/disgw/disclient"
 	"github.com/xdg-go/scram"
 )
 
@@ -51,12 +55,17 @@ type saslUser struct {
 	scram512  scram.StoredCredentials
 }
 
-// NewSASLUsers derives credentials for user → password.
+// NewSASLUsers derives credentials for user → password; an empty password
+// is refused, so a user file typo cannot open the gateway.
 func NewSASLUsers(passwords map[string]string) (*SASLUsers, error) {
 	u := &SASLUsers{users: make(map[string]*saslUser, len(passwords))}
 	for name, password := range passwords {
 		if name == "" || strings.ContainsAny(name, "\x00,=") {
 			return nil, fmt.Errorf("gateway: SASL user name %q: empty or containing NUL, ',' or '='", name)
+		}
+		if password == "" {
+			// Anyone who knows the name would sign in.
+			return nil, fmt.Errorf("gateway: SASL user %q has an empty password", name)
 		}
 		salt := make([]byte, 16)
 		if _, err := rand.Read(salt); err != nil {
@@ -175,9 +184,41 @@ type saslState struct {
 	principal     string
 }
 
-// step runs one SASL exchange for the chosen mechanism and returns the
-// server's answer and whether authentication completed.
+// saslStep runs one SASL exchange for the chosen mechanism and returns the
+// server's answer and whether authentication completed. An address or user
+// with too many failed sign-ins is refused before its credentials are
+// checked, and every failure but a refusal for want of capacity counts
+// against both.
 func (s *session) saslStep(token []byte) ([]byte, bool, error) {
+	now := time.Now()
+	addr, user := s.remoteHost(), s.saslUser(token)
+	if s.gw.authLimit.throttled(addr, user, now) {
+		s.log.Warn().Str("user", user).Str("mechanism", s.auth.mech).Msg("SASL authentication refused: too many failed sign-ins from this address or for this user")
+		return nil, false, errAuthThrottled
+	}
+	out, done, err := s.saslExchange(token)
+	if err != nil && !errors.Is(err, errSignInsBusy) && !errors.Is(err, errTooManyTenants) {
+		s.gw.authLimit.failed(addr, cmp.Or(user, s.saslUser(token)), now)
+	}
+	return out, done, err
+}
+
+// saslUser is the user name token signs in as, as far as it is known yet:
+// PLAIN carries it in every message, SCRAM in its first, after which the
+// conversation knows it. It is "" until then.
+func (s *session) saslUser(token []byte) string {
+	if s.auth.mech == mechPlain {
+		name, _, _ := parsePlain(token)
+		return name
+	}
+	if s.auth.scram != nil {
+		return s.auth.scram.Username()
+	}
+	return ""
+}
+
+// saslExchange is saslStep without the throttling.
+func (s *session) saslExchange(token []byte) ([]byte, bool, error) {
 	users := s.gw.cfg.SASL
 	switch s.auth.mech {
 	case mechPlain:
@@ -226,6 +267,9 @@ func (s *session) plainPassthrough(token []byte) (bool, error) {
 	if err == nil && (ak == "" || len(sk) == 0) {
 		err = errors.New("empty access key or secret key")
 	}
+	if err == nil && !s.gw.authLimit.allowCheck(time.Now()) {
+		err = errSignInsBusy
+	}
 	var tn *tenant
 	if err == nil {
 		tn, err = s.gw.passthroughTenant(s.ctx, ak, string(sk))
@@ -236,7 +280,7 @@ func (s *session) plainPassthrough(token []byte) (bool, error) {
 			ev = s.log.Error()
 		}
 		ev.Str("user", ak).Str("mechanism", mechPlain).Str("reason", err.Error()).Msg("SASL passthrough authentication failed")
-		if errors.Is(err, errTooManyTenants) {
+		if errors.Is(err, errTooManyTenants) || errors.Is(err, errSignInsBusy) {
 			return false, err
 		}
 		return false, errAuthFailed
@@ -256,6 +300,15 @@ func (s *session) plainPassthrough(token []byte) (bool, error) {
 	s.gw.releaseTenant(prev)
 	s.auth.principal = ak
 	return true, nil
+}
+
+// signatureAccepted reports whether err from the sign-in check is DIS
+// proving it verified the signature and only then refused the call: HTTP 403
+// with DIS's RBAC code. A 403 without it may come from a proxy or API
+// gateway that never checked the keys, so it is a failure like any other.
+func signatureAccepted(err error) bool {
+	var de *disclient.Error
+	return errors.As(err, &de) && de.Status == http.StatusForbidden && de.Code == disclient.CodeRBACDenied
 }
 
 // allowedBeforeAuth lists what a client may send on a SASL listener before

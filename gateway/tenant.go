@@ -157,9 +157,9 @@ func (gw *Gateway) passthroughTenant(ctx context.Context, accessKey, secretKey s
 	_, err := tn.dis.ListStreams(ctx, 1, "")
 	var de *disclient.Error
 	switch {
-	case errors.As(err, &de) && de.Status == 403:
-		// The signature was good; IAM just does not let these keys list
-		// streams. DIS decides per call from here on.
+	case signatureAccepted(err):
+		// IAM does not let these keys list streams; DIS decides per call
+		// from here on.
 	case err != nil:
 		if fresh {
 			closeDIS(tn.dis)

@@ -76,6 +76,8 @@ type options struct {
 	stateIdleTimeout, unknownTopicTTL time.Duration
 	maxTenants, maxDescribes          int
 	maxCheckpointReads                int
+	authFailuresPerMinute             int
+	authFailureBurst, signInChecks    int
 	logLevel, logFormat               string
 	pprof                             bool
 	metricsTopicLabels                string
@@ -152,6 +154,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "close a connection whose client stopped reading its responses for this long")
 	fs.DurationVar(&o.tlsHandshakeTimeout, "tls-handshake-timeout", 10*time.Second, "close a TLS connection whose handshake takes longer")
 	fs.DurationVar(&o.stateIdleTimeout, "state-idle-timeout", 10*time.Minute, "drop a partition writer or reader, and passthrough credentials without connections, unused for this long")
+	fs.IntVar(&o.authFailuresPerMinute, "auth-failures-per-minute", 6, "failed SASL sign-ins each client address and each user name earns back per minute once --auth-failure-burst is spent; beyond, sign-ins are refused unchecked")
+	fs.IntVar(&o.authFailureBurst, "auth-failure-burst", 5, "failed SASL sign-ins a client address or user name may make in a row before being throttled")
+	fs.IntVar(&o.signInChecks, "signin-checks-per-second", 20, "DIS calls per second that check passthrough sign-ins; beyond, sign-ins are refused with a message to wait")
 	fs.IntVar(&o.maxTenants, "max-tenants", 1000, "passthrough credentials held at once; beyond, a sign-in with new ones drops the least recently active idle ones or is refused")
 	fs.DurationVar(&o.unknownTopicTTL, "unknown-topic-ttl", 2*time.Second, "how long a topic DIS does not have is remembered as missing")
 	fs.IntVar(&o.maxDescribes, "max-describes-per-request", 1000, "DescribeStream calls one request may make for topics not cached")
@@ -345,6 +350,9 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 		TLSHandshakeTimeout:          o.tlsHandshakeTimeout,
 		StateIdleTimeout:             o.stateIdleTimeout,
 		MaxTenants:                   o.maxTenants,
+		AuthFailuresPerMinute:        o.authFailuresPerMinute,
+		AuthFailureBurst:             o.authFailureBurst,
+		SignInChecksPerSecond:        o.signInChecks,
 		UnknownTopicTTL:              o.unknownTopicTTL,
 		MaxDescribesPerRequest:       o.maxDescribes,
 		MaxCheckpointReadsPerRequest: o.maxCheckpointReads,
@@ -669,7 +677,7 @@ func initialDelay(d time.Duration) time.Duration {
 
 // startEmbedded opens the embedded DIS server and serves its REST API.
 func startEmbedded(o *options, log zerolog.Logger) (*dislocal.Server, *http.Server, string, error) {
-	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
+	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return nil, nil, "", fmt.Errorf("data directory: %w", err)
 	}
 	quotas, err := dislocal.ParseQuotaMode(o.embeddedQuotas)

@@ -126,13 +126,18 @@ func TestParseListeners(t *testing.T) {
 	}
 }
 
-// TestSASLMode checks --sasl-mode: passthrough refuses a users file and
-// needs a SASL listener, and gives a factory signing with the client's keys.
+// TestSASLMode checks --sasl-mode: a users file with an empty password is
+// refused at start-up; passthrough refuses a users file and needs a SASL
+// listener, and gives a factory signing with the client's keys.
 func TestSASLMode(t *testing.T) {
 	sasl := []gateway.Listener{{Addr: "127.0.0.1:0", Protocol: gateway.SASLPlaintext}}
 	dir := t.TempDir()
 	users := filepath.Join(dir, "users")
 	if err := os.WriteFile(users, []byte("alice:pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	emptyPassword := filepath.Join(dir, "empty-password")
+	if err := os.WriteFile(emptyPassword, []byte("alice:pw\nbob:\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	base := disclient.Config{Endpoint: "http://127.0.0.1:1", ProjectID: "p"}
@@ -143,6 +148,7 @@ func TestSASLMode(t *testing.T) {
 		ok        bool
 	}{
 		{name: "users", o: options{saslMode: "users", saslUsersFile: users}, listeners: sasl, ok: true},
+		{name: "user with an empty password", o: options{saslMode: "users", saslUsersFile: emptyPassword}, listeners: sasl},
 		{name: "passthrough", o: options{saslMode: "passthrough"}, listeners: sasl, ok: true},
 		{name: "passthrough with users file", o: options{saslMode: "passthrough", saslUsersFile: users}, listeners: sasl},
 		{name: "passthrough without SASL listener", o: options{saslMode: "passthrough"}},
@@ -382,5 +388,24 @@ func TestEmbeddedDISAlone(t *testing.T) {
 		if err := serve(context.Background(), bad, nil); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+// TestEmbeddedDataDirOwnerOnly: the data directory disgw creates for the
+// embedded DIS is readable by its owner only.
+func TestEmbeddedDataDirOwnerOnly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fresh", "data")
+	o := options{dataDir: dir, fsync: "none", embeddedListen: "127.0.0.1:0"}
+	srv, hs, _, err := startEmbedded(&o, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hs.Close(); _ = srv.Close() })
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := fi.Mode().Perm(); mode != 0o700 {
+		t.Fatalf("data directory mode %o, want 700", mode)
 	}
 }

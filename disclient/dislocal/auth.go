@@ -2,7 +2,9 @@ package dislocal
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -87,14 +89,20 @@ func (s *Server) authenticate(r *http.Request) (*http.Request, error) {
 	if len(auth.SignedHeaders) == 0 || auth.Signature == "" {
 		return r, authError(codeAuthFields, "The Authorization header must contain the following field: {Access,SignedHeaders,Signature}")
 	}
-	var body []byte
-	if r.Header.Get("X-Sdk-Content-Sha256") == "" {
-		if body, err = readAll(r.Body, maxPutBodyBytes); err != nil {
-			return r, err
+	body, err := readAll(r.Body, maxPutBodyBytes)
+	if err != nil {
+		return r, err
+	}
+	r2 := *r
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	r = &r2
+	// A stated body hash (UNSIGNED-PAYLOAD included) must be the body's,
+	// or a replayed request could carry another body under its signature.
+	if v := r.Header.Values(disclient.HeaderContentSha256); len(v) > 0 {
+		sum := sha256.Sum256(body)
+		if v[0] != hex.EncodeToString(sum[:]) {
+			return r, authError(codeAuthError, "Authorization error. [the body is not the one signed; %s must be its hex SHA-256]", disclient.HeaderContentSha256)
 		}
-		r2 := *r
-		r2.Body = io.NopCloser(bytes.NewReader(body))
-		r = &r2
 	}
 	valid, err := disclient.VerifySignature(r, body, auth, cred.SecretKey)
 	if err != nil {

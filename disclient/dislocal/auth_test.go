@@ -167,3 +167,57 @@ func TestNoCredentialsAcceptsAnything(t *testing.T) {
 		t.Fatalf("stale signature without credentials: %d %s %s", st, code, msg)
 	}
 }
+
+// protobufSigner signs a request as a protobuf one; unsigned states the
+// body as UNSIGNED-PAYLOAD, as the official SDK does for protobuf.
+type protobufSigner struct {
+	disclient.Signer
+	unsigned bool
+}
+
+func (s protobufSigner) Sign(r *http.Request, body []byte) error {
+	r.Header.Set("Content-Type", "application/x-protobuf")
+	if s.unsigned {
+		r.Header.Set(disclient.HeaderContentSha256, "UNSIGNED-PAYLOAD")
+	}
+	return s.Signer.Sign(r, body)
+}
+
+// TestChangedBodyRefused: a signed request replayed with another body is
+// refused with DIS.4100, for protobuf bodies as for JSON ones, and so is a
+// body stated as UNSIGNED-PAYLOAD or under a hash that is not its own.
+func TestChangedBodyRefused(t *testing.T) {
+	hs, clock := newAuthServer(t, map[string]Credential{authAK: {SecretKey: authSK}}, nil)
+	good := disclient.AKSKSigner{AccessKey: authAK, SecretKey: authSK, Now: clock.Now}
+	const records = "/v2/" + project + "/records"
+	const streams = "/v2/" + project + "/streams"
+	const original, changed = "\x0a\x02s1\x12\x05\x1a\x03abc", "\x0a\x02s1\x12\x05\x1a\x03xyz"
+	swap := func(body string) func(*http.Request) {
+		return func(r *http.Request) {
+			r.Body = io.NopCloser(strings.NewReader(body))
+			r.ContentLength = int64(len(body))
+		}
+	}
+	if st, code, msg := authCall(t, hs, protobufSigner{Signer: good}, "POST", records, original, nil); st == 441 {
+		t.Fatalf("a correctly signed protobuf request: %d %s %s", st, code, msg)
+	}
+	for _, tc := range []struct {
+		name       string
+		signer     disclient.Signer
+		path, body string
+		tamper     func(*http.Request)
+	}{
+		{name: "protobuf body changed", signer: protobufSigner{Signer: good}, path: records, body: original, tamper: swap(changed)},
+		{name: "protobuf UNSIGNED-PAYLOAD", signer: protobufSigner{Signer: good, unsigned: true}, path: records, body: original},
+		{name: "protobuf UNSIGNED-PAYLOAD body changed", signer: protobufSigner{Signer: good, unsigned: true}, path: records, body: original, tamper: swap(changed)},
+		{name: "JSON body changed", signer: good, path: streams, body: `{"stream_name":"s1","partition_count":1}`, tamper: swap(`{"stream_name":"s9","partition_count":1}`)},
+		{name: "JSON body under a stated hash not its own", signer: good, path: streams, body: `{"stream_name":"s1","partition_count":1}`,
+			tamper: func(r *http.Request) { r.Header.Set(disclient.HeaderContentSha256, strings.Repeat("0", 64)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if st, code, msg := authCall(t, hs, tc.signer, "POST", tc.path, tc.body, tc.tamper); st != 441 || code != "DIS.4100" {
+				t.Fatalf("got %d %s (%s), want 441 DIS.4100", st, code, msg)
+			}
+		})
+	}
+}

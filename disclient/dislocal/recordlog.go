@@ -124,13 +124,17 @@ type recordLog struct {
 	syncedEnd int64
 }
 
+// dirMode is the mode of the directories the store creates: readable by
+// their owner only, as are the segment files in them.
+const dirMode = 0o700
+
 // openRecordLog opens the log in dir/records, creating it if need be. It
 // returns the newest segment found and its valid length (0, 0 for none):
 // records referenced beyond that point never reached the disk whole and
 // must be dropped by the caller.
 func openRecordLog(dir string, segmentBytes int64) (l *recordLog, lastID uint64, lastLen int64, err error) {
 	log := &recordLog{dir: filepath.Join(dir, logDirName), segmentBytes: segmentBytes, files: make(map[uint64]*os.File)}
-	if err := os.MkdirAll(log.dir, 0o755); err != nil {
+	if err := os.MkdirAll(log.dir, dirMode); err != nil {
 		return nil, 0, 0, err
 	}
 	entries, err := os.ReadDir(log.dir)
@@ -249,7 +253,7 @@ func (l *recordLog) segmentPath(id uint64) string {
 // directory so that the new file survives a power loss. Needs l.mu (or
 // sole ownership).
 func (l *recordLog) startSegment(id uint64) error {
-	f, err := os.OpenFile(l.segmentPath(id), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(l.segmentPath(id), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -152,6 +153,11 @@ func Open(cfg Config) (*Server, error) {
 	}
 	if cfg.segmentBytes <= 0 {
 		cfg.segmentBytes = logSegmentBytes
+	}
+	// The store holds every record written, so a new directory is its
+	// owner's alone; an existing one keeps the mode it was given.
+	if err := os.MkdirAll(cfg.Dir, dirMode); err != nil {
+		return nil, fmt.Errorf("dislocal: create %s: %w", cfg.Dir, err)
 	}
 	db, err := pebble.Open(cfg.Dir, &pebble.Options{
 		Logger:                      pebbleLogger{cfg.Logger},
