@@ -78,6 +78,21 @@ func (d *disMetrics) start(ctx context.Context, name string) (context.Context, *
 	return disclient.WithRetryObserver(ctx, op.observer), op, time.Now()
 }
 
+// observe makes one call through the metrics: its latency, outcome and
+// the client's retries.
+func observe[T any](d *disMetrics, ctx context.Context, name string, call func(context.Context) (T, error)) (T, error) {
+	ctx, op, began := d.start(ctx, name)
+	resp, err := call(ctx)
+	d.done(op, began, err)
+	return resp, err
+}
+
+// observeErr is observe for a call that answers only an error.
+func observeErr(d *disMetrics, ctx context.Context, name string, call func(context.Context) error) error {
+	_, err := observe(d, ctx, name, func(ctx context.Context) (struct{}, error) { return struct{}{}, call(ctx) })
+	return err
+}
+
 // done counts a finished call.
 func (d *disMetrics) done(op *disOp, began time.Time, err error) {
 	op.seconds.Observe(time.Since(began).Seconds())
@@ -101,52 +116,35 @@ func (d *disMetrics) done(op *disOp, began time.Time, err error) {
 func (d *disMetrics) Close() { closeDIS(d.next) }
 
 func (d *disMetrics) CreateStream(ctx context.Context, req *disclient.CreateStreamRequest) error {
-	ctx, op, began := d.start(ctx, "CreateStream")
-	err := d.next.CreateStream(ctx, req)
-	d.done(op, began, err)
-	return err
+	return observeErr(d, ctx, "CreateStream", func(ctx context.Context) error { return d.next.CreateStream(ctx, req) })
 }
 
 func (d *disMetrics) ListStreams(ctx context.Context, limit int, startStreamName string) (*disclient.ListStreamsResponse, error) {
-	ctx, op, began := d.start(ctx, "ListStreams")
-	resp, err := d.next.ListStreams(ctx, limit, startStreamName)
-	d.done(op, began, err)
-	return resp, err
+	return observe(d, ctx, "ListStreams", func(ctx context.Context) (*disclient.ListStreamsResponse, error) {
+		return d.next.ListStreams(ctx, limit, startStreamName)
+	})
 }
 
 func (d *disMetrics) DescribeStream(ctx context.Context, name, startPartitionID string, limit int) (*disclient.DescribeStreamResponse, error) {
-	ctx, op, began := d.start(ctx, "DescribeStream")
-	resp, err := d.next.DescribeStream(ctx, name, startPartitionID, limit)
-	d.done(op, began, err)
-	return resp, err
+	return observe(d, ctx, "DescribeStream", func(ctx context.Context) (*disclient.DescribeStreamResponse, error) {
+		return d.next.DescribeStream(ctx, name, startPartitionID, limit)
+	})
 }
 
 func (d *disMetrics) DeleteStream(ctx context.Context, name string) error {
-	ctx, op, began := d.start(ctx, "DeleteStream")
-	err := d.next.DeleteStream(ctx, name)
-	d.done(op, began, err)
-	return err
+	return observeErr(d, ctx, "DeleteStream", func(ctx context.Context) error { return d.next.DeleteStream(ctx, name) })
 }
 
 func (d *disMetrics) UpdatePartitionCount(ctx context.Context, req *disclient.UpdatePartitionCountRequest) error {
-	ctx, op, began := d.start(ctx, "UpdatePartitionCount")
-	err := d.next.UpdatePartitionCount(ctx, req)
-	d.done(op, began, err)
-	return err
+	return observeErr(d, ctx, "UpdatePartitionCount", func(ctx context.Context) error { return d.next.UpdatePartitionCount(ctx, req) })
 }
 
 func (d *disMetrics) UpdateStream(ctx context.Context, req *disclient.UpdateStreamRequest) error {
-	ctx, op, began := d.start(ctx, "UpdateStream")
-	err := d.next.UpdateStream(ctx, req)
-	d.done(op, began, err)
-	return err
+	return observeErr(d, ctx, "UpdateStream", func(ctx context.Context) error { return d.next.UpdateStream(ctx, req) })
 }
 
 func (d *disMetrics) UpdateStreamTags(ctx context.Context, streamID string, req *disclient.StreamTagsRequest) error {
-	ctx, op, began := d.start(ctx, "UpdateStreamTags")
-	err := d.next.UpdateStreamTags(ctx, streamID, req)
-	d.done(op, began, err)
-	return err
+	return observeErr(d, ctx, "UpdateStreamTags", func(ctx context.Context) error { return d.next.UpdateStreamTags(ctx, streamID, req) })
 }
 
 // PutRecords also counts the records DIS refused one by one; a call with
@@ -171,17 +169,14 @@ func (d *disMetrics) PutRecords(ctx context.Context, req *disclient.PutRecordsRe
 }
 
 func (d *disMetrics) GetCursor(ctx context.Context, req *disclient.GetCursorRequest) (*disclient.GetCursorResponse, error) {
-	ctx, op, began := d.start(ctx, "GetCursor")
-	resp, err := d.next.GetCursor(ctx, req)
-	d.done(op, began, err)
-	return resp, err
+	return observe(d, ctx, "GetCursor", func(ctx context.Context) (*disclient.GetCursorResponse, error) { return d.next.GetCursor(ctx, req) })
 }
 
 // GetRecords also counts expired cursors: the caller gets a new one.
 func (d *disMetrics) GetRecords(ctx context.Context, cursor string, maxFetchBytes int) (*disclient.GetRecordsResponse, error) {
-	ctx, op, began := d.start(ctx, "GetRecords")
-	resp, err := d.next.GetRecords(ctx, cursor, maxFetchBytes)
-	d.done(op, began, err)
+	resp, err := observe(d, ctx, "GetRecords", func(ctx context.Context) (*disclient.GetRecordsResponse, error) {
+		return d.next.GetRecords(ctx, cursor, maxFetchBytes)
+	})
 	if disclient.IsCode(err, disclient.CodeCursorExpired) {
 		d.m.cursorRefreshes.Inc()
 	}
@@ -189,57 +184,39 @@ func (d *disMetrics) GetRecords(ctx context.Context, cursor string, maxFetchByte
 }
 
 func (d *disMetrics) CreateApp(ctx context.Context, name string) error {
-	ctx, op, began := d.start(ctx, "CreateApp")
-	err := d.next.CreateApp(ctx, name)
-	d.done(op, began, err)
-	return err
+	return observeErr(d, ctx, "CreateApp", func(ctx context.Context) error { return d.next.CreateApp(ctx, name) })
 }
 
 func (d *disMetrics) ListApps(ctx context.Context, limit int, startAppName, streamName string) (*disclient.ListAppsResponse, error) {
-	ctx, op, began := d.start(ctx, "ListApps")
-	resp, err := d.next.ListApps(ctx, limit, startAppName, streamName)
-	d.done(op, began, err)
-	return resp, err
+	return observe(d, ctx, "ListApps", func(ctx context.Context) (*disclient.ListAppsResponse, error) {
+		return d.next.ListApps(ctx, limit, startAppName, streamName)
+	})
 }
 
 func (d *disMetrics) DescribeApp(ctx context.Context, name string) (*disclient.App, error) {
-	ctx, op, began := d.start(ctx, "DescribeApp")
-	resp, err := d.next.DescribeApp(ctx, name)
-	d.done(op, began, err)
-	return resp, err
+	return observe(d, ctx, "DescribeApp", func(ctx context.Context) (*disclient.App, error) { return d.next.DescribeApp(ctx, name) })
 }
 
 func (d *disMetrics) DeleteApp(ctx context.Context, name string) error {
-	ctx, op, began := d.start(ctx, "DeleteApp")
-	err := d.next.DeleteApp(ctx, name)
-	d.done(op, began, err)
-	return err
+	return observeErr(d, ctx, "DeleteApp", func(ctx context.Context) error { return d.next.DeleteApp(ctx, name) })
 }
 
 func (d *disMetrics) ConsumerState(ctx context.Context, app, stream string, limit int, startPartitionID string) (*disclient.ConsumerStateResponse, error) {
-	ctx, op, began := d.start(ctx, "ConsumerState")
-	resp, err := d.next.ConsumerState(ctx, app, stream, limit, startPartitionID)
-	d.done(op, began, err)
-	return resp, err
+	return observe(d, ctx, "ConsumerState", func(ctx context.Context) (*disclient.ConsumerStateResponse, error) {
+		return d.next.ConsumerState(ctx, app, stream, limit, startPartitionID)
+	})
 }
 
 func (d *disMetrics) CommitCheckpoint(ctx context.Context, req *disclient.CommitCheckpointRequest) error {
-	ctx, op, began := d.start(ctx, "CommitCheckpoint")
-	err := d.next.CommitCheckpoint(ctx, req)
-	d.done(op, began, err)
-	return err
+	return observeErr(d, ctx, "CommitCheckpoint", func(ctx context.Context) error { return d.next.CommitCheckpoint(ctx, req) })
 }
 
 func (d *disMetrics) GetCheckpoint(ctx context.Context, req *disclient.GetCheckpointRequest) (*disclient.GetCheckpointResponse, error) {
-	ctx, op, began := d.start(ctx, "GetCheckpoint")
-	resp, err := d.next.GetCheckpoint(ctx, req)
-	d.done(op, began, err)
-	return resp, err
+	return observe(d, ctx, "GetCheckpoint", func(ctx context.Context) (*disclient.GetCheckpointResponse, error) {
+		return d.next.GetCheckpoint(ctx, req)
+	})
 }
 
 func (d *disMetrics) DeleteCheckpoint(ctx context.Context, req *disclient.DeleteCheckpointRequest) error {
-	ctx, op, began := d.start(ctx, "DeleteCheckpoint")
-	err := d.next.DeleteCheckpoint(ctx, req)
-	d.done(op, began, err)
-	return err
+	return observeErr(d, ctx, "DeleteCheckpoint", func(ctx context.Context) error { return d.next.DeleteCheckpoint(ctx, req) })
 }
