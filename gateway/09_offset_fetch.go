@@ -27,19 +27,7 @@ func offsetFetchError(req *kmsg.OffsetFetchRequest, code int16) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
 		for _, g := range req.Groups {
-			rg := kmsg.NewOffsetFetchResponseGroup()
-			rg.Group, rg.ErrorCode = g.Group, code
-			for _, t := range g.Topics {
-				rt := kmsg.NewOffsetFetchResponseGroupTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				rg.Topics = append(rg.Topics, rt)
-			}
-			resp.Groups = append(resp.Groups, rg)
+			resp.Groups = append(resp.Groups, offsetFetchGroupError(offsetFetchGroup{g.Group, g.Topics}, code))
 		}
 		return resp
 	}
