@@ -111,7 +111,16 @@ func batchRecords(batch []byte, pid string, ts int64, maxRecord int) []disclient
 // checks that they make the batch their headers describe; ok is false when
 // they do not.
 func assembleFragments(recs []disclient.Record, f fragmentInfo) ([]byte, bool) {
-	batch := make([]byte, 0, f.total)
+	// The length the headers claim sizes nothing until the fragments
+	// there add up to it: a DIS-native writer could claim any.
+	n := 0
+	for i := range recs {
+		n += len(recs[i].Data) - fragmentHeaderSize
+	}
+	if n != int(f.total) {
+		return nil, false
+	}
+	batch := make([]byte, 0, n)
 	for i := range recs {
 		batch = append(batch, recs[i].Data[fragmentHeaderSize:]...)
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"testing"
@@ -239,5 +240,29 @@ func TestLargeBatchOverTheLimit(t *testing.T) {
 	}
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 10 {
 		t.Fatalf("error %d, want MESSAGE_TOO_LARGE (10)", code)
+	}
+}
+
+// Fragments whose headers claim a batch far longer than they hold are
+// refused without allocating what they claim.
+func TestFragmentsClaimingMoreAreRefused(t *testing.T) {
+	batch := stampedBatch(t, 0, 3000)
+	frags := fragmentBatch(batch, 1024+fragmentHeaderSize)
+	recs := make([]disclient.Record, len(frags))
+	for i, d := range frags {
+		binary.BigEndian.PutUint32(d[21:], 1<<30) // the claimed total
+		recs[i].Data = d
+	}
+	f, ok := parseFragment(recs[0].Data)
+	if !ok {
+		t.Fatal("fragment not parsed")
+	}
+	allocs := testing.AllocsPerRun(1, func() {
+		if _, ok := assembleFragments(recs, f); ok {
+			t.Error("fragments claiming 1 GiB assembled")
+		}
+	})
+	if allocs > 0 {
+		t.Errorf("refusing them allocated %v times", allocs)
 	}
 }
