@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/groupcoord"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -14,8 +15,10 @@ import (
 // are served from DIS checkpoints here); v2 a null topic list asks for every
 // committed partition, and adds a top-level error; v5 leader epochs; v6
 // flexible; v7 require_stable (nothing is ever pending here); v8 several
-// groups per request; v9 the KIP-848 member id and epoch, not checked. A
-// partition without a commit answers offset -1 with no error, as Kafka does.
+// groups per request; v9 the KIP-848 member id and epoch, checked against a
+// consumer-protocol group's members (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH
+// for the group). A partition without a commit answers offset -1 with no
+// error, as Kafka does.
 
 func init() {
 	regKey(9, 0, 9, api[*kmsg.OffsetFetchRequest]{concurrent: handleOffsetFetch, errors: offsetFetchError})
@@ -27,7 +30,7 @@ func offsetFetchError(req *kmsg.OffsetFetchRequest, code int16) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
 		for _, g := range req.Groups {
-			resp.Groups = append(resp.Groups, offsetFetchGroupError(offsetFetchGroup{g.Group, g.Topics}, code))
+			resp.Groups = append(resp.Groups, offsetFetchGroupError(offsetFetchGroup{group: g.Group, topics: g.Topics}, code))
 		}
 		return resp
 	}
@@ -49,6 +52,10 @@ func offsetFetchError(req *kmsg.OffsetFetchRequest, code int16) kmsg.Response {
 type offsetFetchGroup struct {
 	group  string
 	topics []kmsg.OffsetFetchRequestGroupTopic // nil: every committed partition
+	// memberID and memberEpoch are v9's KIP-848 member fields; nil and -1
+	// before it.
+	memberID    *string
+	memberEpoch int32
 }
 
 func handleOffsetFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
@@ -57,10 +64,10 @@ func handleOffsetFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.O
 	var groups []offsetFetchGroup
 	if req.Version >= 8 {
 		for _, g := range req.Groups {
-			groups = append(groups, offsetFetchGroup{g.Group, g.Topics})
+			groups = append(groups, offsetFetchGroup{g.Group, g.Topics, g.MemberID, g.MemberEpoch})
 		}
 	} else {
-		g := offsetFetchGroup{group: req.Group}
+		g := offsetFetchGroup{group: req.Group, memberEpoch: -1}
 		if req.Topics != nil || req.Version < 2 {
 			g.topics = []kmsg.OffsetFetchRequestGroupTopic{}
 			for _, t := range req.Topics {
@@ -75,6 +82,12 @@ func handleOffsetFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.O
 	for _, g := range groups {
 		if !gw.authorize(r, authz.OpDescribe, authz.ResourceGroup, g.group) {
 			resp.Groups = append(resp.Groups, offsetFetchGroupError(g, groupDenied))
+			continue
+		}
+		var member int16
+		gw.groups.with(tn, func(c *groupcoord.Coordinator) { member = c.CheckOffsetFetch(g.group, g.memberID, g.memberEpoch) })
+		if member != 0 {
+			resp.Groups = append(resp.Groups, offsetFetchGroupError(g, member))
 			continue
 		}
 		out := gw.fetchGroupOffsets(ctx, tn, g, describes, reads)

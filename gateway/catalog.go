@@ -119,6 +119,7 @@ type catalog struct {
 	// streamTopics holds the Kafka names of encoded streams described
 	// for a listing that lacked their tags.
 	streamTopics map[string]string
+	listed       topicListing
 	// gen counts invalidations: a lookup that began before one does not
 	// remember its "unknown" answer, which the change may have outdated.
 	gen uint64
@@ -482,8 +483,49 @@ func (c *catalog) namesForIDs(ctx context.Context, ids [][16]byte, budget *callB
 	return out
 }
 
-// list returns the Kafka name of every stream that is a topic, sorted.
+// list returns the Kafka name of every stream that is a topic, sorted. The
+// last walk of ListStreams answers for the describe TTL unless a topic was
+// created or deleted here since, and concurrent callers share one walk:
+// Metadata for all topics and every heartbeat of a regex-subscribed
+// consumer-protocol member list the topics, and without this each would cost
+// DIS a ListStreams per hundred streams. The caller may keep or change the
+// slice.
 func (c *catalog) list(ctx context.Context) ([]string, error) {
+	c.mu.Lock()
+	last, gen := c.listed, c.gen
+	c.mu.Unlock()
+	if last.done && last.gen == gen && time.Since(last.at) < c.ttl {
+		return slices.Clone(last.names), nil
+	}
+	v, err, _ := c.sf.Do(strconv.FormatUint(gen, 10)+"/\x00list", func() (any, error) {
+		names, err := c.listStreams(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		if c.gen == gen {
+			c.listed = topicListing{names: names, at: time.Now(), gen: gen, done: true}
+		}
+		c.mu.Unlock()
+		return names, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(v.([]string)), nil
+}
+
+// topicListing is the catalog's last complete walk of ListStreams.
+type topicListing struct {
+	names []string
+	at    time.Time
+	// gen is the catalog's invalidation count when the walk began.
+	gen  uint64
+	done bool
+}
+
+// listStreams walks ListStreams and keeps the streams that are topics.
+func (c *catalog) listStreams(ctx context.Context) ([]string, error) {
 	var names []string
 	start := ""
 	for {

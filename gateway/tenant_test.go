@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -469,4 +470,62 @@ func requestOn[R kmsg.Response](t *testing.T, b *kgo.Broker, req kmsg.Request) (
 		return zero, err
 	}
 	return resp.(R), nil
+}
+
+// Listing every topic walks ListStreams once per describe TTL, however many
+// requests ask, and a topic created or deleted through the gateway shows at
+// once.
+func TestTopicListingShared(t *testing.T) {
+	_, dis, cl := startMetaCounted(t, func(c *Config) { c.MetadataTTL = time.Hour })
+	createStreams(t, dis, 1, "listed-a")
+	listed := func() []string {
+		t.Helper()
+		resp, err := requestOn[*kmsg.MetadataResponse](t, cl, kmsg.NewPtrMetadataRequest())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, mt := range resp.Topics {
+			if *mt.Topic != offsetsTopic {
+				names = append(names, *mt.Topic)
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	lists := dis.lists.Load()
+	for range 10 {
+		if got := listed(); !slices.Equal(got, []string{"listed-a"}) {
+			t.Fatalf("topics %v, want [listed-a]", got)
+		}
+	}
+	if n := dis.lists.Load() - lists; n != 1 {
+		t.Fatalf("ten Metadata requests for all topics made %d ListStreams calls, want 1", n)
+	}
+	// A stream made behind the gateway's back waits for the TTL...
+	createStreams(t, dis, 1, "listed-b")
+	if got := listed(); !slices.Equal(got, []string{"listed-a"}) {
+		t.Fatalf("topics %v before the TTL, want [listed-a]", got)
+	}
+	// ...but a topic made or deleted through it is listed, or not, at once.
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "listed-c", 1, -1
+	create.Topics = append(create.Topics, ct)
+	if _, err := requestOn[*kmsg.CreateTopicsResponse](t, cl, create); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(); !slices.Equal(got, []string{"listed-a", "listed-b", "listed-c"}) {
+		t.Fatalf("topics %v after CreateTopics, want all three", got)
+	}
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	dt := kmsg.NewDeleteTopicsRequestTopic()
+	dt.Topic = kmsg.StringPtr("listed-a")
+	del.Topics = append(del.Topics, dt)
+	if dr, err := requestOn[*kmsg.DeleteTopicsResponse](t, cl, del); err != nil || dr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("DeleteTopics: %v %+v", err, dr)
+	}
+	if got := listed(); !slices.Equal(got, []string{"listed-b", "listed-c"}) {
+		t.Fatalf("topics %v after DeleteTopics, want listed-b and listed-c", got)
+	}
 }

@@ -34,6 +34,31 @@ func (g *group) checkConsumerCommit(now time.Time, asMember bool, memberID strin
 	return 0
 }
 
+// CheckOffsetFetch validates the member id and epoch an OffsetFetch v9+
+// carries, as Kafka does for a consumer-protocol group: no member id and a
+// negative epoch (an admin client, or a classic client) reads freely; a
+// member must exist (UNKNOWN_MEMBER_ID) and send its current member epoch
+// (STALE_MEMBER_EPOCH), so a fenced member cannot resume from offsets its
+// successor is committing. Classic groups and groups this coordinator does
+// not hold are not checked. Returns 0 or a Kafka error code.
+func (c *Coordinator) CheckOffsetFetch(group string, memberID *string, epoch int32) int16 {
+	g := c.groups[group]
+	if g == nil || g.cg == nil || (memberID == nil && epoch < 0) {
+		return 0
+	}
+	var m *consumerMember
+	if memberID != nil {
+		m = g.cg.byID[*memberID]
+	}
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case epoch != m.epoch:
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
+}
+
 // state spells the group's state as Kafka's ConsumerGroupDescribe and
 // ListGroups do. Assignments are computed as soon as the group epoch moves,
 // so a group here is never Assigning.

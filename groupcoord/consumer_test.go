@@ -228,6 +228,26 @@ func TestConsumerFencing(t *testing.T) {
 	if code := h.c.CheckCommit(h.now, "g", "", nil, -1); code != kerr.UnknownMemberID.Code {
 		t.Errorf("simple commit to a group with members: %v", kerr.ErrorForCode(code))
 	}
+	// An OffsetFetch v9 is checked the same way; an admin's (no member, epoch
+	// -1) is not, nor is one for a group the coordinator does not hold.
+	for _, tc := range []struct {
+		name   string
+		group  string
+		member *string
+		epoch  int32
+		want   int16
+	}{
+		{"member at its epoch", "g", kmsg.StringPtr("a"), a.epoch, 0},
+		{"member at an old epoch", "g", kmsg.StringPtr("a"), a.epoch - 1, kerr.StaleMemberEpoch.Code},
+		{"unknown member", "g", kmsg.StringPtr("zz"), 1, kerr.UnknownMemberID.Code},
+		{"no member but an epoch", "g", nil, 3, kerr.UnknownMemberID.Code},
+		{"admin", "g", nil, -1, 0},
+		{"group not held", "nope", kmsg.StringPtr("a"), 3, 0},
+	} {
+		if code := h.c.CheckOffsetFetch(tc.group, tc.member, tc.epoch); code != tc.want {
+			t.Errorf("offset fetch, %s: %v, want %v", tc.name, kerr.ErrorForCode(code), kerr.ErrorForCode(tc.want))
+		}
+	}
 }
 
 func TestConsumerStaticMemberRejoin(t *testing.T) {

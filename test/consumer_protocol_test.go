@@ -35,6 +35,37 @@ func describeConsumerGroup(t *testing.T, c *Cluster, group string) kmsg.Consumer
 	return resp.Groups[0]
 }
 
+// checkOffsetFetchMember asks OffsetFetch v9 as member m with its epoch, an
+// old epoch and an unknown member id: only the first reads offsets, the
+// others get STALE_MEMBER_EPOCH and UNKNOWN_MEMBER_ID for the group, as
+// Kafka answers a fenced consumer-protocol member.
+func checkOffsetFetchMember(t *testing.T, c *Cluster, group string, m kmsg.ConsumerGroupDescribeResponseGroupMember) {
+	t.Helper()
+	cl := newClient(t, c)
+	for _, tc := range []struct {
+		member string
+		epoch  int32
+		want   int16
+	}{
+		{m.MemberID, m.MemberEpoch, 0},
+		{m.MemberID, m.MemberEpoch - 1, kerr.StaleMemberEpoch.Code},
+		{"not-a-member", 1, kerr.UnknownMemberID.Code},
+	} {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 9
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group, rg.MemberID, rg.MemberEpoch = group, kmsg.StringPtr(tc.member), tc.epoch
+		req.Groups = append(req.Groups, rg)
+		resp, err := req.RequestWith(testContext(t, 10*time.Second), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Groups[0].ErrorCode; got != tc.want {
+			t.Errorf("OffsetFetch v9 as %s at epoch %d: %v, want %v", tc.member, tc.epoch, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
+		}
+	}
+}
+
 // TestConsumerProtocolGroup runs franz-go members with group.protocol
 // consumer: two share six partitions, a third joins, one leaves; every
 // record is consumed once, and the group is a consumer group to
@@ -62,6 +93,8 @@ func TestConsumerProtocolGroup(t *testing.T) {
 		}
 		return true
 	})
+
+	checkOffsetFetchMember(t, c, group, describeConsumerGroup(t, c, group).Members[0])
 
 	members = append(members, startMember(t, c, group, topic, "m2", ledger, consumerProtocol...))
 	produceValues(t, c, topic, 600, 1200)
