@@ -51,6 +51,7 @@ type options struct {
 	disSecurityToken, disAuthToken    string
 	embeddedAK, embeddedSK            string
 	embeddedQuotas                    string
+	embeddedLimits                    string
 	embeddedTransport                 string
 	autoCreate, recordFormat          string
 	disEncoding                       string
@@ -124,6 +125,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.disAuthToken, "dis-auth-token", "", "IAM token sent as X-Auth-Token instead of AK/SK signing (prefer DISGW_DIS_AUTH_TOKEN)")
 	fs.StringVar(&o.embeddedAK, "embedded-dis-ak", "", "access key the embedded DIS server requires signatures with (with --embedded-dis-sk); the gateway signs with it")
 	fs.StringVar(&o.embeddedSK, "embedded-dis-sk", "", "secret key for --embedded-dis-ak (prefer DISGW_EMBEDDED_DIS_SK)")
+	fs.StringVar(&o.embeddedLimits, "embedded-dis-limits", "none", "embedded DIS account and scaling limits: none, or dis (50 COMMON and 10 ADVANCED partitions per account, 5 scalings per stream per hour, an hour between them)")
 	fs.StringVar(&o.embeddedQuotas, "embedded-dis-quotas", "none", "embedded DIS per-partition traffic limits: none, common (as each stream's type says; COMMON by default) or advanced (the same, ADVANCED by default)")
 	fs.StringVar(&o.embeddedTransport, "embedded-dis-transport", "local", "how the gateway calls the embedded DIS for records (PutRecords, GetCursor, GetRecords): local (in process) or http (its REST API, as a remote DIS)")
 	fs.StringVar(&o.autoCreate, "auto-create-topics", "auto", "create missing topics on Metadata requests: true, false, or auto (true with the embedded DIS, false with real DIS)")
@@ -684,7 +686,12 @@ func startEmbedded(o *options, log zerolog.Logger) (*dislocal.Server, *http.Serv
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("--embedded-dis-quotas: %w", err)
 	}
+	limits, err := dislocal.ParseLimits(o.embeddedLimits)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("--embedded-dis-limits: %w", err)
+	}
 	srv, err := dislocal.Open(dislocal.Config{
+		Limits:      limits,
 		Dir:         o.dataDir,
 		Sync:        dislocal.SyncMode(o.fsync),
 		Logger:      log.With().Str("component", "dislocal").Logger(),

@@ -409,3 +409,40 @@ func TestEmbeddedDataDirOwnerOnly(t *testing.T) {
 		t.Fatalf("data directory mode %o, want 700", mode)
 	}
 }
+
+// TestEmbeddedDISLimits: --embedded-dis-limits=dis holds the embedded DIS
+// to DIS's account quota (DIS.4308 past 50 COMMON partitions); none, the
+// default, does not; anything else is refused at start.
+func TestEmbeddedDISLimits(t *testing.T) {
+	for _, tc := range []struct {
+		limits string
+		want   string // "" for success, or the DIS code of the 51-partition stream
+	}{
+		{"none", ""},
+		{"dis", disclient.CodeQuotaExceeded},
+	} {
+		o := options{dataDir: t.TempDir(), fsync: "none", embeddedListen: "127.0.0.1:0", embeddedLimits: tc.limits}
+		srv, hs, endpoint, err := startEmbedded(&o, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		dis, err := disclient.New(disclient.Config{Endpoint: endpoint, ProjectID: "disgw"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = dis.CreateStream(context.Background(), &disclient.CreateStreamRequest{StreamName: "wide", PartitionCount: 51})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("--embedded-dis-limits=%s: 51 partitions refused: %v", tc.limits, err)
+		case tc.want != "" && !disclient.IsCode(err, tc.want):
+			t.Errorf("--embedded-dis-limits=%s: 51 partitions gave %v, want %s", tc.limits, err, tc.want)
+		}
+		dis.Close()
+		_ = hs.Close()
+		_ = srv.Close()
+	}
+	o := options{dataDir: t.TempDir(), fsync: "none", embeddedListen: "127.0.0.1:0", embeddedLimits: "lots"}
+	if _, _, _, err := startEmbedded(&o, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "--embedded-dis-limits") {
+		t.Errorf("--embedded-dis-limits=lots: %v", err)
+	}
+}

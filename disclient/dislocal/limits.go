@@ -1,6 +1,7 @@
 package dislocal
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -32,6 +33,20 @@ type Limits struct {
 // documents an app quota (DIS.4329) but not its size, so Apps is 0.
 func DISLimits() Limits {
 	return Limits{CommonPartitions: 50, AdvancedPartitions: 10, ScalingsPerHour: 5, ScalingCooldown: time.Hour}
+}
+
+// ParseLimits checks a --embedded-dis-limits value: "none" (or "") for no
+// account or scaling limits, "dis" for DISLimits, so a deployment can find
+// out on its own machine whether its topics and groups fit a DIS account.
+func ParseLimits(s string) (Limits, error) {
+	switch s {
+	case "", "none":
+		return Limits{}, nil
+	case "dis":
+		return DISLimits(), nil
+	default:
+		return Limits{}, fmt.Errorf("dislocal: unknown limits %q (want \"none\" or \"dis\")", s)
+	}
 }
 
 // checkPartitionQuota refuses adding more ACTIVE partitions of
