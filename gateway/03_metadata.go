@@ -75,6 +75,7 @@ func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.Meta
 		}
 	}
 	byID := tn.catalog.namesForIDs(ctx, ids, budget)
+	askedByID := make(map[string][16]byte, len(byID))
 	for _, t := range req.Topics {
 		switch {
 		case t.Topic != nil && *t.Topic == offsetsTopic,
@@ -85,6 +86,7 @@ func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.Meta
 		case t.TopicID != [16]byte{}:
 			if name, ok := byID[t.TopicID]; ok {
 				names = append(names, name)
+				askedByID[name] = t.TopicID
 			} else {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID = t.TopicID
@@ -94,7 +96,12 @@ func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.Meta
 		}
 	}
 	if !all {
-		names = gw.describableTopics(r, resp, names)
+		for _, t := range req.Topics {
+			if t.Topic != nil && *t.Topic != "" {
+				delete(askedByID, *t.Topic)
+			}
+		}
+		names = gw.describableTopics(r, resp, names, askedByID)
 	}
 	autoCreate := gw.cfg.AutoCreateTopics && !all && (req.Version < 4 || req.AllowAutoTopicCreation)
 	found := tn.catalog.getMany(ctx, names, budget)

@@ -143,15 +143,21 @@ func isLoopback(host string) bool {
 }
 
 // describableTopics answers TOPIC_AUTHORIZATION_FAILED in resp for every
-// named topic r may not describe, as Kafka's Metadata does, and returns
-// the others.
-func (gw *Gateway) describableTopics(r *request, resp *kmsg.MetadataResponse, names []string) []string {
+// name r may not DESCRIBE, and returns the rest. A topic the request named
+// by id only (in byID) is answered with its id and no name, as Kafka does,
+// so a principal learns no name it may not see.
+func (gw *Gateway) describableTopics(r *request, resp *kmsg.MetadataResponse, names []string, byID map[string][16]byte) []string {
 	return slices.DeleteFunc(names, func(name string) bool {
 		if gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, name) {
 			return false
 		}
 		mt := kmsg.NewMetadataResponseTopic()
-		mt.Topic, mt.ErrorCode = kmsg.StringPtr(name), topicDenied
+		mt.ErrorCode = topicDenied
+		if id, ok := byID[name]; ok {
+			mt.TopicID = id
+		} else {
+			mt.Topic = kmsg.StringPtr(name)
+		}
 		resp.Topics = append(resp.Topics, mt)
 		return true
 	})

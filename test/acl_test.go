@@ -415,3 +415,61 @@ func TestSaramaACLs(t *testing.T) {
 		t.Fatalf("bob after DeleteACL: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
 }
+
+// TestACLsHideNamesOfTopicIDs: a principal that may not describe a topic
+// and names it by id, in Metadata or DeleteTopics, gets
+// TOPIC_AUTHORIZATION_FAILED with the id and no name, as Kafka answers; with
+// DESCRIBE but not DELETE it gets the name and the refusal. The topic stays.
+func TestACLsHideNamesOfTopicIDs(t *testing.T) {
+	c := startACLCluster(t)
+	ctx := context.Background()
+	admin := aclClient(t, c, "admin")
+	adm := kadm.NewClient(admin)
+	if _, err := adm.CreateTopics(ctx, 1, 1, nil, "hidden"); err != nil {
+		t.Fatal(err)
+	}
+	details, err := adm.ListTopics(ctx, "hidden")
+	if err != nil || details["hidden"].Err != nil {
+		t.Fatalf("admin's metadata: %v %+v", err, details)
+	}
+	id := [16]byte(details["hidden"].ID)
+	bob := aclClient(t, c, "bob")
+
+	mreq := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.TopicID = id
+	mreq.Topics = append(mreq.Topics, mt)
+	mresp, err := mreq.RequestWith(ctx, bob)
+	if err != nil || len(mresp.Topics) != 1 {
+		t.Fatalf("bob's metadata by id: %v %+v", err, mresp)
+	}
+	if got := mresp.Topics[0]; got.ErrorCode != kerr.TopicAuthorizationFailed.Code || got.Topic != nil || got.TopicID != id {
+		t.Fatalf("bob's metadata by id: code %d, name %v, id %x; want TOPIC_AUTHORIZATION_FAILED, no name, the id", got.ErrorCode, got.Topic, got.TopicID)
+	}
+
+	deleteByID := func() kmsg.DeleteTopicsResponseTopic {
+		t.Helper()
+		dreq := kmsg.NewPtrDeleteTopicsRequest()
+		dt := kmsg.NewDeleteTopicsRequestTopic()
+		dt.TopicID = id
+		dreq.Topics = append(dreq.Topics, dt)
+		dresp, err := dreq.RequestWith(ctx, bob)
+		if err != nil || len(dresp.Topics) != 1 {
+			t.Fatalf("bob's DeleteTopics by id: %v %+v", err, dresp)
+		}
+		return dresp.Topics[0]
+	}
+	if got := deleteByID(); got.ErrorCode != kerr.TopicAuthorizationFailed.Code || got.Topic != nil {
+		t.Fatalf("bob's DeleteTopics by id: code %d, name %v; want TOPIC_AUTHORIZATION_FAILED and no name", got.ErrorCode, got.Topic)
+	}
+	if res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:bob").Topics("hidden").Operations(kadm.OpDescribe)); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+	waitFor(t, "bob's DESCRIBE to show the name", func() bool {
+		got := deleteByID()
+		return got.ErrorCode == kerr.TopicAuthorizationFailed.Code && got.Topic != nil && *got.Topic == "hidden"
+	})
+	if details, err := adm.ListTopics(ctx, "hidden"); err != nil || details["hidden"].Err != nil {
+		t.Fatalf("the topic after bob's deletes: %v %+v", err, details)
+	}
+}
