@@ -12,7 +12,22 @@ import (
 type Set struct {
 	all    []Binding
 	byType map[ResourceType][]Binding
+	// lost marks the empty set a store publishes when the ACLs it held
+	// are gone (docs/security.md, "Where ACLs live"): only super users
+	// are allowed, whatever AllowIfNoACL says, until a change writes a
+	// new set, so losing the ACLs never opens what they closed.
+	lost bool
 }
+
+// lostSet is the Set of a store whose ACLs are gone.
+func lostSet() *Set {
+	s := NewSet(nil)
+	s.lost = true
+	return s
+}
+
+// Lost reports whether the set stands for ACLs that were lost.
+func (s *Set) Lost() bool { return s != nil && s.lost }
 
 // NewSet returns the set of bs, duplicates dropped, in a stable order.
 func NewSet(bs []Binding) *Set {
@@ -147,6 +162,9 @@ func (p Policy) Allowed(s *Set, r Request) bool {
 	if p.SuperUsers[r.Principal] {
 		return true
 	}
+	if s.Lost() {
+		return false
+	}
 	found, allowed := false, false
 	for _, b := range s.ofType(r.Type) {
 		if !patternCovers(b.PatternType, b.ResourceName, r.Name) {
@@ -202,6 +220,9 @@ func allowImplies(granted, op Operation) bool {
 func (p Policy) AllowedOnAny(s *Set, r Request) bool {
 	if p.SuperUsers[r.Principal] {
 		return true
+	}
+	if s.Lost() {
+		return false
 	}
 	bs := s.ofType(r.Type)
 	if len(bs) == 0 {

@@ -222,6 +222,16 @@ func (s *DISStore) readLocked(ctx context.Context) error {
 		}
 		cursor = resp.NextPartitionCursor
 	}
+	if s.chain.version == 0 {
+		// The stream is made by the first change, so a stream without a
+		// snapshot lost its ACLs: DIS retention dropped them while no
+		// gateway ran to write them again.
+		if !s.Current().Lost() {
+			s.log.Error().Str("stream", StreamName).Msg("the ACL stream holds no ACLs, so DIS retention dropped them: only super users are allowed until a super user creates ACLs again")
+		}
+		s.current.Store(lostSet())
+		return nil
+	}
 	s.current.Store(s.chain.set)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/disclient/dislocal"
 	"github.com/disgw/disgw/disclient/dislocal/dislocaltest"
 )
@@ -64,5 +65,45 @@ func TestDISStoreSharesChangesAndLosesNoneUnderRaces(t *testing.T) {
 		return cur.With(allow(ResourceTopic, "a-rather-long-topic-name-to-pass-the-limit", PatternLiteral, "User:x", OpRead)), nil
 	}); err == nil {
 		t.Error("a set larger than a DIS record was stored")
+	}
+}
+
+// A stream that holds no snapshot lost its ACLs to DIS retention: the store
+// says so, and the policy lets only super users through, AllowIfNoACL or
+// not, until a change writes a set again.
+func TestDISStoreLostACLsFailClosed(t *testing.T) {
+	dis := dislocaltest.Start(t, dislocaltest.WithDIS(func(c *dislocal.Config) { c.Sync = dislocal.SyncNone })).Client
+	ctx := context.Background()
+	if err := dis.CreateStream(ctx, &disclient.CreateStreamRequest{StreamName: StreamName, PartitionCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s := NewDISStore(dis, zerolog.Nop(), 1<<20)
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Current().Lost() {
+		t.Fatal("a store over an emptied stream does not report its ACLs lost")
+	}
+	p := Policy{AllowIfNoACL: true, SuperUsers: map[string]bool{"User:admin": true}}
+	bob := Request{Principal: "User:bob", Host: "127.0.0.1", Op: OpWrite, Type: ResourceTopic, Name: "orders"}
+	if p.Allowed(s.Current(), bob) || p.AllowedOnAny(s.Current(), bob) {
+		t.Fatal("with the ACLs lost, allow-if-no-ACL let a user through")
+	}
+	admin := bob
+	admin.Principal = "User:admin"
+	if !p.Allowed(s.Current(), admin) {
+		t.Fatal("with the ACLs lost, a super user was refused")
+	}
+	bind := allow(ResourceTopic, "other", PatternLiteral, "User:x", OpRead)
+	if _, err := s.Update(ctx, func(cur *Set) (*Set, error) { return cur.With(bind), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if s.Current().Lost() || !p.Allowed(s.Current(), bob) {
+		t.Fatal("a set written after the loss did not end it")
+	}
+	// A store started later reads the new set, not a loss.
+	later := NewDISStore(dis, zerolog.Nop(), 1<<20)
+	if err := later.Refresh(ctx); err != nil || later.Current().Lost() || later.Current().Len() != 1 {
+		t.Fatalf("a later store: lost %v, %d bindings, %v", later.Current().Lost(), later.Current().Len(), err)
 	}
 }
