@@ -72,9 +72,9 @@ type topicLabels struct {
 }
 
 // of returns the tenant, topic and partition label values of a partition
-// of the tenant with this access key; the partition value is empty (no
-// label in the exposition) unless partition labels are on, and all are
-// empty with labels off.
+// of the tenant with this access key; the partition value is empty
+// (which PromQL takes for no label) unless partition labels are on, and
+// all are empty with labels off.
 func (l *topicLabels) of(tenant, topic string, partition int32) (string, string, string) {
 	switch l.mode {
 	case MetricsLabelsNone:
