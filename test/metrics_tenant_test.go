@@ -45,7 +45,8 @@ func seriesLines(text, name string, labels ...string) []string {
 // rebalances, committed offset and lag;
 // none with the gateway's own (empty) tenant label; DIS calls are counted
 // per tenant; and neither secret key, nor a hash of one, is anywhere in
-// it.
+// it. Deleting one tenant's group then drops its series and leaves the
+// other tenant's same-named group its own.
 func TestMetricsPerPassthroughTenant(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c, _, _ := startPassthroughCluster(t, func(cfg *gateway.Config) { cfg.Registry = reg })
@@ -54,6 +55,7 @@ func TestMetricsPerPassthroughTenant(t *testing.T) {
 	ctx := testContext(t, time.Minute)
 
 	const topic, group = "shared-topic", "shared-group"
+	members := map[string]*rawMember{}
 	tenants := []struct {
 		ak, sk            string
 		produced, commits int
@@ -78,6 +80,7 @@ func TestMetricsPerPassthroughTenant(t *testing.T) {
 		}
 		reader.Close()
 		m := joinRaw(t, passthroughRaw(t, c, tc.ak, tc.sk), group, "inst", topic)
+		members[tc.ak] = m
 		oc := kmsg.NewPtrOffsetCommitRequest()
 		oc.Version, oc.Group, oc.MemberID, oc.Generation = 7, group, m.memberID, m.generation
 		ot := kmsg.NewOffsetCommitRequestTopic()
@@ -141,5 +144,33 @@ func TestMetricsPerPassthroughTenant(t *testing.T) {
 				t.Errorf("the scrape holds %s's secret key or its hash %q", tc.ak, secret)
 			}
 		}
+	}
+	// The first tenant's member leaves and its group is deleted: its group
+	// series go, the other tenant's same-named group keeps its own.
+	first, second := tenants[0], tenants[1]
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Version, leave.Group = 3, group
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.MemberID, lm.InstanceID = members[first.ak].memberID, members[first.ak].instanceID
+	leave.Members = append(leave.Members, lm)
+	if lr := members[first.ak].rc.roundTrip(leave).(*kmsg.LeaveGroupResponse); lr.ErrorCode != 0 {
+		t.Fatalf("%s: leave %q: error %d", first.ak, group, lr.ErrorCode)
+	}
+	del, err := kadm.NewClient(passthroughClient(t, c, first.ak, first.sk)).DeleteGroup(ctx, group)
+	if err == nil {
+		err = del.Err
+	}
+	if err != nil {
+		t.Fatalf("%s: delete %q: %v", first.ak, group, err)
+	}
+	text = scrape(t, srv.URL+"/metrics")
+	if lines := seriesLines(text, "disgw_group_lag", "tenant", first.ak, "group", group); len(lines) != 0 {
+		t.Errorf("%s's deleted group still has lag series %q", first.ak, lines)
+	}
+	if v, ok := sample(text, "disgw_group_lag", "tenant", second.ak, "group", group, "topic", topic); !ok || v != float64(second.produced-second.commits) {
+		t.Errorf("disgw_group_lag{tenant=%q} = %v (found %v) after the other tenant's group of the same name went, want %d", second.ak, v, ok, second.produced-second.commits)
+	}
+	if v, _ := sample(text, "disgw_group_members", "tenant", second.ak, "group", group); v != 1 {
+		t.Errorf("disgw_group_members{tenant=%q} = %v after the other tenant's group of the same name went, want 1", second.ak, v)
 	}
 }
