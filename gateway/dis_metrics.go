@@ -20,7 +20,10 @@ import (
 type disMetrics struct {
 	next disclient.API
 	m    *metrics
-	ops  map[string]*disOp
+	// tenant is the tenant label of the calls and record errors series:
+	// whose credentials the calls are signed with.
+	tenant string
+	ops    map[string]*disOp
 	// answered is set by every successful call: proof that DIS answers,
 	// which spares the readiness probe its own call (shutdown.go).
 	answered atomic.Bool
@@ -44,13 +47,15 @@ var disOperations = []string{
 	"CommitCheckpoint", "GetCheckpoint", "DeleteCheckpoint",
 }
 
-// instrumentDIS wraps dis so that its calls are counted in m.
-func (m *metrics) instrumentDIS(dis disclient.API) disclient.API {
-	d := &disMetrics{next: dis, m: m, ops: make(map[string]*disOp, len(disOperations))}
+// instrumentDIS wraps dis, the DIS client of the tenant with this access
+// key, so that its calls are counted in m.
+func (m *metrics) instrumentDIS(dis disclient.API, accessKey string) disclient.API {
+	tenant, _ := m.disTenants.value(accessKey, "")
+	d := &disMetrics{next: dis, m: m, tenant: tenant, ops: make(map[string]*disOp, len(disOperations))}
 	for _, name := range disOperations {
 		op := &disOp{
 			name:      name,
-			ok:        m.disCalls.WithLabelValues(name, "ok"),
+			ok:        m.disCalls.WithLabelValues(tenant, name, "ok"),
 			seconds:   m.disSeconds.WithLabelValues(name),
 			retries:   m.disRetries.WithLabelValues(name),
 			throttled: m.disThrottled.WithLabelValues(name),
@@ -106,7 +111,7 @@ func (d *disMetrics) done(op *disOp, began time.Time, err error) {
 	if code == "" {
 		code = "error"
 	}
-	d.m.disCalls.WithLabelValues(op.name, code).Inc()
+	d.m.disCalls.WithLabelValues(d.tenant, op.name, code).Inc()
 	if isThrottleErr(err) {
 		op.throttled.Inc()
 	}
@@ -157,7 +162,7 @@ func (d *disMetrics) PutRecords(ctx context.Context, req *disclient.PutRecordsRe
 		throttled := false
 		for i := range resp.Records {
 			if c := resp.Records[i].ErrorCode; c != "" {
-				d.m.disRecordErrors.WithLabelValues(c).Inc()
+				d.m.disRecordErrors.WithLabelValues(d.tenant, c).Inc()
 				throttled = throttled || isThrottle(c)
 			}
 		}

@@ -206,10 +206,14 @@ type Config struct {
 	// MetricsLabelsNone. MetricsMaxTopics and MetricsMaxGroups cap the
 	// topics and groups that get series of their own (default 1000
 	// each); the rest share the label "_other", so a scrape stays
-	// bounded however many partitions and groups clients make.
-	MetricsLabels    string
-	MetricsMaxTopics int
-	MetricsMaxGroups int
+	// bounded however many partitions and groups clients make. Both count
+	// (tenant, name) pairs: in passthrough mode every tenant's topics and
+	// groups have series of their own. MetricsMaxTenants caps the
+	// passthrough tenants whose DIS calls are counted apart (default 100).
+	MetricsLabels     string
+	MetricsMaxTopics  int
+	MetricsMaxGroups  int
+	MetricsMaxTenants int
 
 	// ReadyProbeInterval is how often the gateway checks that DIS answers
 	// (one ListStreams of one stream) for Ready and /readyz; default 5 s.
@@ -334,6 +338,9 @@ func (c *Config) setDefaults() {
 	if c.MetricsMaxGroups <= 0 {
 		c.MetricsMaxGroups = 1000
 	}
+	if c.MetricsMaxTenants <= 0 {
+		c.MetricsMaxTenants = 100
+	}
 	if c.ReadyProbeInterval <= 0 {
 		c.ReadyProbeInterval = 5 * time.Second
 	}
@@ -439,7 +446,7 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	gw.metrics = newMetrics(gw)
 	gw.queues = newWriteQueues(&gw.cfg, gw.metrics)
 	gw.readCache = newReadCache(gw.cfg.ReadCacheBytes, gw.metrics.readCacheBytes)
-	gw.tenant = newTenant(gw, "", dis)
+	gw.tenant = newTenant(gw, "", "", dis)
 	notChecked := disNotChecked
 	gw.disDown.Store(&notChecked)
 	gw.groups = newGroupDriver(gw)

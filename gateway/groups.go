@@ -33,7 +33,7 @@ type groupDriver struct {
 	mu sync.Mutex
 	// coords holds each tenant's coordinator by tenant id, which outlives
 	// an idle tenant dropped and signed in again.
-	coords  map[string]*groupcoord.Coordinator
+	coords  map[string]*tenantCoord
 	nextID  uint64
 	waiting map[uint64]groupWaiter
 	timer   *time.Timer
@@ -48,6 +48,13 @@ type groupDriver struct {
 	// committers are the tenants whose offsets of a group were committed
 	// through its coordinator: whose DIS apps go when the group expires.
 	committers map[groupKey]*tenant
+}
+
+// tenantCoord is one tenant's coordinator, with the access key its groups'
+// series are labelled with.
+type tenantCoord struct {
+	*groupcoord.Coordinator
+	accessKey string
 }
 
 // groupKey names a group of one tenant's, by tenant id.
@@ -70,7 +77,7 @@ func newGroupDriver(gw *Gateway) *groupDriver {
 			NewMemberID:               newMemberID,
 			Logger:                    gw.log.With().Str("component", "groupcoord").Logger(),
 		},
-		coords:     make(map[string]*groupcoord.Coordinator),
+		coords:     make(map[string]*tenantCoord),
 		waiting:    make(map[uint64]groupWaiter),
 		queues:     make(map[offsetQueueKey][]func()),
 		committers: make(map[groupKey]*tenant),
@@ -83,10 +90,10 @@ func newGroupDriver(gw *Gateway) *groupDriver {
 func (d *groupDriver) coordLocked(tn *tenant) *groupcoord.Coordinator {
 	c := d.coords[tn.id]
 	if c == nil {
-		c = groupcoord.New(d.cfg)
+		c = &tenantCoord{Coordinator: groupcoord.New(d.cfg), accessKey: tn.accessKey}
 		d.coords[tn.id] = c
 	}
-	return c
+	return c.Coordinator
 }
 
 // groupWaiter is a request waiting for the coordinator's answer.
@@ -242,7 +249,7 @@ func (d *groupDriver) readyLocked() []delivery {
 	var next time.Time
 	for id, c := range d.coords {
 		rd := c.Ready()
-		d.gw.metrics.groupsReady(&rd)
+		d.gw.metrics.groupsReady(id, c.accessKey, &rd)
 		for _, rm := range rd.Removed {
 			k := groupKey{id, rm.Group}
 			tn := d.committers[k]
@@ -307,12 +314,13 @@ func (d *groupDriver) with(tn *tenant, fn func(c *groupcoord.Coordinator)) {
 	d.deliver(ready)
 }
 
-// withEach runs fn against every tenant's coordinator in turn, for what
-// the gateway reports as a whole (metrics), never for a client.
-func (d *groupDriver) withEach(fn func(c *groupcoord.Coordinator)) {
+// withEach runs fn against every tenant's coordinator in turn, with the
+// tenant's id and access key, for what the gateway reports as a whole
+// (metrics), never for a client.
+func (d *groupDriver) withEach(fn func(id, accessKey string, c *groupcoord.Coordinator)) {
 	d.mu.Lock()
-	for _, c := range d.coords {
-		fn(c)
+	for id, c := range d.coords {
+		fn(id, c.accessKey, c.Coordinator)
 	}
 	ready := d.readyLocked()
 	d.mu.Unlock()

@@ -5,7 +5,9 @@ import (
 )
 
 // metrics are the gateway's Prometheus series; docs/operations.md lists them.
-// Per-topic series go through labels, which bounds them (metrics_labels.go);
+// Per-topic and per-group series carry the tenant (its access key in
+// passthrough mode, "" for the gateway's own credentials) and go through
+// labels, which bounds them (metrics_labels.go);
 // what is read from the gateway's state at scrape time (offsets, groups, DIS
 // quota use) is in metrics_collector.go, and the DIS call series are filled
 // by the disMetrics decorator (dis_metrics.go).
@@ -14,6 +16,7 @@ type metrics struct {
 	disErrors    *disErrorLog
 	labels       topicLabels
 	groupLabels  *labelCap
+	disTenants   *labelCap
 	groups       groupMetrics
 	connections  *prometheus.GaugeVec
 	requests     *prometheus.CounterVec
@@ -67,12 +70,14 @@ var latencyBuckets = prometheus.ExponentialBuckets(0.0005, 2, 15)
 func newMetrics(gw *Gateway) *metrics {
 	cfg := &gw.cfg
 	inflight := func() float64 { return float64(gw.inflight.Load()) }
-	tp := []string{"topic", "partition"}
+	tp := []string{"tenant", "topic", "partition"}
+	tt := []string{"tenant", "topic"}
 	m := &metrics{
 		disErrors:   newDISErrorLog(gw.log),
 		labels:      topicLabels{mode: cfg.MetricsLabels, topics: newLabelCap(cfg.MetricsMaxTopics)},
 		groupLabels: newLabelCap(cfg.MetricsMaxGroups),
-		groups:      groupMetrics{committed: make(map[groupOffsetKey]int64), gens: make(map[string]int32)},
+		disTenants:  newLabelCap(cfg.MetricsMaxTenants),
+		groups:      groupMetrics{committed: make(map[groupOffsetKey]int64), gens: make(map[groupKey]int32)},
 		connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "disgw_connections", Help: "Open Kafka client connections, by listener security protocol."}, []string{"listener"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -104,12 +109,12 @@ func newMetrics(gw *Gateway) *metrics {
 			Name: "disgw_topic_bytes_out_total", Help: "Record batch bytes returned to Fetch, by topic."}, tp),
 		produceSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "disgw_produce_duration_seconds", Help: "Time to answer Produce requests, observed for each topic they wrote.",
-			Buckets: latencyBuckets}, []string{"topic"}),
+			Buckets: latencyBuckets}, tt),
 		fetchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "disgw_fetch_duration_seconds", Help: "Time to answer Fetch requests (long polls included), observed for each topic they read.",
-			Buckets: latencyBuckets}, []string{"topic"}),
+			Buckets: latencyBuckets}, tt),
 		disCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "disgw_dis_calls_total", Help: "DIS API calls, by operation and outcome: ok, the DIS error code, or error for no DIS answer."}, []string{"operation", "code"}),
+			Name: "disgw_dis_calls_total", Help: "DIS API calls, by operation and outcome: ok, the DIS error code, or error for no DIS answer; by tenant in passthrough mode."}, []string{"tenant", "operation", "code"}),
 		disSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "disgw_dis_call_duration_seconds", Help: "Latency of DIS API calls, retries included, by operation.",
 			Buckets: latencyBuckets}, []string{"operation"}),
@@ -118,11 +123,11 @@ func newMetrics(gw *Gateway) *metrics {
 		disThrottled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "disgw_dis_throttled_total", Help: "DIS answers that refused traffic for a partition's or the project's limits (DIS.4303, DIS.4305, HTTP 429), retried attempts and PutRecords with refused records included, by operation."}, []string{"operation"}),
 		disRecordErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "disgw_dis_record_errors_total", Help: "Records a PutRecords call answered with an error, by DIS error code; throttled ones are sent again."}, []string{"code"}),
+			Name: "disgw_dis_record_errors_total", Help: "Records a PutRecords call answered with an error, by DIS error code; throttled ones are sent again."}, []string{"tenant", "code"}),
 		cursorRefreshes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "disgw_dis_cursor_refreshes_total", Help: "GetRecords calls DIS answered with an expired cursor, each followed by a GetCursor."}),
 		rebalances: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "disgw_group_rebalances_total", Help: "Completed rebalances of the groups this gateway coordinates: new generations of classic groups, new epochs of consumer groups."}, []string{"group"}),
+			Name: "disgw_group_rebalances_total", Help: "Completed rebalances of the groups this gateway coordinates: new generations of classic groups, new epochs of consumer groups."}, []string{"tenant", "group"}),
 		rebalanceSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "disgw_group_rebalance_duration_seconds", Help: "How long classic groups' join phases lasted, from the rebalance starting to the new generation.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)}),
@@ -143,9 +148,9 @@ func newMetrics(gw *Gateway) *metrics {
 		produceDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "disgw_produce_dropped_total", Help: "acks=0 produce batches not written because their connection closed while they waited for queue room."}),
 		rawHeadersDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "disgw_raw_headers_dropped_total", Help: "Records produced to raw topics with dis.raw.headers=drop and written without their headers, by topic."}, []string{"topic"}),
+			Name: "disgw_raw_headers_dropped_total", Help: "Records produced to raw topics with dis.raw.headers=drop and written without their headers, by topic."}, tt),
 		rawKeysDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "disgw_raw_keys_dropped_total", Help: "Records produced to raw topics with dis.raw.keys=drop and written with a null key, their key not being one a DIS partition_key holds, by topic."}, []string{"topic"}),
+			Name: "disgw_raw_keys_dropped_total", Help: "Records produced to raw topics with dis.raw.keys=drop and written with a null key, their key not being one a DIS partition_key holds, by topic."}, tt),
 		connsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "disgw_connections_refused_total", Help: "Connections closed at once because a connection limit was reached or the gateway is draining, by reason."}, []string{"reason"}),
 		connsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -12,13 +12,16 @@ import (
 
 // groupMetrics is what the series of groups need beyond the coordinator:
 // the offsets committed through this gateway, and each classic group's
-// generation. Entries go when the coordinator forgets their group.
+// generation, both per tenant. Entries go when the tenant's coordinator
+// forgets their group.
 type groupMetrics struct {
 	mu        sync.Mutex
 	committed map[groupOffsetKey]int64
-	gens      map[string]int32
+	gens      map[groupKey]int32
 }
 
+// groupOffsetKey is a group's committed partition; the group is the
+// partition's tenant's.
 type groupOffsetKey struct {
 	group string
 	part  partitionKey
@@ -32,25 +35,26 @@ func (m *metrics) committed(group string, k partitionKey, offset int64) {
 	m.groups.mu.Unlock()
 }
 
-// groupsReady takes what the coordinator reported in a Ready: rebalances
-// are counted and timed, forgotten groups' entries dropped.
-func (m *metrics) groupsReady(rd *groupcoord.Ready) {
+// groupsReady takes what the coordinator of the tenant with this id and
+// access key reported in a Ready: rebalances are counted and timed,
+// forgotten groups' entries dropped.
+func (m *metrics) groupsReady(id, accessKey string, rd *groupcoord.Ready) {
 	if len(rd.Rebalances) == 0 && len(rd.Removed) == 0 {
 		return
 	}
 	m.groups.mu.Lock()
 	defer m.groups.mu.Unlock()
 	for _, rb := range rd.Rebalances {
-		m.rebalances.WithLabelValues(m.groupLabels.value(rb.Group)).Inc()
+		m.rebalances.WithLabelValues(m.groupLabels.value(accessKey, rb.Group)).Inc()
 		if rb.Took > 0 {
 			m.rebalanceSeconds.Observe(rb.Took.Seconds())
 		}
-		m.groups.gens[rb.Group] = rb.Generation
+		m.groups.gens[groupKey{id, rb.Group}] = rb.Generation
 	}
 	for _, rm := range rd.Removed {
-		delete(m.groups.gens, rm.Group)
+		delete(m.groups.gens, groupKey{id, rm.Group})
 		for k := range m.groups.committed {
-			if k.group == rm.Group {
+			if k.group == rm.Group && k.part.tenant.id == id {
 				delete(m.groups.committed, k)
 			}
 		}
@@ -70,26 +74,26 @@ const (
 var (
 	descHighWatermark = prometheus.NewDesc("disgw_partition_high_watermark",
 		"Next offset of the partitions this gateway serves (Kafka's log end offset); summed over a topic without partition labels.",
-		[]string{"topic", "partition"}, nil)
+		[]string{"tenant", "topic", "partition"}, nil)
 	descLogStart = prometheus.NewDesc("disgw_partition_log_start_offset",
 		"First readable offset of the partitions this gateway serves, as last learned; summed over a topic without partition labels.",
-		[]string{"topic", "partition"}, nil)
+		[]string{"tenant", "topic", "partition"}, nil)
 	descQuotaUsed = prometheus.NewDesc("disgw_dis_partition_quota_used_ratio",
 		"Share of a DIS partition's per-second limit its traffic through this gateway used over the last 10 s (records_in, bytes_in, bytes_out against its stream type's limits); the busiest partition's without partition labels.",
-		[]string{"topic", "partition", "quota"}, nil)
+		[]string{"tenant", "topic", "partition", "quota"}, nil)
 	descGroupState = prometheus.NewDesc("disgw_group_state",
 		"Groups this gateway coordinates, by state (1 for the group's current state).",
-		[]string{"group", "state"}, nil)
+		[]string{"tenant", "group", "state"}, nil)
 	descGroupMembers = prometheus.NewDesc("disgw_group_members",
-		"Members of the groups this gateway coordinates.", []string{"group"}, nil)
+		"Members of the groups this gateway coordinates.", []string{"tenant", "group"}, nil)
 	descGroupGeneration = prometheus.NewDesc("disgw_group_generation",
-		"Generation (classic) or epoch (consumer protocol) of the groups this gateway coordinates.", []string{"group"}, nil)
+		"Generation (classic) or epoch (consumer protocol) of the groups this gateway coordinates.", []string{"tenant", "group"}, nil)
 	descGroupOffset = prometheus.NewDesc("disgw_group_committed_offset",
 		"Offset last committed through this gateway by the groups it coordinates; summed over a topic without partition labels.",
-		[]string{"group", "topic", "partition"}, nil)
+		[]string{"tenant", "group", "topic", "partition"}, nil)
 	descGroupLag = prometheus.NewDesc("disgw_group_lag",
 		"Records between a group's committed offset and the partition's high watermark; summed over a topic without partition labels.",
-		[]string{"group", "topic", "partition"}, nil)
+		[]string{"tenant", "group", "topic", "partition"}, nil)
 )
 
 // stateCollector reads, at scrape time, what the gateway holds: partition
@@ -124,14 +128,15 @@ var quotaNames = [3]string{"records_in", "bytes_in", "bytes_out"}
 func (c *stateCollector) collectPartitions(ch chan<- prometheus.Metric) {
 	gw, m := c.gw, c.gw.metrics
 	now := time.Now()
-	aggs := make(map[[2]string]*partAgg)
+	aggs := make(map[[3]string]*partAgg)
 	gw.forEachTenant(func(tn *tenant) {
 		for _, ps := range tn.parts.values() {
-			topic, part := m.labels.of(ps.key.topic, ps.key.partition)
-			a := aggs[[2]string{topic, part}]
+			tenant, topic, part := m.labels.of(tn.accessKey, ps.key.topic, ps.key.partition)
+			l := [3]string{tenant, topic, part}
+			a := aggs[l]
 			if a == nil {
 				a = &partAgg{}
-				aggs[[2]string{topic, part}] = a
+				aggs[l] = a
 			}
 			if next := ps.knownNext(); next >= 0 {
 				a.hwm += float64(next)
@@ -147,11 +152,11 @@ func (c *stateCollector) collectPartitions(ch chan<- prometheus.Metric) {
 	})
 	for l, a := range aggs {
 		if a.offsets {
-			ch <- prometheus.MustNewConstMetric(descHighWatermark, prometheus.GaugeValue, a.hwm, l[0], l[1])
-			ch <- prometheus.MustNewConstMetric(descLogStart, prometheus.GaugeValue, a.logStart, l[0], l[1])
+			ch <- prometheus.MustNewConstMetric(descHighWatermark, prometheus.GaugeValue, a.hwm, l[0], l[1], l[2])
+			ch <- prometheus.MustNewConstMetric(descLogStart, prometheus.GaugeValue, a.logStart, l[0], l[1], l[2])
 		}
 		for i, q := range a.quota {
-			ch <- prometheus.MustNewConstMetric(descQuotaUsed, prometheus.GaugeValue, q, l[0], l[1], quotaNames[i])
+			ch <- prometheus.MustNewConstMetric(descQuotaUsed, prometheus.GaugeValue, q, l[0], l[1], l[2], quotaNames[i])
 		}
 	}
 }
@@ -165,26 +170,27 @@ type groupAgg struct {
 
 func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric) {
 	gw, m := c.gw, c.gw.metrics
-	aggs := make(map[string]*groupAgg)
+	aggs := make(map[[2]string]*groupAgg)
 	m.groups.mu.Lock()
-	gens := make(map[string]int32, len(m.groups.gens))
+	gens := make(map[groupKey]int32, len(m.groups.gens))
 	for g, n := range m.groups.gens {
 		gens[g] = n
 	}
 	m.groups.mu.Unlock()
-	gw.groups.withEach(func(coord *groupcoord.Coordinator) {
+	gw.groups.withEach(func(id, accessKey string, coord *groupcoord.Coordinator) {
 		for _, lg := range coord.List() {
 			if !gw.coordinates(lg.Group) {
 				continue
 			}
-			label := m.groupLabels.value(lg.Group)
-			a := aggs[label]
+			tenant, group := m.groupLabels.value(accessKey, lg.Group)
+			l := [2]string{tenant, group}
+			a := aggs[l]
 			if a == nil {
 				a = &groupAgg{states: make(map[string]float64)}
-				aggs[label] = a
+				aggs[l] = a
 			}
 			a.states[lg.GroupState]++
-			gen := gens[lg.Group]
+			gen := gens[groupKey{id, lg.Group}]
 			if lg.GroupType == "consumer" {
 				d := coord.DescribeConsumer(lg.Group)
 				a.members += float64(len(d.Members))
@@ -195,12 +201,12 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric) {
 			a.generation = max(a.generation, gen)
 		}
 	})
-	for label, a := range aggs {
+	for l, a := range aggs {
 		for state, n := range a.states {
-			ch <- prometheus.MustNewConstMetric(descGroupState, prometheus.GaugeValue, n, label, state)
+			ch <- prometheus.MustNewConstMetric(descGroupState, prometheus.GaugeValue, n, l[0], l[1], state)
 		}
-		ch <- prometheus.MustNewConstMetric(descGroupMembers, prometheus.GaugeValue, a.members, label)
-		ch <- prometheus.MustNewConstMetric(descGroupGeneration, prometheus.GaugeValue, float64(a.generation), label)
+		ch <- prometheus.MustNewConstMetric(descGroupMembers, prometheus.GaugeValue, a.members, l[0], l[1])
+		ch <- prometheus.MustNewConstMetric(descGroupGeneration, prometheus.GaugeValue, float64(a.generation), l[0], l[1])
 	}
 }
 
@@ -220,13 +226,15 @@ func (c *stateCollector) collectLag(ch chan<- prometheus.Metric) {
 	defer cancel()
 	recoveries := 0
 	type lagAgg struct{ offset, lag float64 }
-	aggs := make(map[[3]string]*lagAgg)
+	aggs := make(map[[4]string]*lagAgg)
 	for k, off := range offsets {
 		if !gw.coordinates(k.group) {
 			continue
 		}
-		topic, part := m.labels.of(k.part.topic, k.part.partition)
-		l := [3]string{m.groupLabels.value(k.group), topic, part}
+		ak := k.part.tenant.accessKey
+		tenant, group := m.groupLabels.value(ak, k.group)
+		_, topic, part := m.labels.of(ak, k.part.topic, k.part.partition)
+		l := [4]string{tenant, group, topic, part}
 		a := aggs[l]
 		if a == nil {
 			a = &lagAgg{}
@@ -248,8 +256,8 @@ func (c *stateCollector) collectLag(ch chan<- prometheus.Metric) {
 		}
 	}
 	for l, a := range aggs {
-		ch <- prometheus.MustNewConstMetric(descGroupOffset, prometheus.GaugeValue, a.offset, l[0], l[1], l[2])
-		ch <- prometheus.MustNewConstMetric(descGroupLag, prometheus.GaugeValue, a.lag, l[0], l[1], l[2])
+		ch <- prometheus.MustNewConstMetric(descGroupOffset, prometheus.GaugeValue, a.offset, l[0], l[1], l[2], l[3])
+		ch <- prometheus.MustNewConstMetric(descGroupLag, prometheus.GaugeValue, a.lag, l[0], l[1], l[2], l[3])
 	}
 }
 

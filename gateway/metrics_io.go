@@ -12,9 +12,9 @@ import (
 // produced counts records and bytes stored in DIS for a partition.
 func (m *metrics) produced(k partitionKey, records, bytes int) {
 	m.producedRecs.Add(float64(records))
-	topic, part := m.labels.of(k.topic, k.partition)
-	m.topicRecsIn.WithLabelValues(topic, part).Add(float64(records))
-	m.topicBytesIn.WithLabelValues(topic, part).Add(float64(bytes))
+	tenant, topic, part := m.labels.of(k.tenant.accessKey, k.topic, k.partition)
+	m.topicRecsIn.WithLabelValues(tenant, topic, part).Add(float64(records))
+	m.topicBytesIn.WithLabelValues(tenant, topic, part).Add(float64(bytes))
 }
 
 // fetched counts what a Fetch response returns, per partition.
@@ -29,22 +29,24 @@ func (m *metrics) fetched(parts []*fetchPart) {
 			continue
 		}
 		total += n
-		topic, part := m.labels.of(p.topic.name, p.resp.Partition)
-		m.topicRecsOut.WithLabelValues(topic, part).Add(float64(n))
-		m.topicBytesOut.WithLabelValues(topic, part).Add(float64(len(p.resp.RecordBatches)))
+		tenant, topic, part := m.labels.of(p.topic.tenant.accessKey, p.topic.name, p.resp.Partition)
+		m.topicRecsOut.WithLabelValues(tenant, topic, part).Add(float64(n))
+		m.topicBytesOut.WithLabelValues(tenant, topic, part).Add(float64(len(p.resp.RecordBatches)))
 	}
 	m.fetchedRecs.Add(float64(total))
 }
 
 // answered observes the latency of a request the dispatcher served, and
-// for Produce and Fetch the same latency for each topic they name.
+// for Produce and Fetch the same latency for each topic they name, as a
+// topic of the tenant the request was served for.
 func (m *metrics) answered(r *request) {
 	took := time.Since(r.began).Seconds()
+	ak := r.tenant.accessKey
 	m.requestSeconds.WithLabelValues(r.h.name).Observe(took)
 	switch req := r.body.(type) {
 	case *kmsg.ProduceRequest:
 		for i := range req.Topics {
-			m.produceSeconds.WithLabelValues(m.labels.topic(req.Topics[i].Topic)).Observe(took)
+			m.produceSeconds.WithLabelValues(m.labels.topic(ak, req.Topics[i].Topic)).Observe(took)
 		}
 	case *kmsg.FetchRequest:
 		for i := range req.Topics {
@@ -54,7 +56,7 @@ func (m *metrics) answered(r *request) {
 			if name == "" {
 				name = topicIDLabel(req.Topics[i].TopicID)
 			}
-			m.fetchSeconds.WithLabelValues(m.labels.topic(name)).Observe(took)
+			m.fetchSeconds.WithLabelValues(m.labels.topic(ak, name)).Observe(took)
 		}
 	}
 }

@@ -17,68 +17,85 @@ const (
 	MetricsLabelsNone = "none"
 )
 
-// otherLabel is the label value of the topics and groups past the cap.
+// otherLabel is the label value of the topics, groups and tenants past the
+// cap.
 const otherLabel = "_other"
 
 // labelCap hands out label values for an unbounded set of names (topics,
-// groups): each name keeps the value it first got; once max names have one,
-// the rest share otherLabel, so a scrape stays bounded whatever clients do.
-// It is the one place the --metrics-max-topics and --metrics-max-groups caps
+// groups) of tenants: each (tenant, name) pair keeps the values it first
+// got; once max pairs have them, the rest share otherLabel, so a scrape
+// stays bounded whatever clients and tenants do. It is the one place the
+// --metrics-max-topics, --metrics-max-groups and --metrics-max-tenants caps
 // are enforced.
 type labelCap struct {
 	max  int
 	mu   sync.Mutex
-	seen map[string]struct{}
+	seen map[labelPair]struct{}
 }
+
+// labelPair is a name of one tenant's, the tenant by its access key ("" for
+// the gateway's own credentials).
+type labelPair struct{ tenant, name string }
 
 func newLabelCap(limit int) *labelCap {
-	return &labelCap{max: limit, seen: make(map[string]struct{})}
+	return &labelCap{max: limit, seen: make(map[labelPair]struct{})}
 }
 
-// value is name's label value: name itself while under the cap, otherLabel
-// past it.
-func (c *labelCap) value(name string) string {
+// value returns the tenant and name label values of a tenant's name: the
+// access key and the name while under the cap. Past it the name is
+// otherLabel, and so is a passthrough tenant's access key, while the
+// gateway's own tenant stays "": what is past the cap costs at most two
+// series, and a gateway without passthrough tenants never gets a tenant
+// label.
+func (c *labelCap) value(tenant, name string) (string, string) {
+	p := labelPair{tenant, name}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.seen[name]; ok {
-		return name
+	if _, ok := c.seen[p]; ok {
+		return tenant, name
 	}
 	if len(c.seen) >= c.max {
-		return otherLabel
+		if tenant != "" {
+			tenant = otherLabel
+		}
+		return tenant, otherLabel
 	}
-	c.seen[name] = struct{}{}
-	return name
+	c.seen[p] = struct{}{}
+	return tenant, name
 }
 
-// topicLabels turns a topic and partition into the label values of the
-// per-topic series, as Config.MetricsLabels says.
+// topicLabels turns a tenant's topic and partition into the label values
+// of the per-topic series, as Config.MetricsLabels says.
 type topicLabels struct {
 	mode   string
 	topics *labelCap
 }
 
-// of returns the topic and partition label values of a partition; the
-// partition value is empty (no label in the exposition) unless partition
-// labels are on, and both are empty with labels off.
-func (l *topicLabels) of(topic string, partition int32) (string, string) {
+// of returns the tenant, topic and partition label values of a partition
+// of the tenant with this access key; the partition value is empty
+// (which PromQL takes for no label) unless partition labels are on, and
+// all are empty with labels off.
+func (l *topicLabels) of(tenant, topic string, partition int32) (string, string, string) {
 	switch l.mode {
 	case MetricsLabelsNone:
-		return "", ""
+		return "", "", ""
 	case MetricsLabelsPartition:
-		v := l.topics.value(topic)
+		tv, v := l.topics.value(tenant, topic)
 		if v == otherLabel {
-			return v, ""
+			return tv, v, ""
 		}
-		return v, strconv.Itoa(int(partition))
+		return tv, v, strconv.Itoa(int(partition))
 	default:
-		return l.topics.value(topic), ""
+		tv, v := l.topics.value(tenant, topic)
+		return tv, v, ""
 	}
 }
 
-// topic returns the topic label value of series that have no partition.
-func (l *topicLabels) topic(topic string) string {
+// topic returns the tenant and topic label values of series that have no
+// partition.
+func (l *topicLabels) topic(tenant, topic string) (string, string) {
 	if l.mode == MetricsLabelsNone {
-		return ""
+		return "", ""
 	}
-	return l.topics.value(topic)
+	return l.topics.value(tenant, topic)
 }

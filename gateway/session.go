@@ -138,6 +138,10 @@ type request struct {
 	// gw.handlersRun until answered.
 	served bool
 	began  time.Time
+	// tenant is the connection's tenant when the handler started, which
+	// the request's latency series are labelled with whatever a later
+	// re-authentication does.
+	tenant *tenant
 	early  []byte // a response frame prepared on the loop (ApiVersions v0 errors)
 	raw    []byte // a bare SASL token (after SaslHandshake v0)
 	// scratch holds responseBuffers buffers the handler's response
@@ -372,7 +376,7 @@ func (s *session) dispatch() {
 		}
 		s.gw.metrics.requests.WithLabelValues(r.h.name).Inc()
 		s.gw.handlersRun.Add(1)
-		r.served, r.began = true, time.Now()
+		r.served, r.began, r.tenant = true, time.Now(), s.tenant
 		s.serve(r)
 	}
 }

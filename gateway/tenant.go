@@ -24,9 +24,13 @@ import (
 type tenant struct {
 	// id is "" for the gateway's own credentials; for passthrough tenants
 	// it is the access key and a hash of the secret key, so never log it.
-	id      string
-	dis     disclient.API
-	catalog *catalog
+	id string
+	// accessKey is the passthrough tenant's access key, its SASL user
+	// name, and "" for the gateway's own credentials: the tenant label of
+	// its metrics series, which must name no secret.
+	accessKey string
+	dis       disclient.API
+	catalog   *catalog
 	// knownApps remembers DIS apps this tenant created or saw, so a
 	// commit costs one DIS call, not two.
 	knownApps sync.Map
@@ -40,8 +44,8 @@ type tenant struct {
 	lastActive time.Time
 }
 
-func newTenant(gw *Gateway, id string, dis disclient.API) *tenant {
-	tn := &tenant{id: id, dis: gw.metrics.instrumentDIS(dis), lastActive: time.Now()}
+func newTenant(gw *Gateway, id, accessKey string, dis disclient.API) *tenant {
+	tn := &tenant{id: id, accessKey: accessKey, dis: gw.metrics.instrumentDIS(dis, accessKey), lastActive: time.Now()}
 	tn.parts.m = make(map[partitionKey]*partitionEntry[*partitionState])
 	tn.catalog = newCatalog(gw, tn)
 	return tn
@@ -150,7 +154,7 @@ func (gw *Gateway) passthroughTenant(ctx context.Context, accessKey, secretKey s
 		if err != nil {
 			return nil, fmt.Errorf("building the DIS client: %w", err)
 		}
-		tn = newTenant(gw, id, dis)
+		tn = newTenant(gw, id, accessKey, dis)
 	}
 	ctx, cancel := context.WithTimeout(ctx, tenantVerifyTimeout)
 	defer cancel()

@@ -58,8 +58,9 @@ func (d *countingDIS) GetRecords(ctx context.Context, cursor string, maxFetchByt
 func (d *countingDIS) Close() { d.close() }
 
 // startPassthroughCluster runs a SASL_PLAINTEXT listener in passthrough mode
-// in front of an embedded DIS that checks every signature.
-func startPassthroughCluster(t *testing.T) (*Cluster, map[string]*recordCalls, *logBuffer) {
+// in front of an embedded DIS that checks every signature; more adjusts the
+// gateway's configuration after that.
+func startPassthroughCluster(t *testing.T, more ...func(*gateway.Config)) (*Cluster, map[string]*recordCalls, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
 	clients := map[string]*recordCalls{}
@@ -95,6 +96,9 @@ func startPassthroughCluster(t *testing.T) (*Cluster, map[string]*recordCalls, *
 			cfg.AutoCreateTopics = false
 			cfg.SASLPassthrough = true
 			cfg.Listeners = []gateway.Listener{{Addr: "127.0.0.1:0", Protocol: gateway.SASLPlaintext}}
+			for _, fn := range more {
+				fn(cfg)
+			}
 		},
 	})
 	if err != nil {

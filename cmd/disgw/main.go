@@ -84,6 +84,7 @@ type options struct {
 	metricsTopicLabels                string
 	metricsMaxTopics                  int
 	metricsMaxGroups                  int
+	metricsMaxTenants                 int
 	memoryLimit                       int64
 	nodeID                            int
 	nodeIDSet                         bool
@@ -164,8 +165,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.maxDescribes, "max-describes-per-request", 1000, "DescribeStream calls one request may make for topics not cached")
 	fs.IntVar(&o.maxCheckpointReads, "max-checkpoint-reads-per-request", 5000, "GetCheckpoint calls one OffsetFetch request may make")
 	fs.StringVar(&o.metricsTopicLabels, "metrics-topic-labels", gateway.MetricsLabelsTopic, "labels of the per-topic metrics: topic, partition (topic and partition) or none")
-	fs.IntVar(&o.metricsMaxTopics, "metrics-max-topics", 1000, "topics with metrics series of their own; the rest share topic=\"_other\"")
-	fs.IntVar(&o.metricsMaxGroups, "metrics-max-groups", 1000, "consumer groups with metrics series of their own; the rest share group=\"_other\"")
+	fs.IntVar(&o.metricsMaxTopics, "metrics-max-topics", 1000, "topics (of all tenants) with metrics series of their own; the rest share topic=\"_other\"")
+	fs.IntVar(&o.metricsMaxGroups, "metrics-max-groups", 1000, "consumer groups (of all tenants) with metrics series of their own; the rest share group=\"_other\"")
+	fs.IntVar(&o.metricsMaxTenants, "metrics-max-tenants", 100, "passthrough tenants whose DIS calls have metrics series of their own; the rest share tenant=\"_other\"")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve Go's profiling handlers under /debug/pprof/ on the admin listener")
 	fs.Int64Var(&o.memoryLimit, "memory-limit", 200<<20, "soft limit in bytes on the Go runtime's memory, past which the GC works harder (runtime/debug.SetMemoryLimit); 0 for none; GOMEMLIMIT in the environment wins")
 	fs.IntVar(&o.nodeID, "node-id", 0, "this gateway's node id, its broker id in Metadata; with --peers, its entry there")
@@ -361,6 +363,7 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 		MetricsLabels:                o.metricsTopicLabels,
 		MetricsMaxTopics:             o.metricsMaxTopics,
 		MetricsMaxGroups:             o.metricsMaxGroups,
+		MetricsMaxTenants:            o.metricsMaxTenants,
 		Logger:                       log,
 		Registry:                     reg,
 	}
