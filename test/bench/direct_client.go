@@ -34,9 +34,8 @@ func (b *bench) keyedRecords() [][]int {
 // values in batch-byte batches, partitioned as franz-go partitions them,
 // then writes and reads them with produceDirectClient and
 // consumeDirectBatches at a Kafka consumer's fetch size, printing both.
-// Against it the gateway phases' ratio is the gateway's own cost: the
-// requests it serves come in this shape, so the client's window and fetch
-// size bound both the same way.
+// Against it the gateway phases' ratio leaves out what the client's
+// request shape costs: the window and the fetch size bound both alike.
 func (b *bench) runDirectClient(ctx context.Context, size, batch int, labels string) (produced, consumed throughput, err error) {
 	keyed := b.keyedRecords()
 	batches, err := b.buildBatches(size, batch, func(p int) iter.Seq[int] { return slices.Values(keyed[p]) })
@@ -60,7 +59,11 @@ func (b *bench) runDirectClient(ctx context.Context, size, batch int, labels str
 // a Produce request carries at most one batch per partition, so call k
 // holds the k-th batch of every partition that has one, and franz-go's
 // idempotent producer keeps at most five requests in flight per broker,
-// so at most -direct-client-inflight calls are.
+// so at most -direct-client-inflight calls are. Calls in flight together
+// carry batches of the same partitions, which DIS may then store out of
+// order; the gateway keeps each partition's order with one call in flight
+// per partition (docs/design.md §4), so this is a bound it cannot reach
+// with more than one call in flight here.
 func (b *bench) produceDirectClient(ctx context.Context, stream string, size int, batches [][][]byte) (throughput, error) {
 	if err := b.createStream(ctx, stream); err != nil {
 		return throughput{}, err
