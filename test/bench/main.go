@@ -51,32 +51,33 @@ const rssBudgetKiB = 256 << 10
 
 // settings are the command-line knobs of one run.
 type settings struct {
-	records     int
-	warmup      int
-	sizes       []int
-	batches     []int
-	partitions  int
-	unloaded    int
-	directBatch int
-	// directClientInflight is how many PutRecords calls the direct client
-	// phase keeps in flight: a Kafka producer's in-flight window.
-	directClientInflight int
-	latencyRate          int
-	latencyDuration      time.Duration
-	latencySize          int
-	sync                 dislocal.SyncMode
-	encoding             disclient.BodyEncoding
-	transport            string
-	mode                 string
-	kafka                string
-	kafkaFlush           string
-	disgwArgs            string
-	dir                  string
-	cpuProfile           string
-	timeout              time.Duration
+	records         int
+	warmup          int
+	sizes           []int
+	batches         []int
+	partitions      int
+	unloaded        int
+	directBatch     int
+	latencyRate     int
+	latencyDuration time.Duration
+	latencySize     int
+	sync            dislocal.SyncMode
+	encoding        disclient.BodyEncoding
+	transport       string
+	mode            string
+	kafka           string
+	kafkaFlush      string
+	disgwArgs       string
+	dir             string
+	cpuProfile      string
+	timeout         time.Duration
 	// gateways are the cluster sizes of the cluster mode, none for the
 	// single-gateway bench.
 	gateways []int
+
+	// directClientInflight is how many PutRecords calls the direct client
+	// phase keeps in flight: a Kafka producer's in-flight window.
+	directClientInflight int
 }
 
 func main() {
