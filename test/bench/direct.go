@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"sync"
 	"time"
 
@@ -101,8 +102,9 @@ func (b *bench) putRecords(ctx context.Context, stream string, batch []disclient
 }
 
 // readPartition reads partition p of stream from its start with GetCursor
-// and GetRecords until it has want DIS records, handing each to fn.
-func (b *bench) readPartition(ctx context.Context, stream string, p, want int, fn func(data []byte)) error {
+// and GetRecords of at most maxFetchBytes each (0: the server's default)
+// until it has want DIS records, handing each to fn.
+func (b *bench) readPartition(ctx context.Context, stream string, p, want, maxFetchBytes int, fn func(data []byte)) error {
 	cur, err := b.dis.GetCursor(ctx, &disclient.GetCursorRequest{
 		StreamName:  stream,
 		PartitionID: disclient.PartitionID(int32(p)),
@@ -113,7 +115,7 @@ func (b *bench) readPartition(ctx context.Context, stream string, p, want int, f
 	}
 	cursor, got := cur.PartitionCursor, 0
 	for got < want {
-		resp, err := b.dis.GetRecords(ctx, cursor, 0)
+		resp, err := b.dis.GetRecords(ctx, cursor, maxFetchBytes)
 		if err != nil {
 			return err
 		}
@@ -135,7 +137,7 @@ func (b *bench) consumeDirectRecords(ctx context.Context, stream string, size in
 	got := make([]throughput, b.s.partitions)
 	sw := startStopwatch(b.disgw.pid)
 	err := b.forEachPartition(func(p int) error {
-		return b.readPartition(ctx, stream, p, b.partitionRecords(p), func(data []byte) {
+		return b.readPartition(ctx, stream, p, b.partitionRecords(p), 0, func(data []byte) {
 			got[p].records++
 			got[p].bytes += int64(len(data))
 		})
@@ -153,13 +155,13 @@ func (b *bench) consumeDirectRecords(ctx context.Context, stream string, size in
 }
 
 // buildBatches builds, per partition, the Kafka record batches a producer
-// with batch-byte batches would send of the records (record i to partition
-// i mod partitions): as many records as fit in batch bytes, snappy
-// compressed like franz-go's. It runs outside any timed section.
-func (b *bench) buildBatches(size, batch int) ([][][]byte, error) {
+// with batch-byte batches would send of the records, those of records(p)
+// to partition p: as many records as fit in batch bytes, snappy compressed
+// like franz-go's. It runs outside any timed section.
+func (b *bench) buildBatches(size, batch int, records func(p int) iter.Seq[int]) ([][][]byte, error) {
 	out := make([][][]byte, b.s.partitions)
 	for p := range b.s.partitions {
-		err := b.buildPartition(p, size, batch, func(data []byte) error {
+		err := b.buildPartition(records(p), size, batch, func(data []byte) error {
 			out[p] = append(out[p], data)
 			return nil
 		})
@@ -170,9 +172,21 @@ func (b *bench) buildBatches(size, batch int) ([][][]byte, error) {
 	return out, nil
 }
 
-// buildPartition builds partition p's batches, in order, handing each to
-// emit.
-func (b *bench) buildPartition(p, size, batch int, emit func([]byte) error) error {
+// modRecords is, in order, the records of partition p when record i goes
+// to partition i mod partitions.
+func (b *bench) modRecords(p int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for i := p; i < b.s.records; i += b.s.partitions {
+			if !yield(i) {
+				return
+			}
+		}
+	}
+}
+
+// buildPartition builds the batches of one partition's records, in order,
+// handing each to emit.
+func (b *bench) buildPartition(records iter.Seq[int], size, batch int, emit func([]byte) error) error {
 	pl, now := b.payload(size), time.Now().UnixMilli()
 	var recs []protocol.Record
 	used := protocol.BatchHeaderSize
@@ -184,7 +198,7 @@ func (b *bench) buildPartition(p, size, batch int, emit func([]byte) error) erro
 		}
 		return emit(data)
 	}
-	for i := p; i < b.s.records; i += b.s.partitions {
+	for i := range records {
 		r := protocol.Record{Offset: int64(len(recs)), Timestamp: now, Key: key(i), Value: pl.value(i)}
 		n := protocol.RecordSizeInBatch(&r, int32(len(recs)), 0)
 		if len(recs) > 0 && used+n > batch {
@@ -219,7 +233,7 @@ func (b *bench) produceDirectNative(ctx context.Context, stream string, size, ba
 		pid := disclient.PartitionID(int32(p))
 		var call []disclient.PutRecordsEntry
 		bytes := 0
-		err := b.buildPartition(p, size, batch, func(data []byte) error {
+		err := b.buildPartition(b.modRecords(p), size, batch, func(data []byte) error {
 			if len(call) > 0 && bytes+len(data) > directCallBytes {
 				if err := b.putRecords(ctx, stream, call); err != nil {
 					return err
@@ -249,7 +263,7 @@ func (b *bench) consumeDirectNative(ctx context.Context, stream string, size int
 	sw := startStopwatch(b.disgw.pid)
 	err := b.forEachPartition(func(p int) error {
 		var bad error
-		err := b.readPartition(ctx, stream, p, counts[p], func(data []byte) {
+		err := b.readPartition(ctx, stream, p, counts[p], 0, func(data []byte) {
 			decoded, err := protocol.DecodeBatches(data, budget)
 			if err != nil {
 				bad = err
@@ -308,14 +322,16 @@ func (b *bench) produceDirectBatches(ctx context.Context, stream string, size in
 	return t, err
 }
 
-// consumeDirectBatches reads what produceDirectBatches wrote, one reader
-// per partition, and counts the Kafka records in each batch's header.
-func (b *bench) consumeDirectBatches(ctx context.Context, stream string, size int, batches [][][]byte) (throughput, error) {
+// consumeDirectBatches reads batches back from stream, where
+// produceDirectBatches or produceDirectClient wrote them, one reader per
+// partition with GetRecords of at most maxFetchBytes (0: the server's
+// default), and counts the Kafka records in each batch's header.
+func (b *bench) consumeDirectBatches(ctx context.Context, stream string, batches [][][]byte, size, maxFetchBytes int) (throughput, error) {
 	got := make([]int, b.s.partitions)
 	sw := startStopwatch(b.disgw.pid)
 	err := b.forEachPartition(func(p int) error {
 		var bad error
-		err := b.readPartition(ctx, stream, p, len(batches[p]), func(data []byte) {
+		err := b.readPartition(ctx, stream, p, len(batches[p]), maxFetchBytes, func(data []byte) {
 			if len(data) < protocol.BatchHeaderSize {
 				bad = fmt.Errorf("a DIS record of %d bytes is no record batch", len(data))
 				return

@@ -6,7 +6,8 @@
 // consume at several value and batch sizes, end-to-end latency at a fixed
 // rate, and unloaded produce latency. It also writes and reads the same
 // records straight to the embedded DIS with disclient, one DIS record per
-// record and one DIS record per Kafka batch, and watches the resident memory
+// record and one DIS record per Kafka batch, the latter also in the shape
+// of a Kafka client's requests, and watches the resident memory
 // of the disgw process. It prints one greppable line per figure;
 // docs/benchmarks.md explains them and records measured numbers.
 //
@@ -73,6 +74,10 @@ type settings struct {
 	// gateways are the cluster sizes of the cluster mode, none for the
 	// single-gateway bench.
 	gateways []int
+
+	// directClientInflight is how many PutRecords calls the direct client
+	// phase keeps in flight: a Kafka producer's in-flight window.
+	directClientInflight int
 }
 
 func main() {
@@ -85,6 +90,7 @@ func main() {
 	flag.IntVar(&s.partitions, "partitions", 3, "partitions of each topic and stream")
 	flag.IntVar(&s.unloaded, "unloaded", 2000, "records produced one at a time for the unloaded latency")
 	flag.IntVar(&s.directBatch, "direct-batch", 500, "records per PutRecords call in the direct per-record phase")
+	flag.IntVar(&s.directClientInflight, "direct-client-inflight", 5, "PutRecords calls in flight in the direct client phase (franz-go's idempotent producer keeps at most 5 Produce requests in flight per broker)")
 	flag.IntVar(&s.latencyRate, "latency-rate", 2000, "records per second of the end-to-end latency phase")
 	flag.DurationVar(&s.latencyDuration, "latency-duration", 10*time.Second, "length of the end-to-end latency phase")
 	flag.IntVar(&s.latencySize, "latency-size", 1024, "value size in bytes of the latency phases")
@@ -153,8 +159,8 @@ func (s settings) validate() error {
 	switch {
 	case s.warmup < 0:
 		return fmt.Errorf("-warmup must not be negative")
-	case s.records < 1 || s.partitions < 1 || s.unloaded < 1 || s.directBatch < 1 || s.latencyRate < 1 || s.latencySize < 16:
-		return fmt.Errorf("-records, -partitions, -unloaded, -direct-batch and -latency-rate must be positive, -latency-size at least 16")
+	case s.records < 1 || s.partitions < 1 || s.unloaded < 1 || s.directBatch < 1 || s.directClientInflight < 1 || s.latencyRate < 1 || s.latencySize < 16:
+		return fmt.Errorf("-records, -partitions, -unloaded, -direct-batch, -direct-client-inflight and -latency-rate must be positive, -latency-size at least 16")
 	case int(s.latencyDuration.Seconds()*float64(s.latencyRate)) < 10:
 		return fmt.Errorf("-latency-duration times -latency-rate must be at least 10 records")
 	case s.sync != dislocal.SyncAlways && s.sync != dislocal.SyncNone:
@@ -278,9 +284,9 @@ func run(s settings) (err error) {
 		}
 	}
 
-	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s dis-transport=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d GOMAXPROCS=%d NumCPU=%d\n",
+	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s dis-transport=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d direct-client-inflight=%d GOMAXPROCS=%d NumCPU=%d\n",
 		s.mode, s.records, s.warmup, joinInts(s.sizes), joinInts(s.batches), s.partitions, s.sync, s.encoding, s.transport, kafkaLine,
-		s.latencyRate, s.latencyDuration, s.latencySize, s.unloaded, s.directBatch, runtime.GOMAXPROCS(0), runtime.NumCPU())
+		s.latencyRate, s.latencyDuration, s.latencySize, s.unloaded, s.directBatch, s.directClientInflight, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	return b.runAll(ctx)
 }
 

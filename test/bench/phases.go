@@ -116,7 +116,7 @@ func (b *bench) runCell(ctx context.Context, size, batch int, directProduce, dir
 		produced[t.name], consumed[t.name] = &p, &c
 	}
 	stream := fmt.Sprintf("bench-direct-batches-%d-%d", size, batch)
-	batches, err := b.buildBatches(size, batch)
+	batches, err := b.buildBatches(size, batch, b.modRecords)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (b *bench) runCell(ctx context.Context, size, batch int, directProduce, dir
 		return fmt.Errorf("direct batch produce, %s: %w", labels, err)
 	}
 	printThroughput("produce.direct-batches", labels, p)
-	c, err := b.consumeDirectBatches(ctx, stream, size, batches)
+	c, err := b.consumeDirectBatches(ctx, stream, batches, size, 0)
 	if err != nil {
 		return fmt.Errorf("direct batch consume, %s: %w", labels, err)
 	}
@@ -141,13 +141,17 @@ func (b *bench) runCell(ctx context.Context, size, batch int, directProduce, dir
 		return fmt.Errorf("direct native consume, %s: %w", labels, err)
 	}
 	printThroughput("consume.direct-native", labels, nc)
+	cp, cc, err := b.runDirectClient(ctx, size, batch, labels)
+	if err != nil {
+		return err
+	}
 
 	gw := *produced["disgw"]
-	fmt.Printf("ratio produce %s disgw/kafka=%s gateway/direct-batches=%s gateway/direct-native=%s gateway/direct-records=%s\n",
-		labels, ratio(gw, produced["kafka"]), ratio(gw, &p), ratio(gw, &np), ratio(gw, &directProduce))
+	fmt.Printf("ratio produce %s disgw/kafka=%s gateway/direct-batches=%s gateway/direct-native=%s gateway/direct-records=%s gateway/direct-client=%s\n",
+		labels, ratio(gw, produced["kafka"]), ratio(gw, &p), ratio(gw, &np), ratio(gw, &directProduce), ratio(gw, &cp))
 	gw = *consumed["disgw"]
-	fmt.Printf("ratio consume %s disgw/kafka=%s gateway/direct-batches=%s gateway/direct-native=%s gateway/direct-records=%s\n",
-		labels, ratio(gw, consumed["kafka"]), ratio(gw, &c), ratio(gw, &nc), ratio(gw, &directConsume))
+	fmt.Printf("ratio consume %s disgw/kafka=%s gateway/direct-batches=%s gateway/direct-native=%s gateway/direct-records=%s gateway/direct-client=%s\n",
+		labels, ratio(gw, consumed["kafka"]), ratio(gw, &c), ratio(gw, &nc), ratio(gw, &directConsume), ratio(gw, &cc))
 	return nil
 }
 

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/disgw/disgw/disclient"
+)
+
+// clientFetchBytes is what a Kafka consumer asks of one partition in one
+// fetch unless told otherwise (fetch.max.partition.bytes, franz-go's
+// FetchMaxPartitionBytes): the direct client phase's max_fetch_bytes.
+const clientFetchBytes = 1 << 20
+
+// keyedRecords is, per partition and in order, the records franz-go's
+// default partitioner sends there in the gateway phases: Kafka's murmur2
+// hash of the record's key modulo the partition count.
+func (b *bench) keyedRecords() [][]int {
+	part := kgo.StickyKeyPartitioner(nil).ForTopic("")
+	out := make([][]int, b.s.partitions)
+	for i := range b.s.records {
+		p := part.Partition(&kgo.Record{Key: key(i)}, b.s.partitions)
+		out[p] = append(out[p], i)
+	}
+	return out
+}
+
+// runDirectClient builds the batches of the gateway phase of size-byte
+// values in batch-byte batches, partitioned as franz-go partitions them,
+// then writes and reads them with produceDirectClient and
+// consumeDirectBatches at a Kafka consumer's fetch size, printing both.
+// Against it the gateway phases' ratio leaves out what the client's
+// request shape costs: the window and the fetch size bound both alike.
+func (b *bench) runDirectClient(ctx context.Context, size, batch int, labels string) (produced, consumed throughput, err error) {
+	keyed := b.keyedRecords()
+	batches, err := b.buildBatches(size, batch, func(p int) iter.Seq[int] { return slices.Values(keyed[p]) })
+	if err != nil {
+		return throughput{}, throughput{}, err
+	}
+	stream := fmt.Sprintf("bench-direct-client-%d-%d", size, batch)
+	if produced, err = b.produceDirectClient(ctx, stream, size, batches); err != nil {
+		return throughput{}, throughput{}, fmt.Errorf("direct client produce, %s: %w", labels, err)
+	}
+	printThroughput("produce.direct-client", labels, produced)
+	if consumed, err = b.consumeDirectBatches(ctx, stream, batches, size, clientFetchBytes); err != nil {
+		return throughput{}, throughput{}, fmt.Errorf("direct client consume, %s: %w", labels, err)
+	}
+	printThroughput("consume.direct-client", labels, consumed)
+	return produced, consumed, nil
+}
+
+// produceDirectClient writes batches straight to a new DIS stream, one DIS
+// record per Kafka batch, in the shape a Kafka producer gives the gateway:
+// a Produce request carries at most one batch per partition, so call k
+// holds the k-th batch of every partition that has one, and franz-go's
+// idempotent producer keeps at most five requests in flight per broker,
+// so at most -direct-client-inflight calls are. Calls in flight together
+// carry batches of the same partitions, which DIS may then store out of
+// order; the gateway keeps each partition's order with one call in flight
+// per partition (docs/design.md §4), so this is a bound it cannot reach
+// with more than one call in flight here.
+func (b *bench) produceDirectClient(ctx context.Context, stream string, size int, batches [][][]byte) (throughput, error) {
+	if err := b.createStream(ctx, stream); err != nil {
+		return throughput{}, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	inflight := make(chan struct{}, b.s.directClientInflight)
+	var wg sync.WaitGroup
+	sw := startStopwatch(b.disgw.pid)
+	for k := 0; ctx.Err() == nil; k++ {
+		call := make([]disclient.PutRecordsEntry, 0, len(batches))
+		for p, bs := range batches {
+			if k < len(bs) {
+				call = append(call, disclient.PutRecordsEntry{Data: bs[k], PartitionID: disclient.PartitionID(int32(p))})
+			}
+		}
+		if len(call) == 0 {
+			break
+		}
+		inflight <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-inflight }()
+			if err := b.putRecords(ctx, stream, call); err != nil {
+				cancel(fmt.Errorf("call %d: %w", k, err))
+			}
+		})
+	}
+	wg.Wait()
+	t := throughput{records: b.s.records, bytes: int64(b.s.records) * int64(size)}
+	sw.stop(&t)
+	return t, context.Cause(ctx)
+}
