@@ -1,7 +1,10 @@
 package disgw;
 
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -13,13 +16,16 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.GroupType;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -92,15 +98,36 @@ public final class ConsumerProtocol {
             p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
             thread = new Thread(() -> {
                 try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
-                    c.subscribe(List.of(TOPIC));
+                    // As a careful application does: what was read from a
+                    // partition is committed before the partition goes, so
+                    // its next owner starts after it.
+                    c.subscribe(List.of(TOPIC), new ConsumerRebalanceListener() {
+                        @Override
+                        public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+                            c.commitSync();
+                        }
+
+                        @Override
+                        public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+                        }
+                    });
                     while (!stop.get()) {
                         for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) {
                             record(seen, failure, name, r.value());
                         }
-                        c.commitSync();
+                        try {
+                            c.commitSync();
+                        } catch (CommitFailedException e) {
+                            // A commit that crossed the heartbeat which moved
+                            // this member to a new epoch is refused with
+                            // STALE_MEMBER_EPOCH, by Kafka as by disgw; the
+                            // next round commits the same positions again.
+                        }
                     }
                 } catch (Exception e) {
-                    failure.compareAndSet(null, name + ": " + e);
+                    StringWriter trace = new StringWriter();
+                    e.printStackTrace(new PrintWriter(trace));
+                    failure.compareAndSet(null, name + ": " + trace);
                 }
             });
             thread.start();
