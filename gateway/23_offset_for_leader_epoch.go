@@ -44,8 +44,13 @@ func handleOffsetForLeaderEpoch(ctx context.Context, gw *Gateway, r *request, re
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
-		t, terr := r.s.tenant.catalog.get(ctx, rt.Topic)
 		denied := !gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, rt.Topic)
+		var t *topicMeta
+		var terr error
+		if !denied {
+			// A denied topic costs DIS no describe.
+			t, terr = r.s.tenant.catalog.get(ctx, rt.Topic)
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1

@@ -49,8 +49,13 @@ func handleDescribeProducers(ctx context.Context, gw *Gateway, r *request, req *
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
-		t, terr := r.s.tenant.catalog.get(ctx, rt.Topic)
 		denied := !gw.authorize(r, authz.OpRead, authz.ResourceTopic, rt.Topic)
+		var t *topicMeta
+		var terr error
+		if !denied {
+			// A denied topic costs DIS no describe.
+			t, terr = r.s.tenant.catalog.get(ctx, rt.Topic)
+		}
 		for _, p := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = p
