@@ -82,12 +82,10 @@ func handleDeleteTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 		}
 		if name != "" && !gw.authorize(r, authz.OpDelete, authz.ResourceTopic, name) {
 			rt.ErrorCode = topicDenied
-			if tg.name == nil || *tg.name == "" {
-				// Named by id: the name stays hidden from a principal
-				// that may not describe it, as Kafka hides it.
-				if !gw.permits(r, authz.OpDescribe, authz.ResourceTopic, name) {
-					rt.Topic = nil
-				}
+			// Named by id: the name stays hidden from a principal that
+			// may not describe it, as Kafka hides it.
+			if (tg.name == nil || *tg.name == "") && !gw.permits(r, authz.OpDescribe, authz.ResourceTopic, name) {
+				rt.Topic = nil
 			}
 			resp.Topics = append(resp.Topics, rt)
 			continue
