@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -172,10 +173,7 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric) {
 	gw, m := c.gw, c.gw.metrics
 	aggs := make(map[[2]string]*groupAgg)
 	m.groups.mu.Lock()
-	gens := make(map[groupKey]int32, len(m.groups.gens))
-	for g, n := range m.groups.gens {
-		gens[g] = n
-	}
+	gens := maps.Clone(m.groups.gens)
 	m.groups.mu.Unlock()
 	gw.groups.withEach(func(id, accessKey string, coord *groupcoord.Coordinator) {
 		for _, lg := range coord.List() {
