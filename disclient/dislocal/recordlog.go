@@ -1,6 +1,7 @@
 package dislocal
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -122,6 +123,37 @@ type recordLog struct {
 	syncMu    sync.Mutex
 	syncedID  uint64
 	syncedEnd int64
+
+	// failed is the first fsync failure, guarded by mu. After it the log
+	// takes no more appends and makes no write durable: the kernel may
+	// have dropped the pages that failed and report the next fsync as a
+	// success, so a later write acknowledged durable could follow records
+	// that are gone. The server must be restarted, which cuts the log at
+	// what reached the disk whole.
+	failed error
+	// fsync is (*os.File).Sync; tests make it fail.
+	fsync func(*os.File) error
+}
+
+// errLogFailed is what appends and syncs answer after an fsync failed.
+var errLogFailed = errors.New("an earlier fsync of the record log failed; restart the server")
+
+// stoppedLocked is the error of a log an fsync failure stopped, nil for a
+// working one. Needs mu.
+func (l *recordLog) stoppedLocked() error {
+	if l.failed == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", errLogFailed, l.failed)
+}
+
+// syncLocked fsyncs f, stopping the log when that fails. Needs mu.
+func (l *recordLog) syncLocked(f *os.File) error {
+	err := l.fsync(f)
+	if err != nil && l.failed == nil {
+		l.failed = err
+	}
+	return err
 }
 
 // dirMode is the mode of the directories the store creates: readable by
@@ -133,7 +165,7 @@ const dirMode = 0o700
 // records referenced beyond that point never reached the disk whole and
 // must be dropped by the caller.
 func openRecordLog(dir string, segmentBytes int64) (l *recordLog, lastID uint64, lastLen int64, err error) {
-	log := &recordLog{dir: filepath.Join(dir, logDirName), segmentBytes: segmentBytes, files: make(map[uint64]*os.File)}
+	log := &recordLog{dir: filepath.Join(dir, logDirName), segmentBytes: segmentBytes, files: make(map[uint64]*os.File), fsync: (*os.File).Sync}
 	if err := os.MkdirAll(log.dir, dirMode); err != nil {
 		return nil, 0, 0, err
 	}
@@ -290,8 +322,11 @@ func syncDir(dir string) error {
 func (l *recordLog) append(frames []byte, index func(seg uint64, off int64) error) (seg uint64, off int64, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.stoppedLocked(); err != nil {
+		return 0, 0, err
+	}
 	if l.size > 0 && l.size+int64(len(frames)) > l.segmentBytes {
-		if err := l.active.Sync(); err != nil {
+		if err := l.syncLocked(l.active); err != nil {
 			return 0, 0, err
 		}
 		if err := l.startSegment(l.activeID + 1); err != nil {
@@ -327,13 +362,21 @@ func (l *recordLog) sync(seg uint64, end int64) error {
 		return nil
 	}
 	l.mu.Lock()
-	f, id, size := l.active, l.activeID, l.size
+	f, id, size, stopped := l.active, l.activeID, l.size, l.stoppedLocked()
 	l.mu.Unlock()
+	if stopped != nil {
+		return stopped
+	}
 	if seg < id {
 		// Rolled since: a segment is fsynced when rolled.
 		return nil
 	}
-	if err := f.Sync(); err != nil {
+	// Outside mu, so appends go on during the fsync; a failure is
+	// recorded under it.
+	if err := l.fsync(f); err != nil {
+		l.mu.Lock()
+		l.failed = cmp.Or(l.failed, err)
+		l.mu.Unlock()
 		return err
 	}
 	l.syncedID, l.syncedEnd = id, size

@@ -1,0 +1,52 @@
+package dislocal
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/disgw/disgw/disclient"
+)
+
+// TestFailedFsyncStopsWrites checks that after an fsync fails, the call it
+// was for fails with DIS.5000 and so does every later write, even when the
+// next fsync would succeed: the kernel may have dropped the failed pages,
+// and a later write acknowledged durable must not follow records that are
+// gone (recordLog.failed). Reopening the server writes again.
+func TestFailedFsyncStopsWrites(t *testing.T) {
+	e := newEnv(t)
+	e.createStream("s", 1)
+	_, local := e.clients(disclient.EncodingProtobuf)
+	ctx := context.Background()
+	put := func(data string) error {
+		_, err := local.PutRecords(ctx, &disclient.PutRecordsRequest{StreamName: "s",
+			Records: []disclient.PutRecordsEntry{{Data: []byte(data), PartitionID: disclient.PartitionID(0)}}})
+		return err
+	}
+	if err := put("before"); err != nil {
+		t.Fatal(err)
+	}
+	failures := 0
+	e.srv.records.fsync = func(f *os.File) error {
+		if failures == 0 {
+			failures++
+			return errors.New("injected EIO")
+		}
+		return f.Sync()
+	}
+	for _, data := range []string{"failed", "after"} {
+		err := put(data)
+		if !disclient.IsCode(err, disclient.CodeSystemError) {
+			t.Fatalf("put(%q) = %v, want %s", data, err, disclient.CodeSystemError)
+		}
+	}
+	if failures != 1 {
+		t.Fatalf("%d fsyncs failed, want the one", failures)
+	}
+	e.reopen()
+	_, local = e.clients(disclient.EncodingProtobuf)
+	if err := put("reopened"); err != nil {
+		t.Fatalf("after reopening: %v", err)
+	}
+}
