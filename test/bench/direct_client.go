@@ -32,25 +32,22 @@ func (b *bench) keyedRecords() [][]int {
 
 // runDirectClient builds the batches of the gateway phase of size-byte
 // values in batch-byte batches, partitioned as franz-go partitions them,
-// then writes and reads them with produceDirectClient and
-// consumeDirectBatches at a Kafka consumer's fetch size, printing both.
-// Against it the gateway phases' ratio leaves out what the client's
-// request shape costs: the window and the fetch size bound both alike.
-func (b *bench) runDirectClient(ctx context.Context, size, batch int, labels string) (produced, consumed throughput, err error) {
+// then writes them to a new stream and reads them with produceDirectClient
+// and consumeDirectBatches at a Kafka consumer's fetch size. Against it
+// the gateway phases' ratio leaves out what the client's request shape
+// costs: the window and the fetch size bound both alike.
+func (b *bench) runDirectClient(ctx context.Context, size, batch int, stream, labels string) (produced, consumed throughput, err error) {
 	keyed := b.keyedRecords()
 	batches, err := b.buildBatches(size, batch, func(p int) iter.Seq[int] { return slices.Values(keyed[p]) })
 	if err != nil {
 		return throughput{}, throughput{}, err
 	}
-	stream := fmt.Sprintf("bench-direct-client-%d-%d", size, batch)
 	if produced, err = b.produceDirectClient(ctx, stream, size, batches); err != nil {
 		return throughput{}, throughput{}, fmt.Errorf("direct client produce, %s: %w", labels, err)
 	}
-	printThroughput("produce.direct-client", labels, produced)
 	if consumed, err = b.consumeDirectBatches(ctx, stream, batches, size, clientFetchBytes); err != nil {
 		return throughput{}, throughput{}, fmt.Errorf("direct client consume, %s: %w", labels, err)
 	}
-	printThroughput("consume.direct-client", labels, consumed)
 	return produced, consumed, nil
 }
 

@@ -78,6 +78,8 @@ type settings struct {
 	// directClientInflight is how many PutRecords calls the direct client
 	// phase keeps in flight: a Kafka producer's in-flight window.
 	directClientInflight int
+	// rounds is how often each cell's phases run, for medians.
+	rounds int
 }
 
 func main() {
@@ -90,6 +92,7 @@ func main() {
 	flag.IntVar(&s.partitions, "partitions", 3, "partitions of each topic and stream")
 	flag.IntVar(&s.unloaded, "unloaded", 2000, "records produced one at a time for the unloaded latency")
 	flag.IntVar(&s.directBatch, "direct-batch", 500, "records per PutRecords call in the direct per-record phase")
+	flag.IntVar(&s.rounds, "rounds", 3, "rounds of each cell's throughput phases; the ratios are of each phase's median round")
 	flag.IntVar(&s.directClientInflight, "direct-client-inflight", 5, "PutRecords calls in flight in the direct client phase (franz-go's idempotent producer keeps at most 5 Produce requests in flight per broker)")
 	flag.IntVar(&s.latencyRate, "latency-rate", 2000, "records per second of the end-to-end latency phase")
 	flag.DurationVar(&s.latencyDuration, "latency-duration", 10*time.Second, "length of the end-to-end latency phase")
@@ -159,7 +162,7 @@ func (s settings) validate() error {
 	switch {
 	case s.warmup < 0:
 		return fmt.Errorf("-warmup must not be negative")
-	case s.records < 1 || s.partitions < 1 || s.unloaded < 1 || s.directBatch < 1 || s.directClientInflight < 1 || s.latencyRate < 1 || s.latencySize < 16:
+	case s.records < 1 || s.partitions < 1 || s.unloaded < 1 || s.directBatch < 1 || s.directClientInflight < 1 || s.rounds < 1 || s.latencyRate < 1 || s.latencySize < 16:
 		return fmt.Errorf("-records, -partitions, -unloaded, -direct-batch, -direct-client-inflight and -latency-rate must be positive, -latency-size at least 16")
 	case int(s.latencyDuration.Seconds()*float64(s.latencyRate)) < 10:
 		return fmt.Errorf("-latency-duration times -latency-rate must be at least 10 records")
@@ -284,9 +287,9 @@ func run(s settings) (err error) {
 		}
 	}
 
-	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s dis-transport=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d direct-client-inflight=%d GOMAXPROCS=%d NumCPU=%d\n",
+	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s dis-transport=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d direct-client-inflight=%d rounds=%d GOMAXPROCS=%d NumCPU=%d\n",
 		s.mode, s.records, s.warmup, joinInts(s.sizes), joinInts(s.batches), s.partitions, s.sync, s.encoding, s.transport, kafkaLine,
-		s.latencyRate, s.latencyDuration, s.latencySize, s.unloaded, s.directBatch, s.directClientInflight, runtime.GOMAXPROCS(0), runtime.NumCPU())
+		s.latencyRate, s.latencyDuration, s.latencySize, s.unloaded, s.directBatch, s.directClientInflight, s.rounds, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	return b.runAll(ctx)
 }
 

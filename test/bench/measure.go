@@ -51,8 +51,40 @@ type stopwatch struct {
 	cpu  time.Duration
 }
 
+// startStopwatch starts timing a phase once what earlier phases set off
+// has settled, so that phases do not pay for each other's work: the
+// machine's dirty pages are written out (sync(2)), as what an earlier
+// phase left in the page cache, Kafka's log above all, would be written
+// back during this one and slow its fsyncs; and the server process pid is
+// waited for until it is idle (settle), as the embedded DIS's pebble
+// flushes and compacts the index of the records the phase before wrote.
 func startStopwatch(pid int) stopwatch {
+	syscall.Sync()
+	settle(pid)
 	return stopwatch{pid: pid, wall: time.Now(), cpu: cpuOf(pid)}
+}
+
+// A server is idle when it uses less than settledCPU of CPU time in a
+// settleWindow; settle waits at most settleMax for that.
+const (
+	settleWindow = 100 * time.Millisecond
+	settledCPU   = 5 * time.Millisecond
+	settleMax    = 10 * time.Second
+)
+
+// settle waits until process pid (none for 0) is idle, or settleMax has
+// passed.
+func settle(pid int) {
+	if pid == 0 {
+		return
+	}
+	for deadline := time.Now().Add(settleMax); time.Now().Before(deadline); {
+		before := procCPU(pid)
+		time.Sleep(settleWindow)
+		if procCPU(pid)-before < settledCPU {
+			return
+		}
+	}
 }
 
 // stop fills in t's elapsed and CPU time and the server's memory.

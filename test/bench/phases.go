@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,61 +99,103 @@ func (b *bench) warmUp(ctx context.Context) error {
 }
 
 // runCell runs produce and consume of size-byte values in batch-byte
-// batches against every target and straight to DIS, then prints the ratios.
+// batches against every target and straight to DIS, -rounds times over,
+// each round all phases in the same order, then prints the ratios of the
+// phases' median rates: a phase slowed by the machine in one round does
+// not decide a ratio, and drift over the run meets every phase alike.
 func (b *bench) runCell(ctx context.Context, size, batch int, directProduce, directConsume throughput) error {
 	labels := fmt.Sprintf("size=%d batch=%d", size, batch)
-	produced, consumed := map[string]*throughput{}, map[string]*throughput{}
+	rounds := phaseRounds{}
+	for r := range b.s.rounds {
+		if err := b.runRound(ctx, size, batch, r, labels, rounds); err != nil {
+			return err
+		}
+	}
+	median := func(name string) *throughput { return rounds.median(name) }
+	for _, dir := range []string{"produce", "consume"} {
+		gw := *median(dir + ".disgw")
+		direct := directProduce
+		if dir == "consume" {
+			direct = directConsume
+		}
+		fmt.Printf("ratio %s %s disgw/kafka=%s gateway/direct-batches=%s gateway/direct-native=%s gateway/direct-records=%s gateway/direct-client=%s\n",
+			dir, labels, ratio(gw, median(dir+".kafka")), ratio(gw, median(dir+".direct-batches")), ratio(gw, median(dir+".direct-native")),
+			ratio(gw, &direct), ratio(gw, median(dir+".direct-client")))
+	}
+	return nil
+}
+
+// phaseRounds holds each phase's throughput in every round, by the name
+// its lines print.
+type phaseRounds map[string][]throughput
+
+// add records t for phase name and prints its line.
+func (pr phaseRounds) add(name, labels string, round int, t throughput) {
+	pr[name] = append(pr[name], t)
+	printThroughput(name, fmt.Sprintf("%s round=%d", labels, round+1), t)
+}
+
+// median is the round of phase name with the median records/s (the lower
+// middle one of an even count), nil when the phase did not run.
+func (pr phaseRounds) median(name string) *throughput {
+	ts := slices.Clone(pr[name])
+	if len(ts) == 0 {
+		return nil
+	}
+	slices.SortFunc(ts, func(a, b throughput) int { return cmp.Compare(a.recordsPerSecond(), b.recordsPerSecond()) })
+	return &ts[(len(ts)-1)/2]
+}
+
+// runRound runs one round of a cell's phases: produce and consume against
+// every target, then the direct batch, native and client phases, each
+// into topics and streams of its own.
+func (b *bench) runRound(ctx context.Context, size, batch, round int, labels string, rounds phaseRounds) error {
+	suffix := fmt.Sprintf("%d-%d-r%d", size, batch, round+1)
 	for _, t := range b.targets() {
-		topic := fmt.Sprintf("bench-%d-%d", size, batch)
+		topic := "bench-" + suffix
 		p, err := b.produce(ctx, t, topic, size, batch)
 		if err != nil {
 			return fmt.Errorf("%s produce, %s: %w", t.name, labels, err)
 		}
-		printThroughput("produce."+t.name, labels, p)
+		rounds.add("produce."+t.name, labels, round, p)
 		c, err := b.consume(ctx, t, topic, size)
 		if err != nil {
 			return fmt.Errorf("%s consume, %s: %w", t.name, labels, err)
 		}
-		printThroughput("consume."+t.name, labels, c)
-		produced[t.name], consumed[t.name] = &p, &c
+		rounds.add("consume."+t.name, labels, round, c)
 	}
-	stream := fmt.Sprintf("bench-direct-batches-%d-%d", size, batch)
 	batches, err := b.buildBatches(size, batch, b.modRecords)
 	if err != nil {
 		return err
 	}
+	stream := "bench-direct-batches-" + suffix
 	p, err := b.produceDirectBatches(ctx, stream, size, batches)
 	if err != nil {
 		return fmt.Errorf("direct batch produce, %s: %w", labels, err)
 	}
-	printThroughput("produce.direct-batches", labels, p)
+	rounds.add("produce.direct-batches", labels, round, p)
 	c, err := b.consumeDirectBatches(ctx, stream, batches, size, 0)
 	if err != nil {
 		return fmt.Errorf("direct batch consume, %s: %w", labels, err)
 	}
-	printThroughput("consume.direct-batches", labels, c)
-	stream = fmt.Sprintf("bench-direct-native-%d-%d", size, batch)
+	rounds.add("consume.direct-batches", labels, round, c)
+	stream = "bench-direct-native-" + suffix
 	np, counts, err := b.produceDirectNative(ctx, stream, size, batch)
 	if err != nil {
 		return fmt.Errorf("direct native produce, %s: %w", labels, err)
 	}
-	printThroughput("produce.direct-native", labels, np)
+	rounds.add("produce.direct-native", labels, round, np)
 	nc, err := b.consumeDirectNative(ctx, stream, size, counts)
 	if err != nil {
 		return fmt.Errorf("direct native consume, %s: %w", labels, err)
 	}
-	printThroughput("consume.direct-native", labels, nc)
-	cp, cc, err := b.runDirectClient(ctx, size, batch, labels)
+	rounds.add("consume.direct-native", labels, round, nc)
+	cp, cc, err := b.runDirectClient(ctx, size, batch, "bench-direct-client-"+suffix, labels)
 	if err != nil {
 		return err
 	}
-
-	gw := *produced["disgw"]
-	fmt.Printf("ratio produce %s disgw/kafka=%s gateway/direct-batches=%s gateway/direct-native=%s gateway/direct-records=%s gateway/direct-client=%s\n",
-		labels, ratio(gw, produced["kafka"]), ratio(gw, &p), ratio(gw, &np), ratio(gw, &directProduce), ratio(gw, &cp))
-	gw = *consumed["disgw"]
-	fmt.Printf("ratio consume %s disgw/kafka=%s gateway/direct-batches=%s gateway/direct-native=%s gateway/direct-records=%s gateway/direct-client=%s\n",
-		labels, ratio(gw, consumed["kafka"]), ratio(gw, &c), ratio(gw, &nc), ratio(gw, &directConsume), ratio(gw, &cc))
+	rounds.add("produce.direct-client", labels, round, cp)
+	rounds.add("consume.direct-client", labels, round, cc)
 	return nil
 }
 
