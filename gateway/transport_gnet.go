@@ -218,15 +218,31 @@ func (t *gnetTransport) consume(c gnet.Conn, s *session) gnet.Action {
 			}
 			return gnet.None
 		}
-		buf, err := c.Next(n)
+		frame, err := nextFrame(c, n)
 		if err != nil {
 			return gnet.Close
 		}
-		// gnet reuses buf: the session gets its own copy of the frame.
-		if !s.accept(append([]byte(nil), buf[4:]...)) {
+		if !s.accept(frame) {
 			return gnet.None
 		}
 	}
+}
+
+// nextFrame takes the next frame, of n bytes with its size prefix, out of
+// c's inbound buffers, as a copy of its own without the prefix: gnet
+// reuses its buffers. The bytes are copied once. Next would, for a frame
+// that gnet's ring buffer holds part of (any frame larger than one read),
+// first copy it into a buffer of gnet's pool, allocated and zeroed for
+// every large frame, and then be copied again.
+func nextFrame(c gnet.Conn, n int) ([]byte, error) {
+	if _, err := c.Discard(4); err != nil {
+		return nil, err
+	}
+	frame := make([]byte, n-4)
+	if m, err := c.Read(frame); err != nil || m != len(frame) {
+		return nil, fmt.Errorf("gateway: read %d of a %d-byte frame buffered: %w", m, len(frame), err)
+	}
+	return frame, nil
 }
 
 // gnetLogger routes gnet's own log lines into the gateway's zerolog logger.
