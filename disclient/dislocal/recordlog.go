@@ -415,16 +415,27 @@ const freshPiece = 64 << 10
 // ref.n), what a window refilled here covers.
 func (r *logReader) read(ref recordRef, span int64) (skey uint64, part int32, seq int64, value []byte, err error) {
 	end := ref.off + int64(ref.n)
-	if ref.seg != r.seg || ref.off < r.off || end > r.off+int64(len(r.buf)) {
-		if err := r.fill(ref, span); err != nil {
+	kept := r.fresh && ref.seg == r.keptSeg && ref.off >= r.keptOff && end <= r.keptOff+int64(len(r.kept))
+	switch {
+	case kept:
+	case r.fresh && ref.n > freshPiece:
+		// A frame kept alone is read straight into memory of its own:
+		// through the window it would be read, then copied.
+		if err := r.readKept(ref); err != nil {
 			return 0, 0, 0, nil, err
+		}
+	default:
+		if ref.seg != r.seg || ref.off < r.off || end > r.off+int64(len(r.buf)) {
+			if err := r.fill(ref, span); err != nil {
+				return 0, 0, 0, nil, err
+			}
+		}
+		if r.fresh {
+			r.keep(ref)
 		}
 	}
 	w, base := r.buf, r.off
 	if r.fresh {
-		if ref.seg != r.keptSeg || ref.off < r.keptOff || end > r.keptOff+int64(len(r.kept)) {
-			r.keep(ref)
-		}
 		w, base = r.kept, r.keptOff
 	}
 	frame := w[ref.off-base : end-base]
@@ -452,27 +463,43 @@ func (r *logReader) keep(ref recordRef) {
 	r.keptSeg, r.keptOff = ref.seg, ref.off
 }
 
-// fill reads span bytes (at least the frame) from ref on into the window.
-func (r *logReader) fill(ref recordRef, span int64) error {
-	want := int(max(span, int64(ref.n)))
-	r.buf = slices.Grow(r.buf[:0], want)[:want]
+// readKept reads the frame at ref into a new kept buffer of its own.
+func (r *logReader) readKept(ref recordRef) error {
+	buf := make([]byte, ref.n)
+	if _, err := r.readAt(buf, ref); err != nil {
+		return err
+	}
+	r.kept, r.keptSeg, r.keptOff = buf, ref.seg, ref.off
+	return nil
+}
+
+// readAt reads len(buf) bytes of segment ref.seg from ref.off on into buf,
+// and fails unless it gets at least ref's frame; it returns how many it got.
+func (r *logReader) readAt(buf []byte, ref recordRef) (int, error) {
 	r.log.filesMu.RLock()
 	f := r.log.files[ref.seg]
 	if f == nil {
 		r.log.filesMu.RUnlock()
-		r.buf = r.buf[:0]
-		return errSegmentGone
+		return 0, errSegmentGone
 	}
-	n, err := f.ReadAt(r.buf, ref.off)
+	n, err := f.ReadAt(buf, ref.off)
 	r.log.filesMu.RUnlock()
-	r.buf, r.seg, r.off = r.buf[:n], ref.seg, ref.off
 	if n >= int(ref.n) {
-		return nil
+		return n, nil
 	}
 	if err == nil || errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
-	return fmt.Errorf("read record log segment %d at %d: %w", ref.seg, ref.off, err)
+	return n, fmt.Errorf("read record log segment %d at %d: %w", ref.seg, ref.off, err)
+}
+
+// fill reads span bytes (at least the frame) from ref on into the window.
+func (r *logReader) fill(ref recordRef, span int64) error {
+	want := int(max(span, int64(ref.n)))
+	r.buf = slices.Grow(r.buf[:0], want)[:want]
+	n, err := r.readAt(r.buf, ref)
+	r.buf, r.seg, r.off = r.buf[:n], ref.seg, ref.off
+	return err
 }
 
 // removeBefore deletes every segment older than id, never the active one.
