@@ -1,7 +1,6 @@
 package dislocal
 
 import (
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -150,10 +149,18 @@ func (l *recordLog) stoppedLocked() error {
 // syncLocked fsyncs f, stopping the log when that fails. Needs mu.
 func (l *recordLog) syncLocked(f *os.File) error {
 	err := l.fsync(f)
-	if err != nil && l.failed == nil {
-		l.failed = err
+	if err != nil {
+		l.stopLocked(err)
 	}
 	return err
+}
+
+// stopLocked stops the log for the failed fsync err, unless an earlier one
+// did. Needs mu.
+func (l *recordLog) stopLocked(err error) {
+	if l.failed == nil {
+		l.failed = err
+	}
 }
 
 // dirMode is the mode of the directories the store creates: readable by
@@ -375,7 +382,7 @@ func (l *recordLog) sync(seg uint64, end int64) error {
 	// recorded under it.
 	if err := l.fsync(f); err != nil {
 		l.mu.Lock()
-		l.failed = cmp.Or(l.failed, err)
+		l.stopLocked(err)
 		l.mu.Unlock()
 		return err
 	}

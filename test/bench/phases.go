@@ -111,7 +111,7 @@ func (b *bench) runCell(ctx context.Context, size, batch int, directProduce, dir
 			return err
 		}
 	}
-	median := func(name string) *throughput { return rounds.median(name) }
+	median := rounds.median
 	for _, dir := range []string{"produce", "consume"} {
 		gw := *median(dir + ".disgw")
 		direct := directProduce
