@@ -739,18 +739,36 @@ func applyMemoryLimit(flagBytes int64, env string) (int64, string) {
 
 // readiness is what /readyz asks: the gateway's own verdict (DIS answers
 // its periodic probe, not draining), or, for the embedded DIS server alone,
-// whether it answers its own API.
+// whether it answers its own API; and, with an embedded DIS, whether it
+// still takes writes (checkWrites).
 func (r *running) readiness(dis disclient.API) func(context.Context) (bool, string) {
-	if r.gw != nil {
-		return func(context.Context) (bool, string) { return r.gw.Ready() }
-	}
-	return func(ctx context.Context) (bool, string) {
+	ready := func(ctx context.Context) (bool, string) {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		if _, err := dis.ListStreams(ctx, 1, ""); err != nil {
 			return false, "DIS unreachable: " + err.Error()
 		}
 		return true, ""
+	}
+	if r.gw != nil {
+		ready = func(context.Context) (bool, string) { return r.gw.Ready() }
+	}
+	if r.local == nil {
+		return ready
+	}
+	return checkWrites(ready, r.local.WritesStopped)
+}
+
+// checkWrites makes ready unready while stopped reports why the embedded
+// DIS takes no more writes (a failed fsync of its record log): it answers
+// every other call, so the DIS probe alone would not notice, and only a
+// restart brings writes back.
+func checkWrites(ready func(context.Context) (bool, string), stopped func() error) func(context.Context) (bool, string) {
+	return func(ctx context.Context) (bool, string) {
+		if err := stopped(); err != nil {
+			return false, "embedded DIS takes no writes until restarted: " + err.Error()
+		}
+		return ready(ctx)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -89,5 +90,33 @@ func TestReadyzFollowsDIS(t *testing.T) {
 	waitStatus(http.StatusServiceUnavailable, "DIS unreachable")
 	if code, _ := get(t, healthz); code != http.StatusOK {
 		t.Errorf("/healthz = %d while DIS is down, want 200: the process is fine", code)
+	}
+}
+
+// TestReadyzWhenWritesStop: an embedded DIS that stopped taking writes (a
+// failed fsync of its record log) makes /readyz unready with the reason,
+// whatever the rest of the verdict, and a working one leaves the verdict
+// as it is.
+func TestReadyzWhenWritesStop(t *testing.T) {
+	ctx := context.Background()
+	verdict := func(ok bool, reason string) func(context.Context) (bool, string) {
+		return func(context.Context) (bool, string) { return ok, reason }
+	}
+	cases := []struct {
+		name       string
+		base       func(context.Context) (bool, string)
+		stopped    error
+		ok         bool
+		wantReason string
+	}{
+		{"writing, ready", verdict(true, ""), nil, true, ""},
+		{"writing, draining", verdict(false, "draining"), nil, false, "draining"},
+		{"stopped, otherwise ready", verdict(true, ""), errors.New("injected EIO"), false, "embedded DIS takes no writes until restarted: injected EIO"},
+	}
+	for _, c := range cases {
+		ok, reason := checkWrites(c.base, func() error { return c.stopped })(ctx)
+		if ok != c.ok || reason != c.wantReason {
+			t.Errorf("%s: ready = %v %q, want %v %q", c.name, ok, reason, c.ok, c.wantReason)
+		}
 	}
 }

@@ -27,6 +27,9 @@ func TestFailedFsyncStopsWrites(t *testing.T) {
 	if err := put("before"); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.srv.WritesStopped(); err != nil {
+		t.Fatalf("WritesStopped before any failure = %v", err)
+	}
 	failures := 0
 	e.srv.records.fsync = func(f *os.File) error {
 		if failures == 0 {
@@ -44,7 +47,13 @@ func TestFailedFsyncStopsWrites(t *testing.T) {
 	if failures != 1 {
 		t.Fatalf("%d fsyncs failed, want the one", failures)
 	}
+	if err := e.srv.WritesStopped(); !errors.Is(err, errLogFailed) {
+		t.Fatalf("WritesStopped after the failure = %v, want %v", err, errLogFailed)
+	}
 	e.reopen()
+	if err := e.srv.WritesStopped(); err != nil {
+		t.Fatalf("WritesStopped after reopening = %v", err)
+	}
 	_, local = e.clients(disclient.EncodingProtobuf)
 	if err := put("reopened"); err != nil {
 		t.Fatalf("after reopening: %v", err)

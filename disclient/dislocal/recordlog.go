@@ -146,6 +146,13 @@ func (l *recordLog) stoppedLocked() error {
 	return fmt.Errorf("%w: %w", errLogFailed, l.failed)
 }
 
+// stopped is stoppedLocked for callers without mu.
+func (l *recordLog) stopped() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stoppedLocked()
+}
+
 // syncLocked fsyncs f, stopping the log when that fails. Needs mu.
 func (l *recordLog) syncLocked(f *os.File) error {
 	err := l.fsync(f)

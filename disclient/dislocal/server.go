@@ -219,6 +219,14 @@ func Open(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// WritesStopped is why the server takes no more writes, nil while it
+// does: an fsync of its record log failed, and only a restart, which
+// checks the log, brings writes back (docs/dis-embedded.md). Readiness
+// probes ask it, as every other call still answers.
+func (s *Server) WritesStopped() error {
+	return s.records.stopped()
+}
+
 // Close stops the sweeper, waits for in-flight requests and closes the
 // database. Requests after Close get DIS.5000.
 func (s *Server) Close() error {
