@@ -98,7 +98,9 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("runs only as the child process of TestCrashDurability")
 	}
-	srv, err := Open(Config{Dir: dir, Sync: SyncAlways})
+	// Small segments, so that the writes roll the record log many times
+	// before the kill and recovery scans several segments.
+	srv, err := Open(Config{Dir: dir, Sync: SyncAlways, segmentBytes: 4 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,6 +227,9 @@ func TestCrashDurability(t *testing.T) {
 	e := &env{tb: t, dir: dir, clock: newFakeClock(), sync: SyncAlways}
 	e.open()
 	defer e.close()
+	if n := len(e.srv.records.segments()); n < 3 {
+		t.Errorf("%d record log segments: the writes did not roll the small segments", n)
+	}
 	stored := map[int32][]disclient.Record{0: e.readAll("s", 0), 1: e.readAll("s", 1)}
 	for part, recs := range stored {
 		for i, r := range recs {
