@@ -269,14 +269,19 @@ func (gw *Gateway) batchOp(t *topicMeta, p int32, batches []protocol.Batch) (*ap
 		case len(b.Raw) > maxBytes:
 			return nil, kerr.MessageTooLarge.Code, fmt.Sprintf("record batch of %d bytes exceeds the topic's max.message.bytes (%d)", len(b.Raw), maxBytes)
 		}
-		maxTS := int64(-1)
-		for i := range b.Records {
-			ts := b.Records[i].Timestamp
-			if !policy.allows(ts, now) {
-				return nil, kerr.InvalidTimestamp.Code, fmt.Sprintf("record %d of a batch has timestamp %d, outside what the topic's message.timestamp.* configs allow", i, ts)
+		// The window the policy allows holds every record's timestamp
+		// when it holds the least and the greatest.
+		tr := b.Timestamps
+		for _, r := range [...]struct {
+			i  int
+			ts int64
+		}{{tr.MinRecord, tr.Min}, {tr.MaxRecord, tr.Max}} {
+			if !policy.allows(r.ts, now) {
+				return nil, kerr.InvalidTimestamp.Code, fmt.Sprintf("record %d of a batch has timestamp %d, outside what the topic's message.timestamp.* configs allow", r.i, r.ts)
 			}
-			maxTS = max(maxTS, ts)
 		}
+		// Kafka's max timestamp starts at -1 (no timestamp).
+		maxTS := max(tr.Max, -1)
 		if !b.LogAppendTime() && b.MaxTimestamp != maxTS {
 			// Kafka sets the max timestamp to what the records hold.
 			protocol.SetMaxTimestamp(b.Raw, maxTS)
@@ -307,7 +312,12 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp
 		}
 		return nil, false
 	}
-	batches, err := protocol.DecodeBatches(rp.Records, budget)
+	decode := protocol.DecodeBatches
+	if t.format == FormatKafka {
+		// Stored as sent: the records are checked, not kept.
+		decode = protocol.CheckBatches
+	}
+	batches, err := decode(rp.Records, budget)
 	if err != nil {
 		var ie *protocol.InvalidRecordError
 		switch {

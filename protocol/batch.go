@@ -81,11 +81,32 @@ type Batch struct {
 	NumRecords           int32
 	// Records are decompressed. Offset is BaseOffset+offsetDelta; Timestamp
 	// is FirstTimestamp+timestampDelta, or MaxTimestamp for every record
-	// when the batch uses LogAppendTime.
+	// when the batch uses LogAppendTime. CheckBatches leaves it nil.
 	Records []Record
+	// Timestamps are the least and greatest of the records' timestamps.
+	Timestamps TimestampRange
 	// Raw is the whole batch as it was decoded, aliasing the decoded
 	// data: what a kafka-format topic stores.
 	Raw []byte
+}
+
+// TimestampRange is the least and greatest timestamp of a batch's records
+// and the index of the first record holding each: all a broker needs to
+// check the records' timestamps against a window, such as the
+// message.timestamp.* configs allow.
+type TimestampRange struct {
+	Min, Max             int64
+	MinRecord, MaxRecord int
+}
+
+// add takes the timestamp of record i.
+func (t *TimestampRange) add(i int, ts int64) {
+	if i == 0 || ts < t.Min {
+		t.Min, t.MinRecord = ts, i
+	}
+	if i == 0 || ts > t.Max {
+		t.Max, t.MaxRecord = ts, i
+	}
 }
 
 // Codec is the compression codec the batch was sent with.
@@ -125,6 +146,21 @@ func (b *Batch) Control() bool { return b.Attributes&attrControl != 0 }
 // sizes an allocation beyond what the bytes present can hold. Keys, values and header values alias data for
 // uncompressed batches.
 func DecodeBatches(data []byte, budget *DecompressBudget) ([]Batch, error) {
+	return decodeBatches(data, budget, true)
+}
+
+// CheckBatches makes every check DecodeBatches makes, with the same errors,
+// without keeping the records: each batch's Records is nil, and what the
+// records hold is summed up in Timestamps. A kafka-format topic stores
+// batches as sent, so the records are only checked; keeping them would
+// allocate a Record for each (88 bytes, more than a small record's value)
+// for the collector to sweep.
+func CheckBatches(data []byte, budget *DecompressBudget) ([]Batch, error) {
+	return decodeBatches(data, budget, false)
+}
+
+// decodeBatches is DecodeBatches, keeping the records when keep is set.
+func decodeBatches(data []byte, budget *DecompressBudget, keep bool) ([]Batch, error) {
 	if len(data) == 0 {
 		return nil, invalidRecord("no record batch")
 	}
@@ -141,7 +177,7 @@ func DecodeBatches(data []byte, budget *DecompressBudget) ([]Batch, error) {
 			return nil, invalidRecord("batch length %d exceeds the %d bytes left: truncated", length, len(data)-batchLengthEnd)
 		}
 		end := batchLengthEnd + int(length)
-		b, err := decodeBatch(data[:end], budget)
+		b, err := decodeBatch(data[:end], budget, keep)
 		if err != nil {
 			return nil, err
 		}
@@ -152,8 +188,9 @@ func DecodeBatches(data []byte, budget *DecompressBudget) ([]Batch, error) {
 	return batches, nil
 }
 
-// decodeBatch decodes one whole batch of at least minLegacyLength bytes.
-func decodeBatch(data []byte, budget *DecompressBudget) (Batch, error) {
+// decodeBatch decodes one whole batch of at least minLegacyLength bytes,
+// keeping its records when keep is set.
+func decodeBatch(data []byte, budget *DecompressBudget, keep bool) (Batch, error) {
 	if magic := int8(data[batchMagicPos]); magic != batchMagicV2 {
 		return Batch{}, invalidRecord("magic %d: produce v3+ takes only v2 record batches", magic)
 	}
@@ -200,19 +237,24 @@ func decodeBatch(data []byte, budget *DecompressBudget) (Batch, error) {
 	if int64(b.NumRecords) > int64(len(records)/minRecordSize) {
 		return Batch{}, invalidRecord("%d records cannot fit in %d bytes", b.NumRecords, len(records))
 	}
-	b.Records = make([]Record, 0, b.NumRecords)
-	for len(b.Records) < int(b.NumRecords) {
+	if keep {
+		b.Records = make([]Record, 0, b.NumRecords)
+	}
+	for i := range int(b.NumRecords) {
 		if len(records) == 0 {
-			return Batch{}, invalidRecord("batch announces %d records but holds %d", b.NumRecords, len(b.Records))
+			return Batch{}, invalidRecord("batch announces %d records but holds %d", b.NumRecords, i)
 		}
 		var (
 			r   Record
 			err error
 		)
-		if r, records, err = b.decodeRecord(records); err != nil {
+		if r, records, err = b.decodeRecord(records, i, keep); err != nil {
 			return Batch{}, err
 		}
-		b.Records = append(b.Records, r)
+		b.Timestamps.add(i, r.Timestamp)
+		if keep {
+			b.Records = append(b.Records, r)
+		}
 	}
 	if len(records) != 0 {
 		return Batch{}, invalidRecord("%d bytes left after the %d records the batch announces", len(records), b.NumRecords)
@@ -283,12 +325,13 @@ func (r *wireReader) byte() byte {
 	return c
 }
 
-// decodeRecord decodes the record at the start of src and returns the rest.
-func (b *Batch) decodeRecord(src []byte) (Record, []byte, error) {
+// decodeRecord decodes record i, at the start of src, and returns the
+// rest; unless keep is set its headers are checked, not kept.
+func (b *Batch) decodeRecord(src []byte, i int, keep bool) (Record, []byte, error) {
 	r := wireReader{src: src, ok: true}
 	length := r.varint()
 	if !r.ok || length < 0 || int(length) > len(r.src) {
-		return Record{}, nil, invalidRecord("record %d: bad record length", len(b.Records))
+		return Record{}, nil, invalidRecord("record %d: bad record length", i)
 	}
 	rest := r.src[length:]
 	r.src = r.src[:length]
@@ -296,8 +339,8 @@ func (b *Batch) decodeRecord(src []byte) (Record, []byte, error) {
 	r.byte() // attributes: unused by Kafka
 	timestampDelta := r.varlong()
 	offsetDelta := r.varint()
-	if r.ok && offsetDelta != int32(len(b.Records)) {
-		return Record{}, nil, invalidRecord("record %d has offset delta %d", len(b.Records), offsetDelta)
+	if r.ok && offsetDelta != int32(i) {
+		return Record{}, nil, invalidRecord("record %d has offset delta %d", i, offsetDelta)
 	}
 	rec := Record{
 		Offset: b.BaseOffset + int64(offsetDelta),
@@ -311,26 +354,29 @@ func (b *Batch) decodeRecord(src []byte) (Record, []byte, error) {
 	}
 	numHeaders := r.varint()
 	if !r.ok {
-		return Record{}, nil, invalidRecord("record %d: truncated or invalid field", len(b.Records))
+		return Record{}, nil, invalidRecord("record %d: truncated or invalid field", i)
 	}
 	if numHeaders < 0 || int(numHeaders) > len(r.src)/minHeaderSize {
-		return Record{}, nil, invalidRecord("record %d: %d headers cannot fit in %d bytes", len(b.Records), numHeaders, len(r.src))
+		return Record{}, nil, invalidRecord("record %d: %d headers cannot fit in %d bytes", i, numHeaders, len(r.src))
 	}
-	if numHeaders > 0 {
+	if numHeaders > 0 && keep {
 		rec.Headers = make([]Header, numHeaders)
 	}
-	for i := range rec.Headers {
+	for h := range int(numHeaders) {
 		key := r.nullableBytes()
 		if r.ok && key == nil {
-			return Record{}, nil, invalidRecord("record %d: header %d has a null key", len(b.Records), i)
+			return Record{}, nil, invalidRecord("record %d: header %d has a null key", i, h)
 		}
-		rec.Headers[i] = Header{Key: string(key), Value: r.nullableBytes()}
+		value := r.nullableBytes()
+		if keep {
+			rec.Headers[h] = Header{Key: string(key), Value: value}
+		}
 	}
 	if !r.ok {
-		return Record{}, nil, invalidRecord("record %d: truncated or invalid field", len(b.Records))
+		return Record{}, nil, invalidRecord("record %d: truncated or invalid field", i)
 	}
 	if len(r.src) != 0 {
-		return Record{}, nil, invalidRecord("record %d: %d bytes left after its fields", len(b.Records), len(r.src))
+		return Record{}, nil, invalidRecord("record %d: %d bytes left after its fields", i, len(r.src))
 	}
 	return rec, rest, nil
 }

@@ -76,9 +76,19 @@ func TestBatchRoundTrip(t *testing.T) {
 				FirstTimestamp: 1_700_000_000_000, MaxTimestamp: 1_700_000_009_000,
 				ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, NumRecords: 5,
 				Records: recs, Raw: data,
+				Timestamps: TimestampRange{Min: 0, MinRecord: 4, Max: 1_700_000_009_000, MaxRecord: 3},
 			}
 			if !reflect.DeepEqual(b, want) {
 				t.Errorf("got  %+v\nwant %+v", b, want)
+			}
+			// CheckBatches sees the same batch and keeps no record.
+			checked, err := CheckBatches(data, NewDecompressBudget(1<<20))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.Records = nil
+			if len(checked) != 1 || !reflect.DeepEqual(checked[0], want) {
+				t.Errorf("CheckBatches: got %+v\nwant %+v", checked, want)
 			}
 			if b.Codec() != codec || b.Transactional() || b.Control() || b.LogAppendTime() {
 				t.Errorf("attributes %#x", b.Attributes)
@@ -329,6 +339,9 @@ func TestDecodeBatchesCorrupt(t *testing.T) {
 		if _, err := DecodeBatches(data, NewDecompressBudget(1<<20)); !errors.Is(err, ErrCorruptMessage) {
 			t.Errorf("byte %d flipped: got %v, want ErrCorruptMessage", pos, err)
 		}
+		if _, err := CheckBatches(data, NewDecompressBudget(1<<20)); !errors.Is(err, ErrCorruptMessage) {
+			t.Errorf("byte %d flipped: CheckBatches got %v, want ErrCorruptMessage", pos, err)
+		}
 	}
 }
 
@@ -430,8 +443,7 @@ func TestDecodeBatchesInvalid(t *testing.T) {
 		{"offset delta beyond int32", invalid, withRecords(1, 20, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 1, 0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			budget := NewDecompressBudget(1 << 20)
-			_, err := DecodeBatches(tc.data, budget)
+			_, err := DecodeBatches(tc.data, NewDecompressBudget(1<<20))
 			var ire *InvalidRecordError
 			switch {
 			case tc.want == corrupt && !errors.Is(err, ErrCorruptMessage):
@@ -442,6 +454,9 @@ func TestDecodeBatchesInvalid(t *testing.T) {
 				t.Fatalf("got %v, want only *InvalidRecordError", err)
 			}
 			t.Log(err)
+			if _, cerr := CheckBatches(tc.data, NewDecompressBudget(1<<20)); cerr == nil || cerr.Error() != err.Error() {
+				t.Errorf("CheckBatches: %v, DecodeBatches: %v", cerr, err)
+			}
 		})
 	}
 }

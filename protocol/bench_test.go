@@ -27,7 +27,7 @@ func benchRecords() []Record {
 	return recs
 }
 
-var benchCodecs = []Codec{CodecNone, CodecLZ4, CodecZstd}
+var benchCodecs = []Codec{CodecNone, CodecSnappy, CodecLZ4, CodecZstd}
 
 func BenchmarkAppendBatch(b *testing.B) {
 	recs := benchRecords()
@@ -47,6 +47,16 @@ func BenchmarkAppendBatch(b *testing.B) {
 }
 
 func BenchmarkDecodeBatches(b *testing.B) {
+	benchmarkBatches(b, DecodeBatches)
+}
+
+// BenchmarkCheckBatches is BenchmarkDecodeBatches without keeping the
+// records, as a kafka-format topic's produce checks them.
+func BenchmarkCheckBatches(b *testing.B) {
+	benchmarkBatches(b, CheckBatches)
+}
+
+func benchmarkBatches(b *testing.B, decode func([]byte, *DecompressBudget) ([]Batch, error)) {
 	recs := benchRecords()
 	for _, codec := range benchCodecs {
 		b.Run(codec.String(), func(b *testing.B) {
@@ -57,7 +67,7 @@ func BenchmarkDecodeBatches(b *testing.B) {
 			b.SetBytes(int64(len(recs) * 1024))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := DecodeBatches(data, NewDecompressBudget(1<<20)); err != nil {
+				if _, err := decode(data, NewDecompressBudget(1<<20)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -83,8 +83,25 @@ func checkDecodedBatches(t *testing.T, data []byte) {
 	if c := budget.Charged(); c < 0 || c > 1<<20 {
 		t.Fatalf("%d bytes charged to a 1 MiB budget, error %v", c, err)
 	}
+	// CheckBatches decides alike and sums up the same records.
+	checked, cerr := CheckBatches(data, NewDecompressBudget(1<<20))
+	if (err == nil) != (cerr == nil) || err != nil && err.Error() != cerr.Error() {
+		t.Fatalf("DecodeBatches: %v, CheckBatches: %v", err, cerr)
+	}
 	if err != nil {
 		return
+	}
+	for i, b := range batches {
+		if checked[i].Records != nil || checked[i].Timestamps != b.Timestamps || !bytes.Equal(checked[i].Raw, b.Raw) {
+			t.Fatalf("batch %d: CheckBatches gave %+v, DecodeBatches timestamps %+v", i, checked[i], b.Timestamps)
+		}
+		tr := TimestampRange{}
+		for j, r := range b.Records {
+			tr.add(j, r.Timestamp)
+		}
+		if tr != b.Timestamps {
+			t.Fatalf("batch %d: timestamps %+v, records say %+v", i, b.Timestamps, tr)
+		}
 	}
 	for _, b := range batches {
 		if len(b.Records) != int(b.NumRecords) || b.NumRecords < 1 || int64(b.LastOffsetDelta)+1 != int64(b.NumRecords) {
