@@ -228,9 +228,27 @@ func decodeBatch(data []byte, budget *DecompressBudget, keep bool) (Batch, error
 		if codec > maxKnownCodec {
 			return Batch{}, invalidRecord("unknown compression codec %d", codec)
 		}
-		out, err := decompress(codec, records, budget)
+		// Records not kept leave nothing pointing into the decompressed
+		// bytes once the batch is checked, so a pooled buffer takes them.
+		var scratch *[]byte
+		if !keep {
+			scratch = scratchPool.Get().(*[]byte)
+			defer func() {
+				if cap(*scratch) <= maxPooledScratch {
+					scratchPool.Put(scratch)
+				}
+			}()
+		}
+		var reuse []byte
+		if scratch != nil {
+			reuse = *scratch
+		}
+		out, err := decompress(codec, records, budget, reuse)
 		if err != nil {
 			return Batch{}, &InvalidRecordError{Msg: "decompressing " + codec.String() + " records", Err: err}
+		}
+		if scratch != nil {
+			*scratch = out
 		}
 		records = out
 	}
@@ -381,7 +399,8 @@ func (b *Batch) decodeRecord(src []byte, i int, keep bool) (Record, []byte, erro
 	return rec, rest, nil
 }
 
-// scratchPool holds buffers for encoding records before compression.
+// scratchPool holds buffers for encoding records before compression, and
+// for decompressing records that are checked, not kept.
 var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxPooledScratch keeps one huge batch from pinning its buffer forever.

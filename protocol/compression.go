@@ -141,12 +141,13 @@ func Decompress(codec Codec, src []byte, max int) ([]byte, error) {
 		}
 		return src, nil
 	}
-	return decompress(codec, src, NewDecompressBudget(int64(max)))
+	return decompress(codec, src, NewDecompressBudget(int64(max)), nil)
 }
 
 // decompress decompresses src with a codec other than CodecNone, charging
-// its output to budget.
-func decompress(codec Codec, src []byte, budget *DecompressBudget) ([]byte, error) {
+// its output to budget. Snappy writes into reuse when it has the capacity
+// (the other codecs' stream readers size their output as they go).
+func decompress(codec Codec, src []byte, budget *DecompressBudget, reuse []byte) ([]byte, error) {
 	var (
 		out []byte
 		err error
@@ -155,7 +156,7 @@ func decompress(codec Codec, src []byte, budget *DecompressBudget) ([]byte, erro
 	case CodecGzip:
 		out, err = decompressGzip(src, budget)
 	case CodecSnappy:
-		out, err = decompressSnappy(src, budget)
+		out, err = decompressSnappy(src, budget, reuse)
 	case CodecLZ4:
 		out, err = decompressLZ4(src, budget)
 	case CodecZstd:
@@ -306,10 +307,12 @@ var xerialMagic = []byte("\x82SNAPPY\x00")
 
 const xerialHeaderLen = 16
 
-// decompressSnappy decodes a raw block or a xerial stream. The lengths the
-// blocks announce are summed and charged to budget before the output is
-// allocated, once and exactly, so the charge is the output's capacity.
-func decompressSnappy(src []byte, budget *DecompressBudget) ([]byte, error) {
+// decompressSnappy decodes a raw block or a xerial stream, into reuse when
+// it has the capacity. The lengths the blocks announce are summed and
+// charged to budget before any output is written, once and exactly, so
+// the charge is the output's length (and the capacity of what it
+// allocates).
+func decompressSnappy(src []byte, budget *DecompressBudget, reuse []byte) ([]byte, error) {
 	var blocks [][]byte
 	if len(src) < xerialHeaderLen || !bytes.HasPrefix(src, xerialMagic) {
 		blocks = [][]byte{src}
@@ -341,7 +344,10 @@ func decompressSnappy(src []byte, budget *DecompressBudget) ([]byte, error) {
 	if !budget.reserve(total) {
 		return nil, fmt.Errorf("%w: the blocks announce %d bytes", ErrDecompressedTooLarge, total)
 	}
-	out := make([]byte, 0, total)
+	out := reuse[:0]
+	if cap(out) < total {
+		out = make([]byte, 0, total)
+	}
 	for _, block := range blocks {
 		n, _ := s2.DecodedLen(block)
 		start := len(out)
