@@ -742,16 +742,18 @@ func applyMemoryLimit(flagBytes int64, env string) (int64, string) {
 // whether it answers its own API; and, with an embedded DIS, whether it
 // still takes writes (checkWrites).
 func (r *running) readiness(dis disclient.API) func(context.Context) (bool, string) {
-	ready := func(ctx context.Context) (bool, string) {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		if _, err := dis.ListStreams(ctx, 1, ""); err != nil {
-			return false, "DIS unreachable: " + err.Error()
-		}
-		return true, ""
-	}
+	var ready func(context.Context) (bool, string)
 	if r.gw != nil {
 		ready = func(context.Context) (bool, string) { return r.gw.Ready() }
+	} else {
+		ready = func(ctx context.Context) (bool, string) {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			if _, err := dis.ListStreams(ctx, 1, ""); err != nil {
+				return false, "DIS unreachable: " + err.Error()
+			}
+			return true, ""
+		}
 	}
 	if r.local == nil {
 		return ready
