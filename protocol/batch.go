@@ -230,17 +230,13 @@ func decodeBatch(data []byte, budget *DecompressBudget, keep bool) (Batch, error
 		}
 		// Records not kept leave nothing pointing into the decompressed
 		// bytes once the batch is checked, so a pooled buffer takes them.
-		var scratch *[]byte
+		var (
+			scratch *[]byte
+			reuse   []byte
+		)
 		if !keep {
 			scratch = scratchPool.Get().(*[]byte)
-			defer func() {
-				if cap(*scratch) <= maxPooledScratch {
-					scratchPool.Put(scratch)
-				}
-			}()
-		}
-		var reuse []byte
-		if scratch != nil {
+			defer putScratch(scratch)
 			reuse = *scratch
 		}
 		out, err := decompress(codec, records, budget, reuse)
@@ -406,6 +402,14 @@ var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
 // maxPooledScratch keeps one huge batch from pinning its buffer forever.
 const maxPooledScratch = 4 << 20
 
+// putScratch returns a buffer taken from scratchPool, unless it grew past
+// maxPooledScratch.
+func putScratch(p *[]byte) {
+	if cap(*p) <= maxPooledScratch {
+		scratchPool.Put(p)
+	}
+}
+
 // AppendBatch appends one v2 record batch holding recs, compressed with
 // codec: the form fetch responses carry. recs must be non-empty with
 // ascending offsets; BaseOffset is recs[0].Offset and FirstTimestamp is
@@ -458,9 +462,7 @@ func AppendBatch(dst []byte, recs []Record, codec Codec, partitionLeaderEpoch in
 		*scratch = appendRecords((*scratch)[:0], recs, base, first)
 		var err error
 		dst, err = Compress(dst, codec, *scratch)
-		if cap(*scratch) <= maxPooledScratch {
-			scratchPool.Put(scratch)
-		}
+		putScratch(scratch)
 		if err != nil {
 			return dst[:start], err
 		}
