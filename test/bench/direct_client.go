@@ -30,18 +30,20 @@ func (b *bench) keyedRecords() [][]int {
 	return out
 }
 
-// runDirectClient builds the batches of the gateway phase of size-byte
-// values in batch-byte batches, partitioned as franz-go partitions them,
-// then writes them to a new stream and reads them with produceDirectClient
-// and consumeDirectBatches at a Kafka consumer's fetch size. Against it
-// the gateway phases' ratio leaves out what the client's request shape
-// costs: the window and the fetch size bound both alike.
-func (b *bench) runDirectClient(ctx context.Context, size, batch int, stream, labels string) (produced, consumed throughput, err error) {
+// keyedBatches builds the batches of the gateway phase of size-byte values
+// in batch-byte batches, partitioned as franz-go partitions them: what the
+// direct client and prebuilt phases send.
+func (b *bench) keyedBatches(size, batch int) ([][][]byte, error) {
 	keyed := b.keyedRecords()
-	batches, err := b.buildBatches(size, batch, func(p int) iter.Seq[int] { return slices.Values(keyed[p]) })
-	if err != nil {
-		return throughput{}, throughput{}, err
-	}
+	return b.buildBatches(size, batch, func(p int) iter.Seq[int] { return slices.Values(keyed[p]) })
+}
+
+// runDirectClient writes batches (keyedBatches) to a new stream and reads
+// them with produceDirectClient and consumeDirectBatches at a Kafka
+// consumer's fetch size. Against it the gateway phases' ratio leaves out
+// what the client's request shape costs: the window and the fetch size
+// bound both alike.
+func (b *bench) runDirectClient(ctx context.Context, size int, batches [][][]byte, stream, labels string) (produced, consumed throughput, err error) {
 	if produced, err = b.produceDirectClient(ctx, stream, size, batches); err != nil {
 		return throughput{}, throughput{}, fmt.Errorf("direct client produce, %s: %w", labels, err)
 	}

@@ -78,9 +78,14 @@ func (b *bench) runAll(ctx context.Context) error {
 	return nil
 }
 
-// warmUp produces and consumes -warmup records on every target, untimed,
-// so that the JVM's just-in-time compiler and both servers' first segments
-// and connections do not weigh on the first measured phase.
+// warmUp produces and consumes -warmup records of 1 KiB on every target in
+// each batch size of -batches, untimed, so that the JVM's just-in-time
+// compiler and both servers' first segments and connections do not weigh
+// on the measured phases. Each batch size runs its own code paths as often
+// as its batches come: warmed with 100 000 records in 1 MB batches only,
+// Kafka's 1 KiB, 16 KiB produce rounds ran at 52 082, 100 216 and
+// 138 134 records/s one after the other, its CPU time per round falling
+// from 6.3 s to 2.0 s (docs/benchmarks.md).
 func (b *bench) warmUp(ctx context.Context) error {
 	if b.s.warmup == 0 {
 		return nil
@@ -88,11 +93,14 @@ func (b *bench) warmUp(ctx context.Context) error {
 	w := *b
 	w.s.records = b.s.warmup
 	for _, t := range b.targets() {
-		if _, err := w.produce(ctx, t, "bench-warmup", 1024, 1000000); err != nil {
-			return fmt.Errorf("%s warm-up produce: %w", t.name, err)
-		}
-		if _, err := w.consume(ctx, t, "bench-warmup", 1024); err != nil {
-			return fmt.Errorf("%s warm-up consume: %w", t.name, err)
+		for _, batch := range b.s.batches {
+			topic := fmt.Sprintf("bench-warmup-%d", batch)
+			if _, err := w.produce(ctx, t, topic, 1024, batch); err != nil {
+				return fmt.Errorf("%s warm-up produce: %w", t.name, err)
+			}
+			if _, err := w.consume(ctx, t, topic, 1024); err != nil {
+				return fmt.Errorf("%s warm-up consume: %w", t.name, err)
+			}
 		}
 	}
 	return nil
@@ -118,9 +126,10 @@ func (b *bench) runCell(ctx context.Context, size, batch int, directProduce, dir
 		if dir == "consume" {
 			direct = directConsume
 		}
-		fmt.Printf("ratio %s %s disgw/kafka=%s gateway/direct-batches=%s gateway/direct-native=%s gateway/direct-records=%s gateway/direct-client=%s\n",
+		pre := *median(dir + ".prebuilt.disgw")
+		fmt.Printf("ratio %s %s disgw/kafka=%s gateway/direct-batches=%s gateway/direct-native=%s gateway/direct-records=%s gateway/direct-client=%s prebuilt-gateway/direct-client=%s prebuilt-disgw/kafka=%s\n",
 			dir, labels, ratio(gw, median(dir+".kafka")), ratio(gw, median(dir+".direct-batches")), ratio(gw, median(dir+".direct-native")),
-			ratio(gw, &direct), ratio(gw, median(dir+".direct-client")))
+			ratio(gw, &direct), ratio(gw, median(dir+".direct-client")), ratio(pre, median(dir+".direct-client")), ratio(pre, median(dir+".prebuilt.kafka")))
 	}
 	return nil
 }
@@ -190,12 +199,24 @@ func (b *bench) runRound(ctx context.Context, size, batch, round int, labels str
 		return fmt.Errorf("direct native consume, %s: %w", labels, err)
 	}
 	rounds.add("consume.direct-native", labels, round, nc)
-	cp, cc, err := b.runDirectClient(ctx, size, batch, "bench-direct-client-"+suffix, labels)
+	keyed, err := b.keyedBatches(size, batch)
+	if err != nil {
+		return err
+	}
+	cp, cc, err := b.runDirectClient(ctx, size, keyed, "bench-direct-client-"+suffix, labels)
 	if err != nil {
 		return err
 	}
 	rounds.add("produce.direct-client", labels, round, cp)
 	rounds.add("consume.direct-client", labels, round, cc)
+	for _, t := range b.targets() {
+		p, c, err := b.runPrebuilt(ctx, t, "bench-prebuilt-"+suffix, size, keyed)
+		if err != nil {
+			return fmt.Errorf("%s prebuilt, %s: %w", t.name, labels, err)
+		}
+		rounds.add("produce.prebuilt."+t.name, labels, round, p)
+		rounds.add("consume.prebuilt."+t.name, labels, round, c)
+	}
 	return nil
 }
 
