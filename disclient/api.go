@@ -30,3 +30,16 @@ type API interface {
 	GetCheckpoint(ctx context.Context, req *GetCheckpointRequest) (*GetCheckpointResponse, error)
 	DeleteCheckpoint(ctx context.Context, req *DeleteCheckpointRequest) error
 }
+
+// PipelinedPutter is a DIS client whose PutRecords can answer as soon as
+// DIS has given the records their sequence numbers, before they are
+// durable: the embedded DIS served in process. The records stored are
+// neither durable nor readable until wait returns nil. wait must be called
+// once the answer has been read, and an error from it leaves the records
+// unacknowledged, as a failed PutRecords would. A writer that keeps a
+// partition's order with one call in flight can so make its next call
+// while the last one's fsync runs, and one fsync covers both
+// (docs/design.md §4).
+type PipelinedPutter interface {
+	PutRecordsPipelined(ctx context.Context, req *PutRecordsRequest) (resp *PutRecordsResponse, wait func() error, err error)
+}

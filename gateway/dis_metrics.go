@@ -158,6 +158,29 @@ func (d *disMetrics) PutRecords(ctx context.Context, req *disclient.PutRecordsRe
 	ctx, op, began := d.start(ctx, "PutRecords")
 	resp, err := d.next.PutRecords(ctx, req)
 	d.done(op, began, err)
+	d.countRefused(op, resp, err)
+	return resp, err
+}
+
+// PutRecordsPipelined passes a pipelined PutRecords on to a client that
+// can answer before the records are durable (disclient.PipelinedPutter),
+// counted as PutRecords with its duration up to that answer; any other
+// client is called with PutRecords, and its wait has nothing to do.
+func (d *disMetrics) PutRecordsPipelined(ctx context.Context, req *disclient.PutRecordsRequest) (*disclient.PutRecordsResponse, func() error, error) {
+	p, ok := d.next.(disclient.PipelinedPutter)
+	if !ok {
+		resp, err := d.PutRecords(ctx, req)
+		return resp, func() error { return nil }, err
+	}
+	ctx, op, began := d.start(ctx, "PutRecords")
+	resp, wait, err := p.PutRecordsPipelined(ctx, req)
+	d.done(op, began, err)
+	d.countRefused(op, resp, err)
+	return resp, wait, err
+}
+
+// countRefused counts the records of a PutRecords answer that DIS refused.
+func (d *disMetrics) countRefused(op *disOp, resp *disclient.PutRecordsResponse, err error) {
 	if err == nil && resp.FailedRecordCount > 0 {
 		throttled := false
 		for i := range resp.Records {
@@ -170,7 +193,6 @@ func (d *disMetrics) PutRecords(ctx context.Context, req *disclient.PutRecordsRe
 			op.throttled.Inc()
 		}
 	}
-	return resp, err
 }
 
 func (d *disMetrics) GetCursor(ctx context.Context, req *disclient.GetCursorRequest) (*disclient.GetCursorResponse, error) {

@@ -176,6 +176,12 @@ type partitionWriter struct {
 	producers  map[int64]*producerState
 	lastPruned time.Time
 
+	// pipeline holds the calls whose durability the completer awaits,
+	// oldest first, and completing is set while it runs
+	// (partition_writer_pipeline.go).
+	pipeline   []*pipelinedCall
+	completing bool
+
 	// queued is the cost of the ops queued and in flight, guarded by
 	// gw.queues.mu.
 	queued int64
@@ -547,7 +553,7 @@ func (w *partitionWriter) write(ops []*appendOp) {
 		}
 	}
 	var cost int64
-	out := w.put(callDeadline(ops), entries, ends)
+	out := w.put(callDeadline(ops), entries, ends, false)
 	i := 0
 	var written []protocol.Record
 	for _, op := range ops {
@@ -653,16 +659,21 @@ const throttleResendPause = 100 * time.Millisecond
 
 // putOutcome is what put learned of its entries: DIS's result for each of
 // entries[:len(results)], and for the entries after them, if any, the
-// error that left them without one.
+// error that left them without one. A pipelined put's stored records are
+// durable only once wait returns nil; nil when there is nothing to wait
+// for.
 type putOutcome struct {
 	results   []disclient.PutRecordsResult
 	code      int16
 	msg       string
 	throttled bool
+	wait      func() error
 }
 
 // put sends entries in calls within the per-call limits. ends are where
 // the ops of entries end, in order; nil makes every entry an op of its own.
+// Pipelined, it may answer before the stored records are durable, with
+// their wait (putRecords); else it has waited for every call.
 //
 // When a call ends with a tail of records DIS refused for traffic control
 // (or DIS refused the whole call so), the tail is sent again after
@@ -683,7 +694,7 @@ type putOutcome struct {
 // answered with this op's base offset once it is written: each record once,
 // in the producer's order (docs/record-formats.md, "Raw topics under
 // quotas").
-func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecordsEntry, ends []int) putOutcome {
+func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecordsEntry, ends []int, pipelined bool) putOutcome {
 	// opEnd returns where the op holding entry i ends when i is inside it
 	// (the op's earlier records are stored), or 0 at an op's first record.
 	opEnd := func(i int) int {
@@ -698,6 +709,7 @@ func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecords
 		return 0
 	}
 	results := make([]disclient.PutRecordsResult, 0, len(entries))
+	var wait func() error
 	maxRecs, maxBytes := w.gw.cfg.PutRecordsMaxRecords, w.gw.cfg.PutRecordsMaxBytes
 	for start := 0; start < len(entries); {
 		limit := len(entries)
@@ -712,7 +724,11 @@ func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecords
 			bytes += len(entries[end].Data)
 			end++
 		}
-		resp, err := w.key.tenant.dis.PutRecords(ctx, &disclient.PutRecordsRequest{StreamName: w.key.streamName(), Records: entries[start:end]})
+		resp, callWait, err := w.putRecords(ctx, &disclient.PutRecordsRequest{StreamName: w.key.streamName(), Records: entries[start:end]}, pipelined)
+		if callWait != nil {
+			// A later call's fsync covers the earlier calls' records.
+			wait = callWait
+		}
 		tail := 0
 		switch {
 		case err != nil && isThrottle(disclient.ErrorCode(err)):
@@ -724,10 +740,10 @@ func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecords
 		case err != nil:
 			cancel()
 			w.gw.log.Warn().Err(err).Str("topic", w.key.topic).Int32("partition", w.key.partition).Msg("PutRecords failed")
-			return putOutcome{results: results, code: kafkaCodeForDIS(err), msg: err.Error(), throttled: isThrottle(disclient.ErrorCode(err))}
+			return putOutcome{results: results, code: kafkaCodeForDIS(err), msg: err.Error(), throttled: isThrottle(disclient.ErrorCode(err)), wait: wait}
 		case len(resp.Records) != end-start:
 			cancel()
-			return putOutcome{results: results, code: kerr.UnknownServerError.Code, msg: "DIS answered PutRecords with a different number of records"}
+			return putOutcome{results: results, code: kerr.UnknownServerError.Code, msg: "DIS answered PutRecords with a different number of records", wait: wait}
 		default:
 			tail = throttledTail(resp.Records)
 			results = append(results, resp.Records[:tail]...)
@@ -750,15 +766,35 @@ func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecords
 			continue
 		}
 		if w.gw.ctx.Err() != nil {
-			return putOutcome{results: results, code: kerr.KafkaStorageError.Code, msg: "disgw is stopping"}
+			return putOutcome{results: results, code: kerr.KafkaStorageError.Code, msg: "disgw is stopping", wait: wait}
 		}
 		results = append(results, resp.Records[tail:]...)
 		for range entries[end:] {
 			results = append(results, resp.Records[tail])
 		}
-		return putOutcome{results: results, throttled: true}
+		return putOutcome{results: results, throttled: true, wait: wait}
 	}
-	return putOutcome{results: results}
+	return putOutcome{results: results, wait: wait}
+}
+
+// putRecords makes one PutRecords call. Pipelined, it answers as soon as
+// DIS has sequenced the records when the tenant's client can
+// (disclient.PipelinedPutter), with the wait for their durability; else it
+// waits for that itself, and a failed wait fails the call.
+func (w *partitionWriter) putRecords(ctx context.Context, req *disclient.PutRecordsRequest, pipelined bool) (*disclient.PutRecordsResponse, func() error, error) {
+	p, ok := w.key.tenant.dis.(disclient.PipelinedPutter)
+	if !ok {
+		resp, err := w.key.tenant.dis.PutRecords(ctx, req)
+		return resp, nil, err
+	}
+	resp, wait, err := p.PutRecordsPipelined(ctx, req)
+	if err != nil || pipelined {
+		return resp, wait, err
+	}
+	if err := wait(); err != nil {
+		return nil, nil, err
+	}
+	return resp, nil, nil
 }
 
 // throttledTail returns where the tail of results refused for traffic

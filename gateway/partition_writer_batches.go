@@ -30,6 +30,12 @@ import (
 // between two of this gateway's; a batch DIS stored part of is sent on
 // whatever its deadline (put), and one whose write failed half way is
 // left as fragments that break off, which hold no offsets.
+//
+// Against the in-process DIS a call that went as planned is handed to the
+// completer as soon as DIS has sequenced it, and the writer goes on to its
+// next call while the fsync runs (partition_writer_pipeline.go); any other
+// outcome is handled here once every earlier call is completed and this
+// one's records are durable.
 func (w *partitionWriter) writeBatches(ops []*appendOp) {
 	ps := w.state
 	deadline := callDeadline(ops)
@@ -60,9 +66,13 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 		}
 		return
 	}
-	ps.mu.Lock()
-	off, wantSeq := ps.next, ps.nextSeq
-	ps.mu.Unlock()
+	w.awaitPipelineRoom()
+	off, wantSeq, pipelined := w.frontier()
+	if !pipelined {
+		ps.mu.Lock()
+		off, wantSeq = ps.next, ps.nextSeq
+		ps.mu.Unlock()
+	}
 	now := time.Now().UnixMilli()
 	var entries []disclient.PutRecordsEntry
 	var ends []int // where each batch's records end in entries
@@ -83,12 +93,18 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 			ends = append(ends, len(entries))
 		}
 	}
-	results, code, msg, throttled := w.put(deadline, entries, ends).whole()
+	out := w.put(deadline, entries, ends, true)
+	results, code, msg, throttled := out.whole()
 	var lost *callFailure
 	if code == 0 && len(results) != len(entries) {
 		code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
 	}
 	if code != 0 {
+		// What landed is read back from DIS, which shows only durable
+		// records: first every earlier call is completed and what this
+		// one stored is durable, or found not to be.
+		_ = w.settle(out.wait, nil)
+		out.wait = nil
 		// The call failed as a whole, yet DIS may have stored some of
 		// its records: look, so that what landed is answered as written
 		// and what did not as failed, never both.
@@ -129,11 +145,17 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 				failed[op.producerID] = true
 				w.producerFailed(op)
 			}
-			continue
 		}
-		for j := range op.entries {
-			info, _ := protocol.ParseBatchInfo(op.entries[j].Data)
-			w.gw.metrics.produced(w.key, int(info.NumRecords), len(op.entries[j].Data))
+	}
+	if out.wait != nil {
+		if len(failed) == 0 && !scattered && inSequence(written, wantSeq) && allWritten(ops) {
+			last := &written[len(written)-1]
+			w.pipelineCall(&pipelinedCall{ops: ops, written: written, results: results, cost: cost, wait: out.wait,
+				next: last.last + 1, nextSeq: max(last.seq, topSequence(results)) + 1})
+			return
+		}
+		if err := w.settle(out.wait, ops); err != nil {
+			written, results = nil, nil
 		}
 	}
 	expect := wantSeq
@@ -152,10 +174,52 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 	if len(written) > 0 {
 		ps.scheduleWatermark()
 	}
+	w.countProduced(ops)
 	w.gw.queues.release(w, cost)
 	for _, op := range ops {
 		op.finish()
 	}
+}
+
+// settle waits until every pipelined call is completed, then for wait,
+// the durability of a call not handed to the completer (nil: nothing to
+// wait for). If that fails, the ops of ops that were written fail
+// (failUndurable), and it returns the error.
+func (w *partitionWriter) settle(wait func() error, ops []*appendOp) error {
+	w.drainPipeline()
+	if wait == nil {
+		return nil
+	}
+	err := wait()
+	if err != nil {
+		w.failUndurable(ops, err)
+	}
+	return err
+}
+
+// inSequence reports whether written, in order, starts at sequence number
+// from and follows itself without a gap: nobody else wrote in between.
+func inSequence(written []cachedBatch, from int64) bool {
+	if len(written) == 0 {
+		return false
+	}
+	for j := range written {
+		if written[j].startSeq() != from {
+			return false
+		}
+		from = written[j].seq + 1
+	}
+	return true
+}
+
+// allWritten reports whether every op was written.
+func allWritten(ops []*appendOp) bool {
+	for _, op := range ops {
+		if op.errCode != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // callFailure is how a PutRecords call failed whose stored records were
@@ -350,7 +414,7 @@ func (w *partitionWriter) fence(deadline time.Time, written []cachedBatch, owner
 			ends[k] = len(entries)
 		}
 		w.gw.metrics.fencedBatches.Add(float64(len(again)))
-		results, code, msg, _ := w.put(deadline, entries, ends).whole()
+		results, code, msg, _ := w.put(deadline, entries, ends, false).whole()
 		if code == 0 && len(results) != len(entries) {
 			code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
 		}

@@ -53,20 +53,40 @@ type localClient struct {
 }
 
 func (c *localClient) PutRecords(ctx context.Context, req *disclient.PutRecordsRequest) (*disclient.PutRecordsResponse, error) {
+	resp, wait, err := c.PutRecordsPipelined(ctx, req)
+	if err == nil {
+		err = wait()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// PutRecordsPipelined answers once the records have their sequence
+// numbers; wait returns when they are durable and readable (appendPut).
+func (c *localClient) PutRecordsPipelined(ctx context.Context, req *disclient.PutRecordsRequest) (*disclient.PutRecordsResponse, func() error, error) {
 	const op = "PutRecords"
 	if req == nil || (req.StreamName == "" && req.StreamID == "") {
-		return c.API.PutRecords(ctx, req)
+		resp, err := c.API.PutRecords(ctx, req)
+		return resp, durableNow, err
 	}
 	var resp *disclient.PutRecordsResponse
+	var durable func() error
 	err := c.serve(ctx, op, func() error {
 		if err := checkPutSize(req); err != nil {
 			return err
 		}
 		var err error
-		resp, err = c.s.appendPut(c.project, req)
+		resp, durable, err = c.s.appendPut(c.project, req)
 		return err
 	})
-	return resp, err
+	if err != nil {
+		return nil, nil, err
+	}
+	// The wait is served like a call of its own: refused once the server
+	// is closed, a failed fsync answered as the DIS error it is.
+	return resp, func() error { return c.serve(context.Background(), op, durable) }, nil
 }
 
 func (c *localClient) GetCursor(ctx context.Context, req *disclient.GetCursorRequest) (*disclient.GetCursorResponse, error) {

@@ -34,7 +34,10 @@ func (s *Server) putRecords(w http.ResponseWriter, r *http.Request, project stri
 		return err
 	}
 	defer release()
-	resp, err := s.appendPut(project, &req)
+	resp, durable, err := s.appendPut(project, &req)
+	if err == nil {
+		err = durable()
+	}
 	if err != nil {
 		return err
 	}
@@ -44,24 +47,26 @@ func (s *Server) putRecords(w http.ResponseWriter, r *http.Request, project stri
 // appendPut appends the records of one PutRecords request, whichever way it
 // arrived. With quotas enforced, records over their partition's write quota
 // fail with DIS.4303 first (throttleWrites). Sequence numbers are assigned
-// under the partition locks, all records of the request go into one record
-// log write and one pebble batch, and it returns once both are as durable
-// as the sync mode promises. The records' data is copied into the record
-// log: req is not used after it returns.
-func (s *Server) appendPut(project string, req *disclient.PutRecordsRequest) (*disclient.PutRecordsResponse, error) {
+// under the partition locks, and all records of the request go into one
+// record log write and one pebble batch. It returns once they have their
+// sequence numbers, with durable, which waits until they are as durable as
+// the sync mode promises and makes them readable then (see appendRecords);
+// the request is answered only after durable succeeded. The records' data
+// is copied into the record log: req is not used after it returns.
+func (s *Server) appendPut(project string, req *disclient.PutRecordsRequest) (resp *disclient.PutRecordsResponse, durable func() error, err error) {
 	if len(req.Records) == 0 {
-		return nil, errorf(disclient.CodeEmptyRequest, "Empty request: no records.")
+		return nil, nil, errorf(disclient.CodeEmptyRequest, "Empty request: no records.")
 	}
 	if len(req.Records) > maxRecordsPerPut {
-		return nil, errTooManyRecords(len(req.Records))
+		return nil, nil, errTooManyRecords(len(req.Records))
 	}
 	st, err := s.putTarget(project, req.StreamName, req.StreamID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer st.mu.RUnlock()
 
-	resp := &disclient.PutRecordsResponse{Records: make([]disclient.PutRecordsResult, len(req.Records))}
+	resp = &disclient.PutRecordsResponse{Records: make([]disclient.PutRecordsResult, len(req.Records))}
 	targets := make([]int32, len(req.Records))
 	var touched []int32
 	size := 0
@@ -85,15 +90,19 @@ func (s *Server) appendPut(project string, req *disclient.PutRecordsRequest) (*d
 			touched = append(touched, n)
 		}
 	}
-	if len(touched) > 0 {
-		slices.Sort(touched)
-		touched = slices.Compact(touched)
-		if err := s.appendRecords(st, req.Records, targets, touched, size, resp.Records); err != nil {
-			return nil, err
-		}
+	if len(touched) == 0 {
+		return resp, durableNow, nil
 	}
-	return resp, nil
+	slices.Sort(touched)
+	touched = slices.Compact(touched)
+	if durable, err = s.appendRecords(st, req.Records, targets, touched, size, resp.Records); err != nil {
+		return nil, nil, err
+	}
+	return resp, durable, nil
 }
+
+// durableNow is the durable of an append that has nothing left to wait for.
+func durableNow() error { return nil }
 
 // errTooManyRecords refuses a PutRecords request of n records.
 func errTooManyRecords(n int) error {
@@ -247,12 +256,15 @@ func checkRecord(st *stream, rec *disclient.PutRecordsEntry) (int32, *apiError) 
 // references into one pebble batch, applied under the log's lock and the
 // partition locks, so that log order, sequence numbers and pebble's WAL
 // order agree. The record log is the one durable copy: pebble's batch is
-// never fsynced here, and with SyncAlways the answer waits for the log's
-// fsync alone, outside the locks so that concurrent writers share it.
+// never fsynced here. With SyncAlways the returned durable waits for the
+// log's fsync alone, outside the locks so that concurrent writers share it,
+// and only then makes the records readable; the partitions' next sequence
+// numbers move on at once, so a caller may append again before durable
+// returns (a pipelined writer, LocalClient) and one fsync covers both.
 // When the store is opened, references whose frames did not reach the
 // disk (a power loss; never acknowledged) are dropped (recoverLog), and
 // frames whose references did not are indexed again (reindexLog).
-func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, targets, touched []int32, frameBytes int, results []disclient.PutRecordsResult) error {
+func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, targets, touched []int32, frameBytes int, results []disclient.PutRecordsResult) (durable func() error, err error) {
 	parts := make([]*partition, len(touched))
 	states := make([]partitionState, len(touched))
 	for j, n := range touched {
@@ -260,16 +272,11 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 		parts[j].mu.Lock()
 		states[j] = parts[j].state
 	}
-	locked := true
-	unlock := func() {
-		if locked {
-			for _, p := range parts {
-				p.mu.Unlock()
-			}
-			locked = false
+	defer func() {
+		for _, p := range parts {
+			p.mu.Unlock()
 		}
-	}
-	defer unlock()
+	}()
 
 	now := s.nowMs()
 	second := floorDiv(now, 1000)
@@ -304,7 +311,7 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 		frames = appendFrame(frames, skey, n, seq, ts, rec.PartitionKey, rec.Data)
 		offsets[i+1] = len(frames)
 		if err := ps.indexRecord(b, skey, n, seq, ts, second); err != nil {
-			return err
+			return nil, err
 		}
 		results[i] = disclient.PutRecordsResult{PartitionID: parts[j].id, SequenceNumber: strconv.FormatInt(seq, 10)}
 	}
@@ -334,7 +341,7 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 	}
 	seg, base, err := s.records.append(frames, index)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for j, p := range parts {
 		p.state = states[j]
@@ -343,20 +350,22 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 		for j, p := range parts {
 			p.visible = states[j].next
 		}
+		return durableNow, nil
+	}
+	end := base + int64(len(frames))
+	return func() error {
+		if err := s.records.sync(seg, end); err != nil {
+			return err
+		}
+		// A finished sync covers every batch before this one too, so
+		// visible only ever moves forward.
+		for j, p := range parts {
+			p.mu.Lock()
+			p.visible = max(p.visible, states[j].next)
+			p.mu.Unlock()
+		}
 		return nil
-	}
-	unlock()
-	if err := s.records.sync(seg, base+int64(len(frames))); err != nil {
-		return err
-	}
-	// A finished sync covers every batch before this one too, so visible
-	// only ever moves forward.
-	for j, p := range parts {
-		p.mu.Lock()
-		p.visible = max(p.visible, states[j].next)
-		p.mu.Unlock()
-	}
-	return nil
+	}, nil
 }
 
 // floorDiv divides rounding towards negative infinity.
