@@ -85,7 +85,7 @@ type settings struct {
 func main() {
 	var s settings
 	var syncMode, encoding, sizes, batches, gateways string
-	flag.IntVar(&s.records, "records", 200_000, "records to produce and consume in each throughput phase")
+	flag.IntVar(&s.records, "records", 200_000, "records to produce and consume in each throughput phase; values under 1 KiB get as many as carry the bytes of this many of 1 KiB")
 	flag.IntVar(&s.warmup, "warmup", 300_000, "records of 1 KiB produced and consumed on every server in each batch size of -batches, untimed, before the first phase (0 for none)")
 	flag.StringVar(&sizes, "sizes", "100,1024", "value sizes in bytes of the throughput phases, comma-separated")
 	flag.StringVar(&batches, "batches", "16384,1000000", "producer batch sizes in bytes (franz-go ProducerBatchMaxBytes) of the throughput phases, comma-separated")
