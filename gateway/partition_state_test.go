@@ -46,6 +46,18 @@ func batchesOf(t testing.TB, n, per, valueBytes int) []byte {
 
 func produceRaw(t testing.TB, cl *kgo.Client, topic string, records []byte) int64 {
 	t.Helper()
+	resp, err := produceRequest(topic, records).RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 {
+		t.Fatalf("produce: error %d", p.ErrorCode)
+	}
+	return resp.Topics[0].Partitions[0].BaseOffset
+}
+
+// produceRequest is an acks=all Produce of records to partition 0 of topic.
+func produceRequest(topic string, records []byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 20000
 	rt := kmsg.NewProduceRequestTopic()
@@ -54,14 +66,7 @@ func produceRaw(t testing.TB, cl *kgo.Client, topic string, records []byte) int6
 	rp.Records = records
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 {
-		t.Fatalf("produce: error %d", p.ErrorCode)
-	}
-	return resp.Topics[0].Partitions[0].BaseOffset
+	return req
 }
 
 // fetchPartition0 sends a Fetch v11 for partition 0 of topic from offset,

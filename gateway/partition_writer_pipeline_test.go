@@ -76,15 +76,7 @@ type produced struct {
 func produceAsync(cl *kgo.Client, topic string, records []byte) <-chan produced {
 	out := make(chan produced, 1)
 	go func() {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 20000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = records
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(context.Background(), cl)
+		resp, err := produceRequest(topic, records).RequestWith(context.Background(), cl)
 		if err != nil {
 			out <- produced{err: err}
 			return
