@@ -616,23 +616,16 @@ func (ps *partitionState) appended(batches []cachedBatch) {
 	ps.gw.readCache.charge(ps, delta)
 }
 
-// topSequence is the highest sequence number of the records results
-// stored, -1 for none.
-func topSequence(results []disclient.PutRecordsResult) int64 {
+// storedUpTo makes the next sequence number follow every record results
+// stored, so that the fragments of a batch whose write failed half way,
+// which hold no offsets, are not taken for someone else's write.
+func (ps *partitionState) storedUpTo(results []disclient.PutRecordsResult) {
 	top := int64(-1)
 	for i := range results {
 		if seq, err := strconv.ParseInt(results[i].SequenceNumber, 10, 64); err == nil && results[i].ErrorCode == "" {
 			top = max(top, seq)
 		}
 	}
-	return top
-}
-
-// storedUpTo makes the next sequence number follow every record results
-// stored, so that the fragments of a batch whose write failed half way,
-// which hold no offsets, are not taken for someone else's write.
-func (ps *partitionState) storedUpTo(results []disclient.PutRecordsResult) {
-	top := topSequence(results)
 	if top < 0 {
 		return
 	}

@@ -66,7 +66,7 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 		}
 		return
 	}
-	w.awaitPipelineRoom()
+	w.awaitPipeline(pipelineDepth - 1)
 	off, wantSeq, pipelined := w.frontier()
 	if !pipelined {
 		ps.mu.Lock()
@@ -149,9 +149,11 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 	}
 	if out.wait != nil {
 		if len(failed) == 0 && !scattered && inSequence(written, wantSeq) && allWritten(ops) {
+			// In sequence and all written: the last batch holds the
+			// call's last offset and sequence number.
 			last := &written[len(written)-1]
-			w.pipelineCall(&pipelinedCall{ops: ops, written: written, results: results, cost: cost, wait: out.wait,
-				next: last.last + 1, nextSeq: max(last.seq, topSequence(results)) + 1})
+			w.pipelineCall(&pipelinedCall{ops: ops, written: written, cost: cost, wait: out.wait,
+				next: last.last + 1, nextSeq: last.seq + 1})
 			return
 		}
 		if err := w.settle(out.wait, ops); err != nil {
@@ -186,7 +188,7 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 // wait for). If that fails, the ops of ops that were written fail
 // (failUndurable), and it returns the error.
 func (w *partitionWriter) settle(wait func() error, ops []*appendOp) error {
-	w.drainPipeline()
+	w.awaitPipeline(0)
 	if wait == nil {
 		return nil
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -33,7 +32,6 @@ const pipelineDepth = 4
 type pipelinedCall struct {
 	ops     []*appendOp
 	written []cachedBatch
-	results []disclient.PutRecordsResult
 	cost    int64
 	// released is set once cost is given back, so that a completer
 	// that panicked after that does not give it back twice.
@@ -60,32 +58,20 @@ func (w *partitionWriter) frontier() (next, nextSeq int64, ok bool) {
 	return 0, 0, false
 }
 
-// awaitPipelineRoom waits until fewer than pipelineDepth calls wait for
-// their durability.
-func (w *partitionWriter) awaitPipelineRoom() {
+// awaitPipeline waits until at most n calls wait for their durability.
+// The completer takes them in order, so that is when the call n places
+// behind the newest is completed. n is 0 before a call that did not go
+// as planned is handled, which reads the partition state and may read DIS
+// back; pipelineDepth-1 before a call is made.
+func (w *partitionWriter) awaitPipeline(n int) {
 	w.mu.Lock()
-	var oldest *pipelinedCall
-	if len(w.pipeline) >= pipelineDepth {
-		oldest = w.pipeline[0]
+	var call *pipelinedCall
+	if len(w.pipeline) > n {
+		call = w.pipeline[len(w.pipeline)-1-n]
 	}
 	w.mu.Unlock()
-	if oldest != nil {
-		<-oldest.done
-	}
-}
-
-// drainPipeline waits until every pipelined call is completed: before a
-// call that did not go as planned is handled, which reads the partition
-// state and may read DIS back.
-func (w *partitionWriter) drainPipeline() {
-	w.mu.Lock()
-	var newest *pipelinedCall
-	if n := len(w.pipeline); n > 0 {
-		newest = w.pipeline[n-1]
-	}
-	w.mu.Unlock()
-	if newest != nil {
-		<-newest.done
+	if call != nil {
+		<-call.done
 	}
 }
 
@@ -139,7 +125,6 @@ func (w *partitionWriter) completeCall(c *pipelinedCall) {
 		w.failUndurable(c.ops, err)
 	} else {
 		ps.appended(c.written)
-		ps.storedUpTo(c.results)
 		ps.scheduleWatermark()
 	}
 	w.countProduced(c.ops)
