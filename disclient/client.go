@@ -163,7 +163,7 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 		if attempt >= c.retry.MaxAttempts || !cl.kind.retries(f, err) {
 			return joinAnswer(err, answer)
 		}
-		wait, ok := c.retry.wait(ctx, attempt)
+		wait, ok := c.retry.wait(ctx, attempt, ErrorCode(err) == CodeTrafficControl)
 		if !ok {
 			return joinAnswer(err, answer)
 		}

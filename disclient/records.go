@@ -21,7 +21,8 @@ import (
 //
 // When DIS answers but failed some records (HTTP 200, failed_record_count >
 // 0), only the failed records with a retriable code (DIS.4303, DIS.5xxx) are
-// sent again, with backoff, until they succeed, MaxAttempts sends are used or
+// sent again, with backoff (a steady short one when all were refused by
+// traffic control, RetryPolicy.steadyBackoff), until they succeed, MaxAttempts sends are used or
 // the next wait would pass ctx's deadline. Their results are merged back into
 // the original positions; a record that still fails keeps its last result.
 // Once DIS has answered the first request PutRecords returns no error: a
@@ -42,9 +43,12 @@ func (c *Client) PutRecords(ctx context.Context, req *PutRecordsRequest) (*PutRe
 		if len(pending) == 0 {
 			break
 		}
-		if _, ok := c.retry.wait(ctx, attempt); !ok {
+		wait, ok := c.retry.wait(ctx, attempt, onlyTrafficControl(resp.Records, pending))
+		if !ok {
 			break
 		}
+		c.log.Debug().Str("stream", req.StreamName).Int("records", len(pending)).Int("attempt", attempt).Dur("backoff", wait).
+			Msg("resending failed records")
 		resend := &PutRecordsRequest{
 			StreamName: req.StreamName,
 			StreamID:   req.StreamID,
@@ -99,6 +103,18 @@ func retriableFailures(results []PutRecordsResult, dst []int) []int {
 		}
 	}
 	return dst
+}
+
+// onlyTrafficControl reports whether every result at pending was refused
+// by a partition's traffic control (DIS.4303), which a steady short wait
+// serves better than a doubling one (RetryPolicy.steadyBackoff).
+func onlyTrafficControl(results []PutRecordsResult, pending []int) bool {
+	for _, i := range pending {
+		if results[i].ErrorCode != CodeTrafficControl {
+			return false
+		}
+	}
+	return true
 }
 
 // GetCursor opens a cursor on a partition. CursorType "" leaves the server

@@ -20,6 +20,8 @@ const (
 
 // RetryPolicy bounds how often and how patiently a failed request is sent
 // again. A zero field takes its default (6 attempts, 50ms base, 2s cap).
+// What a partition's traffic control refused (DIS.4303) waits a steady
+// BaseBackoff/2 to BaseBackoff instead (steadyBackoff).
 //
 // Before attempt n+1 the client waits a duration drawn uniformly from
 // [0, min(MaxBackoff, BaseBackoff*2^(n-1))] ("full jitter"), so that many
@@ -63,11 +65,26 @@ func (p RetryPolicy) backoff(attempt int) time.Duration {
 	return time.Duration(rand.Int64N(int64(bound) + 1))
 }
 
-// wait sleeps for the backoff that follows attempt. It reports false, without
-// sleeping, when the sleep would end past ctx's deadline, and false as soon as
-// ctx is done.
-func (p RetryPolicy) wait(ctx context.Context, attempt int) (time.Duration, bool) {
+// steadyBackoff draws the wait before sending again what a partition's
+// traffic control refused (DIS.4303): uniformly from [BaseBackoff/2,
+// BaseBackoff], whatever the attempt. A partition's quota refills at a
+// steady rate, so a wait that doubles only leaves it unused: with records
+// of about 1 MB against a 1 MB/s partition the doubling waits left a tenth
+// of the partition's throughput unused (docs/errors.md).
+func (p RetryPolicy) steadyBackoff() time.Duration {
+	half := p.BaseBackoff / 2
+	return half + time.Duration(rand.Int64N(int64(p.BaseBackoff-half)+1))
+}
+
+// wait sleeps before the send that follows attempt: steadyBackoff when the
+// partition's traffic control refused it, else backoff. It reports false,
+// without sleeping, when the sleep would end past ctx's deadline, and false
+// as soon as ctx is done.
+func (p RetryPolicy) wait(ctx context.Context, attempt int, trafficControl bool) (time.Duration, bool) {
 	d := p.backoff(attempt)
+	if trafficControl {
+		d = p.steadyBackoff()
+	}
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= d {
 		return d, false
 	}

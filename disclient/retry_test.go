@@ -1,11 +1,16 @@
 package disclient
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // TestRetriesRetriableAnswers checks that reads are retried on throttling
@@ -209,5 +214,62 @@ func TestLastAnswerSurvivesLaterFailures(t *testing.T) {
 	}
 	if n := len(srv.requests()); n != 2 {
 		t.Errorf("%d requests, want 2", n)
+	}
+}
+
+// TestTrafficControlWaitsSteadily checks that what a partition's traffic
+// control refused (DIS.4303), whole requests and single records alike, is
+// sent again after BaseBackoff/2 to BaseBackoff at every attempt, while
+// other retriable failures wait the doubling, fully jittered backoff.
+func TestTrafficControlWaitsSteadily(t *testing.T) {
+	const base = 8 * time.Millisecond
+	policy := RetryPolicy{MaxAttempts: 6, BaseBackoff: base, MaxBackoff: time.Second}
+	for _, tc := range []struct {
+		name   string
+		answer answer
+		steady bool
+	}{
+		{"records refused by traffic control", answer{200, putAnswer(failed(CodeTrafficControl))}, true},
+		{"request refused by traffic control", answer{400, `{"errorCode":"DIS.4303","message":"Exceeded traffic control limit"}`}, true},
+		{"records failed by DIS", answer{200, putAnswer(failed(CodeSystemError))}, false},
+		{"request refused for too many requests", answer{429, "slow down"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			srv := newScripted(t, tc.answer)
+			c := newTestClient(t, srv.URL, func(cfg *Config) {
+				cfg.Retry = policy
+				cfg.Logger = zerolog.New(&logs).Level(zerolog.DebugLevel)
+			})
+			_, _ = c.PutRecords(t.Context(), &PutRecordsRequest{StreamName: "s1", Records: entries("a")})
+			var waits []time.Duration
+			for line := range strings.Lines(logs.String()) {
+				var entry struct {
+					Message string  `json:"message"`
+					Backoff float64 `json:"backoff"`
+				}
+				if err := json.Unmarshal([]byte(line), &entry); err != nil {
+					t.Fatalf("log line %q: %v", line, err)
+				}
+				if entry.Message == "resending failed records" || entry.Message == "retrying DIS request" {
+					waits = append(waits, time.Duration(entry.Backoff*float64(time.Millisecond)))
+				}
+			}
+			if len(waits) != policy.MaxAttempts-1 {
+				t.Fatalf("%d waits logged, want %d:\n%s", len(waits), policy.MaxAttempts-1, logs.String())
+			}
+			longest := time.Duration(0)
+			for i, d := range waits {
+				if tc.steady && (d < base/2 || d > base) {
+					t.Errorf("wait %d: %v, want %v to %v", i+1, d, base/2, base)
+				}
+				longest = max(longest, d)
+			}
+			// Five doubling bounds reach 16 base; all five full-jitter
+			// draws under one base happen about once in 1500 runs.
+			if !tc.steady && longest <= base {
+				t.Errorf("waits %v: none longer than the first bound %v; want a doubling backoff", waits, base)
+			}
+		})
 	}
 }
