@@ -22,9 +22,10 @@ import (
 // When DIS answers but failed some records (HTTP 200, failed_record_count >
 // 0), only the failed records with a retriable code (DIS.4303, DIS.5xxx) are
 // sent again, with backoff (a steady short one when all were refused by
-// traffic control, RetryPolicy.steadyBackoff), until they succeed, MaxAttempts sends are used or
-// the next wait would pass ctx's deadline. Their results are merged back into
-// the original positions; a record that still fails keeps its last result.
+// traffic control, RetryPolicy.steadyBackoff), until they succeed,
+// MaxAttempts sends are used or the next wait would pass ctx's deadline.
+// Their results are merged back into the original positions; a record that
+// still fails keeps its last result.
 // Once DIS has answered the first request PutRecords returns no error: a
 // resend that fails as a whole ends the resending, and the answer goes back
 // with those records still failed, because the caller must learn about the

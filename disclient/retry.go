@@ -81,9 +81,11 @@ func (p RetryPolicy) steadyBackoff() time.Duration {
 // without sleeping, when the sleep would end past ctx's deadline, and false
 // as soon as ctx is done.
 func (p RetryPolicy) wait(ctx context.Context, attempt int, trafficControl bool) (time.Duration, bool) {
-	d := p.backoff(attempt)
+	var d time.Duration
 	if trafficControl {
 		d = p.steadyBackoff()
+	} else {
+		d = p.backoff(attempt)
 	}
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= d {
 		return d, false

@@ -223,7 +223,7 @@ func TestLastAnswerSurvivesLaterFailures(t *testing.T) {
 // other retriable failures wait the doubling, fully jittered backoff.
 func TestTrafficControlWaitsSteadily(t *testing.T) {
 	const base = 8 * time.Millisecond
-	policy := RetryPolicy{MaxAttempts: 6, BaseBackoff: base, MaxBackoff: time.Second}
+	policy := RetryPolicy{MaxAttempts: 8, BaseBackoff: base, MaxBackoff: time.Second}
 	for _, tc := range []struct {
 		name   string
 		answer answer
@@ -265,8 +265,8 @@ func TestTrafficControlWaitsSteadily(t *testing.T) {
 				}
 				longest = max(longest, d)
 			}
-			// Five doubling bounds reach 16 base; all five full-jitter
-			// draws under one base happen about once in 1500 runs.
+			// Seven doubling bounds reach 64 base; all seven full-jitter
+			// draws under one base happen about once in two million runs.
 			if !tc.steady && longest <= base {
 				t.Errorf("waits %v: none longer than the first bound %v; want a doubling backoff", waits, base)
 			}
