@@ -197,8 +197,8 @@ func (b *bodyAnswer) add(key []byte, seq int64, data []byte, ts int64) int {
 // stopping at limit records or before the record that would take the key
 // and data handed over past fetchBytes, the first record included. It returns the position after the last
 // record handed over and the read quota they cost. Records are read from
-// the record log through one reused buffer and, with fresh, copied from it
-// into pieces of their own (logReader).
+// the record log through one reused buffer or, with fresh, into pieces of
+// their own (logReader).
 func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, limit, fetchBytes int, fresh bool, a answerWriter) (int64, int, error) {
 	var lower, upper [recordKeyLen]byte
 	it, err := s.db.NewIter(&pebble.IterOptions{
@@ -244,18 +244,21 @@ func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, lim
 		return pos, 0, err
 	}
 
-	bufp := responseBuffers.Get().(*[]byte)
-	lr := logReader{log: s.records, buf: (*bufp)[:0], fresh: fresh}
-	defer func() {
-		*bufp = lr.buf
-		recycleBuffer(bufp)
-	}()
+	lr := logReader{log: s.records, fresh: fresh}
+	if !fresh {
+		bufp := responseBuffers.Get().(*[]byte)
+		lr.buf = (*bufp)[:0]
+		defer func() {
+			*bufp = lr.buf
+			recycleBuffer(bufp)
+		}()
+	}
 	a.grow(len(refs))
 	next := pos
 	size, cost := 0, 0
 	for i, ref := range refs {
 		seq := pos + int64(i)
-		fskey, fpart, fseq, value, err := lr.read(ref, contiguous(refs[i:]))
+		fskey, fpart, fseq, value, err := lr.read(refs[i:])
 		if errors.Is(err, errSegmentGone) {
 			// Retention deleted the segment after the references were read.
 			if i == 0 {

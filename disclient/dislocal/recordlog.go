@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/rs/zerolog"
 )
 
 // Record data lives in an append-only log beside pebble rather than in
@@ -27,7 +29,8 @@ import (
 //
 // Numbers are big-endian. Appends go to the newest (active) segment; a
 // segment is rolled at segmentBytes and fsynced when rolled, so every
-// segment but the active one is durable in full. Open never appends to a
+// segment but the active one is durable in full. With SyncAlways the next
+// segment is prepared while the active one fills (spare.go). Open never appends to a
 // segment it finds: it validates the newest one, cuts off a torn tail,
 // fsyncs it and starts a new segment. Retention deletes whole segments once
 // no partition's earliest record lies in them or before them.
@@ -106,11 +109,27 @@ type recordLog struct {
 	dir          string
 	segmentBytes int64
 
-	// mu guards the active segment and the size written to it.
+	// mu guards the active segment and the size written to it, and the
+	// spare segment's state.
 	mu       sync.Mutex
 	active   *os.File
 	activeID uint64
 	size     int64
+	// filled is whether the active segment was a spare: zeros follow its
+	// frames, to be cut off when it is rolled or closed.
+	filled bool
+
+	// spares makes the log prepare each next segment ahead (spare.go);
+	// spare is one ready to become it, preparing whether a goroutine is
+	// writing one. closing stops new ones and abandon, closed by close,
+	// the one under way; prepared waits for it.
+	spares    bool
+	spare     *os.File
+	preparing bool
+	closing   bool
+	abandon   chan struct{}
+	prepared  sync.WaitGroup
+	log       zerolog.Logger
 
 	// files holds every segment open for reading, by id.
 	filesMu sync.RWMutex
@@ -174,13 +193,21 @@ func (l *recordLog) stopLocked(err error) {
 // their owner only, as are the segment files in them.
 const dirMode = 0o700
 
-// openRecordLog opens the log in dir/records, creating it if need be. It
-// returns the newest segment found and its valid length (0, 0 for none):
-// records referenced beyond that point never reached the disk whole and
-// must be dropped by the caller.
-func openRecordLog(dir string, segmentBytes int64) (l *recordLog, lastID uint64, lastLen int64, err error) {
-	log := &recordLog{dir: filepath.Join(dir, logDirName), segmentBytes: segmentBytes, files: make(map[uint64]*os.File), fsync: (*os.File).Sync}
+// openRecordLog opens the log in dir/records, creating it if need be, and
+// with spares prepares each next segment ahead (spare.go), reporting a
+// failure to do so to logger. It returns the newest segment found and its
+// valid length (0, 0 for none): records referenced beyond that point never
+// reached the disk whole and must be dropped by the caller.
+func openRecordLog(dir string, segmentBytes int64, spares bool, logger zerolog.Logger) (l *recordLog, lastID uint64, lastLen int64, err error) {
+	log := &recordLog{
+		dir: filepath.Join(dir, logDirName), segmentBytes: segmentBytes, files: make(map[uint64]*os.File), fsync: (*os.File).Sync,
+		spares: spares, abandon: make(chan struct{}), log: logger,
+	}
 	if err := os.MkdirAll(log.dir, dirMode); err != nil {
+		return nil, 0, 0, err
+	}
+	// A spare left by a crash may be partly written.
+	if err := os.Remove(log.sparePath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, 0, 0, err
 	}
 	entries, err := os.ReadDir(log.dir)
@@ -295,13 +322,24 @@ func (l *recordLog) segmentPath(id uint64) string {
 	return filepath.Join(l.dir, fmt.Sprintf("%020d.log", id))
 }
 
-// startSegment creates segment id, makes it active and fsyncs the
-// directory so that the new file survives a power loss. Needs l.mu (or
-// sole ownership).
+// startSegment makes segment id, from the spare when one is ready, active
+// and fsyncs the directory so that the new file survives a power loss; then
+// it has the spare after it prepared. Needs l.mu (or sole ownership).
 func (l *recordLog) startSegment(id uint64) error {
-	f, err := os.OpenFile(l.segmentPath(id), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
+	f, filled := l.spare, l.spare != nil
+	l.spare = nil
+	if filled {
+		if err := os.Rename(l.sparePath(), l.segmentPath(id)); err != nil {
+			_ = f.Close()
+			_ = os.Remove(l.sparePath())
+			f, filled = nil, false
+		}
+	}
+	if f == nil {
+		var err error
+		if f, err = os.OpenFile(l.segmentPath(id), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+			return err
+		}
 	}
 	if err := syncDir(l.dir); err != nil {
 		_ = f.Close()
@@ -310,7 +348,8 @@ func (l *recordLog) startSegment(id uint64) error {
 	l.filesMu.Lock()
 	l.files[id] = f
 	l.filesMu.Unlock()
-	l.active, l.activeID, l.size = f, id, 0
+	l.active, l.activeID, l.size, l.filled = f, id, 0, filled
+	l.prepareSpare()
 	return nil
 }
 
@@ -340,6 +379,9 @@ func (l *recordLog) append(frames []byte, index func(seg uint64, off int64) erro
 		return 0, 0, err
 	}
 	if l.size > 0 && l.size+int64(len(frames)) > l.segmentBytes {
+		if err := l.cutFilled(); err != nil {
+			return 0, 0, err
+		}
 		if err := l.syncLocked(l.active); err != nil {
 			return 0, 0, err
 		}
@@ -407,50 +449,43 @@ type logReader struct {
 	seg uint64
 	off int64 // of buf[0] in segment seg
 
-	// fresh makes read hand out slices of kept, a new copy of frames of
-	// the window, instead of the window itself: they stay valid after
-	// later reads and are the caller's to keep. kept starts at keptOff
-	// in segment keptSeg.
+	// fresh makes read hand out slices of kept, frames read into memory
+	// of their own instead of the window: they stay valid after later
+	// reads and are the caller's to keep. kept starts at keptOff in
+	// segment keptSeg.
 	fresh   bool
 	kept    []byte
 	keptSeg uint64
 	keptOff int64
 }
 
-// freshPiece bounds how many bytes of frames a fresh reader copies at
-// once: small records share a piece, so that they cost one allocation
-// between them, and a record kept alone keeps at most this much memory
-// alive besides its own; a larger frame gets a piece of its own.
+// freshPiece bounds how many bytes of frames a fresh reader reads into one
+// piece of memory: small records share a piece, so that they cost one
+// allocation between them, and a record kept alone keeps at most this much
+// memory alive besides its own; a larger frame gets a piece of its own.
 const freshPiece = 64 << 10
 
-// read returns the checked parts of the frame at ref; the slices alias
+// read returns the checked parts of the frame at refs[0]; the slices alias
 // the reader's buffer and, unless fresh, are valid until the next read.
-// span is how many bytes from ref on the caller will read next (at least
-// ref.n), what a window refilled here covers.
-func (r *logReader) read(ref recordRef, span int64) (skey uint64, part int32, seq int64, value []byte, err error) {
+// refs are the frames the caller will read next, in order: a window
+// refilled here covers those that lie one after the other in the log.
+func (r *logReader) read(refs []recordRef) (skey uint64, part int32, seq int64, value []byte, err error) {
+	ref := refs[0]
 	end := ref.off + int64(ref.n)
-	kept := r.fresh && ref.seg == r.keptSeg && ref.off >= r.keptOff && end <= r.keptOff+int64(len(r.kept))
+	w, base := r.buf, r.off
 	switch {
-	case kept:
-	case r.fresh && ref.n > freshPiece:
-		// A frame kept alone is read straight into memory of its own:
-		// through the window it would be read, then copied.
-		if err := r.readKept(ref); err != nil {
-			return 0, 0, 0, nil, err
-		}
-	default:
-		if ref.seg != r.seg || ref.off < r.off || end > r.off+int64(len(r.buf)) {
-			if err := r.fill(ref, span); err != nil {
+	case r.fresh:
+		if ref.seg != r.keptSeg || ref.off < r.keptOff || end > r.keptOff+int64(len(r.kept)) {
+			if err := r.readPiece(refs); err != nil {
 				return 0, 0, 0, nil, err
 			}
 		}
-		if r.fresh {
-			r.keep(ref)
-		}
-	}
-	w, base := r.buf, r.off
-	if r.fresh {
 		w, base = r.kept, r.keptOff
+	case ref.seg != r.seg || ref.off < r.off || end > r.off+int64(len(r.buf)):
+		if err := r.fill(ref, contiguous(refs)); err != nil {
+			return 0, 0, 0, nil, err
+		}
+		w, base = r.buf, r.off
 	}
 	frame := w[ref.off-base : end-base]
 	skey, part, seq, value, ok := checkFrame(frame)
@@ -460,30 +495,21 @@ func (r *logReader) read(ref recordRef, span int64) (skey uint64, part int32, se
 	return skey, part, seq, value, nil
 }
 
-// keep copies the window's frames from ref on, as many whole ones as fit
-// in freshPiece bytes (ref's at least), into a new kept buffer. append
-// copies them without zeroing the new memory first, from a window still
-// in the CPU's cache.
-func (r *logReader) keep(ref recordRef) {
-	start, n := int(ref.off-r.off), int(ref.n)
-	for start+n+frameHeaderLen <= len(r.buf) {
-		next := frameHeaderLen + int(binary.BigEndian.Uint32(r.buf[start+n:]))
-		if n+next > freshPiece || start+n+next > len(r.buf) {
-			break
-		}
-		n += next
+// readPiece reads the frames at the start of refs that lie one after the
+// other in one segment, as many whole ones as fit in freshPiece bytes
+// (refs[0]'s at least), straight into a new kept piece: read through the
+// window they would be copied once more (docs/benchmarks.md).
+func (r *logReader) readPiece(refs []recordRef) error {
+	n := int64(refs[0].n)
+	for i := 1; i < len(refs) && refs[i].seg == refs[0].seg && refs[i].off == refs[0].off+n && n+int64(refs[i].n) <= freshPiece; i++ {
+		n += int64(refs[i].n)
 	}
-	r.kept = append([]byte(nil), r.buf[start:start+n]...)
-	r.keptSeg, r.keptOff = ref.seg, ref.off
-}
-
-// readKept reads the frame at ref into a new kept buffer of its own.
-func (r *logReader) readKept(ref recordRef) error {
-	buf := make([]byte, ref.n)
-	if _, err := r.readAt(buf, ref); err != nil {
+	buf := make([]byte, n)
+	got, err := r.readAt(buf, refs[0])
+	if err != nil {
 		return err
 	}
-	r.kept, r.keptSeg, r.keptOff = buf, ref.seg, ref.off
+	r.kept, r.keptSeg, r.keptOff = buf[:got], refs[0].seg, refs[0].off
 	return nil
 }
 
@@ -544,10 +570,39 @@ func (l *recordLog) activeSegment() uint64 {
 	return l.activeID
 }
 
+// cutFilled cuts the zeros off the end of an active segment made from a
+// spare. Needs mu.
+func (l *recordLog) cutFilled() error {
+	if !l.filled {
+		return nil
+	}
+	if err := l.active.Truncate(l.size); err != nil {
+		return err
+	}
+	l.filled = false
+	return nil
+}
+
+// close abandons a spare under way, deletes a spare, cuts the active
+// segment to its frames and closes every segment.
 func (l *recordLog) close() error {
+	l.mu.Lock()
+	if !l.closing {
+		l.closing = true
+		close(l.abandon)
+	}
+	l.mu.Unlock()
+	l.prepared.Wait()
+	l.mu.Lock()
+	first := l.cutFilled()
+	if l.spare != nil {
+		_ = l.spare.Close()
+		_ = os.Remove(l.sparePath())
+		l.spare = nil
+	}
+	l.mu.Unlock()
 	l.filesMu.Lock()
 	defer l.filesMu.Unlock()
-	var first error
 	for id, f := range l.files {
 		if err := f.Close(); err != nil && first == nil {
 			first = err

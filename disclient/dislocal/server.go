@@ -173,7 +173,7 @@ func Open(cfg Config) (*Server, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("dislocal: open %s: %w", cfg.Dir, err)
 	}
-	rlog, lastSeg, lastLen, err := openRecordLog(cfg.Dir, cfg.segmentBytes)
+	rlog, lastSeg, lastLen, err := openRecordLog(cfg.Dir, cfg.segmentBytes, cfg.Sync == SyncAlways, cfg.Logger)
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("dislocal: open record log in %s: %w", cfg.Dir, err)

@@ -1,0 +1,168 @@
+package dislocal
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// waitSpare waits until the record log has a spare segment ready.
+func (e *env) waitSpare() {
+	e.tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l := e.srv.records
+		l.mu.Lock()
+		ready := l.spare != nil
+		l.mu.Unlock()
+		if ready {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.tb.Fatal("no spare segment prepared in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// segmentSizes maps every file in the record log directory to its size.
+func (e *env) segmentSizes() map[string]int64 {
+	e.tb.Helper()
+	entries, err := os.ReadDir(filepath.Join(e.dir, logDirName))
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	sizes := make(map[string]int64)
+	for _, ent := range entries {
+		fi, err := ent.Info()
+		if err != nil {
+			e.tb.Fatal(err)
+		}
+		sizes[ent.Name()] = fi.Size()
+	}
+	return sizes
+}
+
+// With SyncAlways the segment a roll starts is the spare prepared while
+// the one before filled: a file of segmentBytes zeros, renamed into place,
+// which the records overwrite. Reads, a clean close (which cuts it to its
+// frames) and a crash with its zeros still in place (open finds where the
+// frames end) all give back exactly the records written.
+func TestRecordLogRollsOntoSpare(t *testing.T) {
+	e := &env{tb: t, dir: t.TempDir(), clock: newFakeClock(), sync: SyncAlways, segmentBytes: 4096}
+	e.open()
+	t.Cleanup(e.close)
+	e.createStream("s", 1)
+	payload := strings.Repeat("x", 1000)
+	var want []string
+	put := func(n int) {
+		for range n {
+			v := fmt.Sprint(len(want), payload)
+			e.putTo("s", 0, v)
+			want = append(want, v)
+		}
+	}
+	put(1)
+	e.waitSpare()
+	if size := e.segmentSizes()[spareName]; size != 4096 {
+		t.Fatalf("spare file holds %d bytes, want the segment size 4096", size)
+	}
+	first := e.srv.records.activeSegment()
+	put(4) // rolls: four frames of a 1000-byte value do not fit in 4096 bytes
+	l := e.srv.records
+	l.mu.Lock()
+	active, filled, written := l.activeID, l.filled, l.size
+	l.mu.Unlock()
+	if active == first || !filled {
+		t.Fatalf("active segment %d (filled %v) after the roll from %d, want a new one made from the spare", active, filled, first)
+	}
+	sizes := e.segmentSizes()
+	if got := sizes[filepath.Base(l.segmentPath(active))]; got != 4096 || written >= 4096 {
+		t.Fatalf("spare-made segment: file of %d bytes, %d of frames; want 4096 with fewer of frames", got, written)
+	}
+	if got := sizes[filepath.Base(l.segmentPath(first))]; got >= 4096 {
+		t.Errorf("rolled segment %d is %d bytes; want it cut to its frames", first, got)
+	}
+	if got := payloads(e.readAll("s", 0)); !slices.Equal(got, want) {
+		t.Fatalf("read back %d records, want %d", len(got), len(want))
+	}
+
+	// A crash: the log as it is on disk, zeros after the active segment's
+	// frames; pebble as of now.
+	crashed := filepath.Join(t.TempDir(), "crashed")
+	if err := e.srv.db.Checkpoint(crashed, pebble.WithFlushedWAL()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(crashed, logDirName), os.DirFS(filepath.Join(e.dir, logDirName))); err != nil {
+		t.Fatal(err)
+	}
+
+	// A clean close leaves whole frames only and no spare.
+	e.close()
+	for name, size := range e.segmentSizes() {
+		if name == spareName {
+			t.Errorf("spare left after close")
+			continue
+		}
+		f, err := os.Open(filepath.Join(e.dir, logDirName, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		valid, err := validLength(f)
+		_ = f.Close()
+		if err != nil || valid != size {
+			t.Errorf("segment %s after close: %d bytes, %d of whole frames (%v)", name, size, valid, err)
+		}
+	}
+
+	e.dir = crashed
+	e.open()
+	if got := payloads(e.readAll("s", 0)); !slices.Equal(got, want) {
+		t.Fatalf("after the crash read back %d records, want %d", len(got), len(want))
+	}
+	if got := e.putTo("s", 0, "next"); got[0] != fmt.Sprint(len(want)) {
+		t.Errorf("after the crash the next sequence number is %s, want %d", got[0], len(want))
+	}
+}
+
+// A spare left by a crash, whatever it holds, is deleted at open and never
+// read as a segment; without SyncAlways no spare is made.
+func TestRecordLogSpareLeftoverAndSyncNone(t *testing.T) {
+	e := &env{tb: t, dir: t.TempDir(), clock: newFakeClock(), sync: SyncNone, segmentBytes: 4096}
+	e.open()
+	t.Cleanup(e.close)
+	e.createStream("s", 1)
+	e.putTo("s", 0, "a")
+	e.close()
+	leftover := filepath.Join(e.dir, logDirName, spareName)
+	if err := os.WriteFile(leftover, appendFrame(nil, 1, 0, 1, 1, "", []byte("stray")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.open()
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Errorf("leftover spare still there after open: %v", err)
+	}
+	payload := strings.Repeat("y", 1000)
+	for range 12 {
+		e.putTo("s", 0, payload)
+	}
+	if got := len(e.readAll("s", 0)); got != 13 {
+		t.Errorf("read back %d records, want 13", got)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if _, ok := e.segmentSizes()[spareName]; ok {
+		t.Error("a spare was made with SyncNone")
+	}
+	l := e.srv.records
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.filled || l.preparing {
+		t.Errorf("SyncNone log: filled %v, preparing %v", l.filled, l.preparing)
+	}
+}
