@@ -3,10 +3,13 @@ package dislocal
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/url"
 	"strconv"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/disgw/disgw/disclient"
 )
@@ -82,6 +85,36 @@ func BenchmarkGetRecords(b *testing.B) {
 		resp.Body.Close()
 		if resp.StatusCode != 200 || n < perCall*size {
 			b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
+		}
+	}
+}
+
+// BenchmarkRecordLogDurableAppend measures the record log alone under
+// SyncAlways's pattern: one append, then an fsync covering it, one after
+// the other, with and without spare segments (spare.go). 16 MiB segments,
+// so that a run rolls onto many of them.
+func BenchmarkRecordLogDurableAppend(b *testing.B) {
+	for _, size := range []int{48 << 10, 1 << 20} {
+		for _, spares := range []bool{false, true} {
+			b.Run(fmt.Sprintf("bytes=%d/spares=%v", size, spares), func(b *testing.B) {
+				l, _, _, err := openRecordLog(b.TempDir(), 16<<20, spares, zerolog.Nop())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer func() { _ = l.close() }()
+				frame := appendFrame(nil, 1, 0, 0, 0, "", bytes.Repeat([]byte{'x'}, size-framePrefixLen-16))
+				noIndex := func(uint64, int64) error { return nil }
+				b.SetBytes(int64(len(frame)))
+				for b.Loop() {
+					seg, off, err := l.append(frame, noIndex)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := l.sync(seg, off+int64(len(frame))); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

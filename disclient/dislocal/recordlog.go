@@ -390,7 +390,7 @@ func (l *recordLog) append(frames []byte, index func(seg uint64, off int64) erro
 		}
 	}
 	seg, off = l.activeID, l.size
-	n, err := l.active.WriteAt(frames, off)
+	n, err := l.writeFrames(frames, off)
 	l.size += int64(n)
 	if err == nil {
 		if err = index(seg, off); err == nil {
