@@ -166,3 +166,29 @@ func TestRecordLogSpareLeftoverAndSyncNone(t *testing.T) {
 		t.Errorf("SyncNone log: filled %v, preparing %v", l.filled, l.preparing)
 	}
 }
+
+// Closing the store while a spare is being prepared stops the preparation
+// and deletes the partial spare: nothing of it is left to be taken for
+// data, and close does not wait for a whole segment of zeros.
+func TestRecordLogCloseAbandonsSpare(t *testing.T) {
+	e := &env{tb: t, dir: t.TempDir(), clock: newFakeClock(), sync: SyncAlways, segmentBytes: 1 << 30}
+	e.open()
+	t.Cleanup(e.close)
+	e.createStream("s", 1)
+	e.putTo("s", 0, "a")
+	l := e.srv.records
+	l.mu.Lock()
+	preparing := l.preparing
+	l.mu.Unlock()
+	if !preparing {
+		t.Fatal("no spare being prepared for a 1 GiB segment right after open")
+	}
+	e.close()
+	if size, ok := e.segmentSizes()[spareName]; ok {
+		t.Errorf("partial spare of %d bytes left after close", size)
+	}
+	e.open()
+	if got := payloads(e.readAll("s", 0)); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("after reopening: %v", got)
+	}
+}
