@@ -369,7 +369,8 @@ func syncDir(dir string) error {
 // in one write and then calls index with where they start, still holding
 // the log's lock, so that what index records (the frames' references in
 // pebble) is applied in log order (see reindexLog). It rolls to a new
-// segment first when the frames would not fit, fsyncing the old one. The
+// segment first when the frames would not fit, or when a spare is ready
+// for a segment not made from one (spare.go), fsyncing the old one. The
 // frames are in the OS's page cache when it returns (they survive a
 // process crash); sync makes them durable.
 func (l *recordLog) append(frames []byte, index func(seg uint64, off int64) error) (seg uint64, off int64, err error) {
@@ -378,7 +379,11 @@ func (l *recordLog) append(frames []byte, index func(seg uint64, off int64) erro
 	if err := l.stoppedLocked(); err != nil {
 		return 0, 0, err
 	}
-	if l.size > 0 && l.size+int64(len(frames)) > l.segmentBytes {
+	full := l.size+int64(len(frames)) > l.segmentBytes
+	// A segment not made from a spare (the first after open, or one a
+	// spare was not ready for) rolls as soon as one is ready.
+	early := !l.filled && l.spare != nil
+	if l.size > 0 && (full || early) {
 		if err := l.cutFilled(); err != nil {
 			return 0, 0, err
 		}

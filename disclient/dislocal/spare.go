@@ -32,9 +32,10 @@ import (
 // zeros after its frames until it is rolled or the log is closed, when it
 // is cut to its frames; after a crash, open finds the frames' end as it
 // finds a torn tail (a zero length ends the scan, see scanFrames) and cuts
-// it there. A spare that is not ready when the segment rolls is simply not
-// used: the next segment is created empty, as without spares, and the
-// spare serves the roll after.
+// it there. A spare that is not ready when the segment rolls is not waited
+// for: the next segment is created empty, as without spares, and rolls
+// onto the spare as soon as it is ready, as the first segment after open
+// does.
 const (
 	// spareName is the file a spare is prepared in. It is not a segment
 	// name, so open never takes a spare for data; open deletes it.
