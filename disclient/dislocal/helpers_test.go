@@ -58,7 +58,14 @@ const project = "proj1"
 
 func newEnv(tb testing.TB) *env {
 	tb.Helper()
-	e := &env{tb: tb, dir: tb.TempDir(), clock: newFakeClock(), sync: SyncAlways}
+	return newLogEnv(tb, SyncAlways, 0)
+}
+
+// newLogEnv is newEnv with the sync mode and the record log's segment size
+// (0 for the default) chosen.
+func newLogEnv(tb testing.TB, sync SyncMode, segmentBytes int64) *env {
+	tb.Helper()
+	e := &env{tb: tb, dir: tb.TempDir(), clock: newFakeClock(), sync: sync, segmentBytes: segmentBytes}
 	e.open()
 	tb.Cleanup(e.close)
 	return e

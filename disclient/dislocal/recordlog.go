@@ -30,9 +30,9 @@ import (
 // Numbers are big-endian. Appends go to the newest (active) segment; a
 // segment is rolled at segmentBytes and fsynced when rolled, so every
 // segment but the active one is durable in full. With SyncAlways the next
-// segment is prepared while the active one fills (spare.go). Open never appends to a
-// segment it finds: it validates the newest one, cuts off a torn tail,
-// fsyncs it and starts a new segment. Retention deletes whole segments once
+// segment is prepared while the active one fills (spare.go). Open never
+// appends to a segment it finds: it validates the newest one, cuts off a
+// torn tail, fsyncs it and starts a new segment. Retention deletes whole segments once
 // no partition's earliest record lies in them or before them.
 const (
 	logDirName      = "records"

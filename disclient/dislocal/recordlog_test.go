@@ -119,9 +119,7 @@ func TestRecordLogTornTailRecovery(t *testing.T) {
 // Retention deletes whole segments once no partition's earliest record is
 // in or before them, and keeps every segment a retained record is in.
 func TestRecordLogRetentionDropsSegments(t *testing.T) {
-	e := &env{tb: t, dir: t.TempDir(), clock: newFakeClock(), sync: SyncAlways, segmentBytes: 4096}
-	e.open()
-	t.Cleanup(e.close)
+	e := newLogEnv(t, SyncAlways, 4096)
 	e.createStream("s", 2)
 	payload := strings.Repeat("x", 1000)
 	for i := range 20 {

@@ -19,23 +19,23 @@ import (
 // active segment's size by half as much again and spareLead more, so that
 // the zeros reach the disk in small pieces spread over the segment's life,
 // between the log's own fsyncs, rather than in one burst in front of them,
-// and the spare is ready when the segment is two-thirds full. Where the file system allows, the zeros are
-// written with O_DIRECT, straight from one buffer to the disk: through the
-// page cache they cost a kernel copy and page allocation per byte, up to a
-// fifth of the gateway's CPU under a fast producer (docs/benchmarks.md),
-// and each chunk would have to be written back before the next. Blocks
-// written that way are on the disk but not in the page cache, and a write
-// that ends inside such a page makes the kernel read the page first; so
-// appends to a segment made from a spare pad their frames with zeros to the
-// next page boundary (writeFrames), and the next append, which starts in
-// that page, finds it cached. The roll renames the spare into place. A segment made from a spare keeps
-// zeros after its frames until it is rolled or the log is closed, when it
-// is cut to its frames; after a crash, open finds the frames' end as it
-// finds a torn tail (a zero length ends the scan, see scanFrames) and cuts
-// it there. A spare that is not ready when the segment rolls is not waited
-// for: the next segment is created empty, as without spares, and rolls
-// onto the spare as soon as it is ready, as the first segment after open
-// does.
+// and the spare is ready when the segment is two-thirds full. Where the
+// file system allows, the zeros are written with O_DIRECT, straight from
+// one buffer to the disk: through the page cache they cost a kernel copy
+// and page allocation per byte, up to a fifth of the gateway's CPU under a
+// fast producer (docs/benchmarks.md), and each chunk would have to be
+// written back before the next. Blocks written that way are on the disk but
+// not in the page cache, and a write that ends inside such a page makes the
+// kernel read the page first; so appends to a segment made from a spare pad
+// their frames with zeros to the next page boundary (writeFrames), and the
+// next append, which starts in that page, finds it cached. The roll renames
+// the spare into place. A segment made from a spare keeps zeros after its
+// frames until it is rolled or the log is closed, when it is cut to its
+// frames; after a crash, open finds the frames' end as it finds a torn tail
+// (a zero length ends the scan, see scanFrames) and cuts it there. A spare
+// that is not ready when the segment rolls is not waited for: the next
+// segment is created empty, as without spares, and rolls onto the spare as
+// soon as it is ready, as the first segment after open does.
 const (
 	// spareName is the file a spare is prepared in. It is not a segment
 	// name, so open never takes a spare for data; open deletes it.
@@ -108,7 +108,7 @@ func (l *recordLog) writeSpare() (*os.File, error) {
 	defer timer.Stop()
 	pause := sparePauseMin
 	for off := int64(0); off < size; {
-		if l.spareAhead(off) {
+		if l.spareAhead(off, size) {
 			timer.Reset(pause)
 			select {
 			case <-timer.C:
@@ -167,10 +167,10 @@ func (l *recordLog) writeFrames(frames []byte, off int64) (int, error) {
 	return min(n, len(frames)), err
 }
 
-// spareAhead reports whether a spare zeroed up to done is far enough ahead
-// of the active segment for its preparation to wait.
-func (l *recordLog) spareAhead(done int64) bool {
+// spareAhead reports whether a spare of size bytes, zeroed up to done, is
+// far enough ahead of the active segment for its preparation to wait.
+func (l *recordLog) spareAhead(done, size int64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return done >= min(l.segmentBytes, l.size+l.size/2+spareLead)
+	return done >= min(size, l.size+l.size/2+spareLead)
 }

@@ -56,9 +56,7 @@ func (e *env) segmentSizes() map[string]int64 {
 // frames) and a crash with its zeros still in place (open finds where the
 // frames end) all give back exactly the records written.
 func TestRecordLogRollsOntoSpare(t *testing.T) {
-	e := &env{tb: t, dir: t.TempDir(), clock: newFakeClock(), sync: SyncAlways, segmentBytes: 4096}
-	e.open()
-	t.Cleanup(e.close)
+	e := newLogEnv(t, SyncAlways, 4096)
 	e.createStream("s", 1)
 	payload := strings.Repeat("x", 1000)
 	var want []string
@@ -137,9 +135,7 @@ func TestRecordLogRollsOntoSpare(t *testing.T) {
 // A spare left by a crash, whatever it holds, is deleted at open and never
 // read as a segment; without SyncAlways no spare is made.
 func TestRecordLogSpareLeftoverAndSyncNone(t *testing.T) {
-	e := &env{tb: t, dir: t.TempDir(), clock: newFakeClock(), sync: SyncNone, segmentBytes: 4096}
-	e.open()
-	t.Cleanup(e.close)
+	e := newLogEnv(t, SyncNone, 4096)
 	e.createStream("s", 1)
 	e.putTo("s", 0, "a")
 	e.close()
@@ -174,9 +170,7 @@ func TestRecordLogSpareLeftoverAndSyncNone(t *testing.T) {
 // and deletes the partial spare: nothing of it is left to be taken for
 // data, and close does not wait for a whole segment of zeros.
 func TestRecordLogCloseAbandonsSpare(t *testing.T) {
-	e := &env{tb: t, dir: t.TempDir(), clock: newFakeClock(), sync: SyncAlways, segmentBytes: 1 << 30}
-	e.open()
-	t.Cleanup(e.close)
+	e := newLogEnv(t, SyncAlways, 1<<30)
 	e.createStream("s", 1)
 	e.putTo("s", 0, "a")
 	l := e.srv.records
