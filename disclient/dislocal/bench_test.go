@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/url"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -90,31 +92,42 @@ func BenchmarkGetRecords(b *testing.B) {
 }
 
 // BenchmarkRecordLogDurableAppend measures the record log alone under
-// SyncAlways's pattern: one append, then an fsync covering it, one after
-// the other, with and without spare segments (spare.go). 16 MiB segments,
-// so that a run rolls onto many of them.
+// SyncAlways's pattern: appends, each followed by an fsync covering it, by
+// one writer or by three at once (as three partitions' writers do, sharing
+// fsyncs), with and without spare segments (spare.go). 16 MiB segments, so
+// that a run rolls onto many of them.
 func BenchmarkRecordLogDurableAppend(b *testing.B) {
 	for _, size := range []int{48 << 10, 1 << 20} {
-		for _, spares := range []bool{false, true} {
-			b.Run(fmt.Sprintf("bytes=%d/spares=%v", size, spares), func(b *testing.B) {
-				l, _, _, err := openRecordLog(b.TempDir(), 16<<20, spares, zerolog.Nop())
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer func() { _ = l.close() }()
-				frame := appendFrame(nil, 1, 0, 0, 0, "", bytes.Repeat([]byte{'x'}, size-framePrefixLen-16))
-				noIndex := func(uint64, int64) error { return nil }
-				b.SetBytes(int64(len(frame)))
-				for b.Loop() {
-					seg, off, err := l.append(frame, noIndex)
+		for _, writers := range []int{1, 3} {
+			for _, spares := range []bool{false, true} {
+				b.Run(fmt.Sprintf("bytes=%d/writers=%d/spares=%v", size, writers, spares), func(b *testing.B) {
+					l, _, _, err := openRecordLog(b.TempDir(), 16<<20, spares, zerolog.Nop())
 					if err != nil {
 						b.Fatal(err)
 					}
-					if err := l.sync(seg, off+int64(len(frame))); err != nil {
-						b.Fatal(err)
+					defer func() { _ = l.close() }()
+					frame := appendFrame(nil, 1, 0, 0, 0, "", bytes.Repeat([]byte{'x'}, size-framePrefixLen-16))
+					noIndex := func(uint64, int64) error { return nil }
+					b.SetBytes(int64(len(frame)))
+					var next atomic.Int64
+					var wg sync.WaitGroup
+					for range writers {
+						wg.Go(func() {
+							for next.Add(1) <= int64(b.N) {
+								seg, off, err := l.append(frame, noIndex)
+								if err == nil {
+									err = l.sync(seg, off+int64(len(frame)))
+								}
+								if err != nil {
+									b.Error(err)
+									return
+								}
+							}
+						})
 					}
-				}
-			})
+					wg.Wait()
+				})
+			}
 		}
 	}
 }

@@ -118,18 +118,31 @@ type recordLog struct {
 	// filled is whether the active segment was a spare: zeros follow its
 	// frames, to be cut off when it is rolled or closed.
 	filled bool
+	// direct is the active segment opened with O_DIRECT, which appends go
+	// through when its spare was written so (writeDirect); nil otherwise.
+	// stage is the aligned buffer they are written from, holding the
+	// segment's bytes from stageStart, a page boundary, up to size.
+	direct     *os.File
+	stage      []byte
+	stageStart int64
+	// warm takes the ranges direct appends wrote to a goroutine that reads
+	// them into the page cache (warm.go); warmed waits for it.
+	warm   chan pageRange
+	warmed sync.WaitGroup
 
 	// spares makes the log prepare each next segment ahead (spare.go);
-	// spare is one ready to become it, preparing whether a goroutine is
-	// writing one. closing stops new ones and abandon, closed by close,
-	// the one under way; prepared waits for it.
-	spares    bool
-	spare     *os.File
-	preparing bool
-	closing   bool
-	abandon   chan struct{}
-	prepared  sync.WaitGroup
-	log       zerolog.Logger
+	// spare is one ready to become it, spareDirect the same file opened
+	// with O_DIRECT (nil where the file system refuses it), preparing
+	// whether a goroutine is writing one. closing stops new ones and
+	// abandon, closed by close, the one under way; prepared waits for it.
+	spares      bool
+	spare       *os.File
+	spareDirect *os.File
+	preparing   bool
+	closing     bool
+	abandon     chan struct{}
+	prepared    sync.WaitGroup
+	log         zerolog.Logger
 
 	// files holds every segment open for reading, by id.
 	filesMu sync.RWMutex
@@ -202,6 +215,9 @@ func openRecordLog(dir string, segmentBytes int64, spares bool, logger zerolog.L
 	log := &recordLog{
 		dir: filepath.Join(dir, logDirName), segmentBytes: segmentBytes, files: make(map[uint64]*os.File), fsync: (*os.File).Sync,
 		spares: spares, abandon: make(chan struct{}), log: logger,
+	}
+	if spares {
+		log.startWarming()
 	}
 	if err := os.MkdirAll(log.dir, dirMode); err != nil {
 		return nil, 0, 0, err
@@ -326,13 +342,13 @@ func (l *recordLog) segmentPath(id uint64) string {
 // and fsyncs the directory so that the new file survives a power loss; then
 // it has the spare after it prepared. Needs l.mu (or sole ownership).
 func (l *recordLog) startSegment(id uint64) error {
-	f, filled := l.spare, l.spare != nil
-	l.spare = nil
+	f, direct, filled := l.spare, l.spareDirect, l.spare != nil
+	l.spare, l.spareDirect = nil, nil
 	if filled {
 		if err := os.Rename(l.sparePath(), l.segmentPath(id)); err != nil {
-			_ = f.Close()
+			closeFiles(f, direct)
 			_ = os.Remove(l.sparePath())
-			f, filled = nil, false
+			f, direct, filled = nil, nil, false
 		}
 	}
 	if f == nil {
@@ -342,13 +358,14 @@ func (l *recordLog) startSegment(id uint64) error {
 		}
 	}
 	if err := syncDir(l.dir); err != nil {
-		_ = f.Close()
+		closeFiles(f, direct)
 		return err
 	}
 	l.filesMu.Lock()
 	l.files[id] = f
 	l.filesMu.Unlock()
 	l.active, l.activeID, l.size, l.filled = f, id, 0, filled
+	l.direct, l.stageStart = direct, 0
 	l.prepareSpare()
 	return nil
 }
@@ -575,9 +592,13 @@ func (l *recordLog) activeSegment() uint64 {
 	return l.activeID
 }
 
-// cutFilled cuts the zeros off the end of an active segment made from a
-// spare. Needs mu.
+// cutFilled ends appends to an active segment made from a spare: it
+// closes its O_DIRECT descriptor and cuts the zeros off its end. Needs mu.
 func (l *recordLog) cutFilled() error {
+	if l.direct != nil {
+		_ = l.direct.Close()
+		l.direct = nil
+	}
 	if !l.filled {
 		return nil
 	}
@@ -595,15 +616,19 @@ func (l *recordLog) close() error {
 	if !l.closing {
 		l.closing = true
 		close(l.abandon)
+		if l.warm != nil {
+			close(l.warm)
+		}
 	}
 	l.mu.Unlock()
 	l.prepared.Wait()
+	l.warmed.Wait()
 	l.mu.Lock()
 	first := l.cutFilled()
 	if l.spare != nil {
-		_ = l.spare.Close()
+		closeFiles(l.spare, l.spareDirect)
 		_ = os.Remove(l.sparePath())
-		l.spare = nil
+		l.spare, l.spareDirect = nil, nil
 	}
 	l.mu.Unlock()
 	l.filesMu.Lock()

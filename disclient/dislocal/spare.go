@@ -15,27 +15,36 @@ import (
 // already written and made durable commits only the data, and on the disks
 // measured took about half as long (docs/benchmarks.md, "Spare segments").
 // So while a segment fills, a goroutine prepares the next one: it writes a
-// file of segmentBytes zeros, a chunk at a time, keeping ahead of the
-// active segment's size by half as much again and spareLead more, so that
-// the zeros reach the disk in small pieces spread over the segment's life,
-// between the log's own fsyncs, rather than in one burst in front of them,
-// and the spare is ready when the segment is two-thirds full. Where the
-// file system allows, the zeros are written with O_DIRECT, straight from
-// one buffer to the disk: through the page cache they cost a kernel copy
-// and page allocation per byte, up to a fifth of the gateway's CPU under a
-// fast producer (docs/benchmarks.md), and each chunk would have to be
-// written back before the next. Blocks written that way are on the disk but
-// not in the page cache, and a write that ends inside such a page makes the
-// kernel read the page first; so appends to a segment made from a spare pad
-// their frames with zeros to the next page boundary (writeFrames), and the
-// next append, which starts in that page, finds it cached. The roll renames
-// the spare into place. A segment made from a spare keeps zeros after its
-// frames until it is rolled or the log is closed, when it is cut to its
-// frames; after a crash, open finds the frames' end as it finds a torn tail
-// (a zero length ends the scan, see scanFrames) and cuts it there. A spare
-// that is not ready when the segment rolls is not waited for: the next
-// segment is created empty, as without spares, and rolls onto the spare as
-// soon as it is ready, as the first segment after open does.
+// file of segmentBytes zeros, a chunk at a time, keeping ahead of the active
+// segment's size by half as much again and spareLead more, so that the zeros
+// reach the disk in small pieces spread over the segment's life, between the
+// log's own fsyncs, rather than in one burst in front of them, and the spare
+// is ready when the segment is two-thirds full. Where the file system
+// allows, the zeros are written with O_DIRECT, straight from one buffer to
+// the disk: through the page cache they cost a kernel copy and page
+// allocation per byte, up to a fifth of the gateway's CPU under a fast
+// producer (docs/benchmarks.md), and each chunk would have to be written
+// back before the next. Appends to such a segment are written as whole pages
+// from an aligned staging buffer (writeDirect): the segment's last, partial
+// page again, then the frames, then zeros to the next page boundary, so that
+// no write ends inside a page that is on the disk but not cached, which the
+// kernel would first have to read. Those of directMin bytes or more go with
+// O_DIRECT too: the kernel's copy of every record into the page cache was a
+// third of the gateway's CPU under a producer of large batches, and writing
+// the pages back made each fsync wait for them; a direct write leaves the
+// fsync only the disk's cache to flush. Every file system that takes the
+// spare's O_DIRECT writes takes these, as its blocks are at most a page.
+// Reads go through another descriptor without O_DIRECT, and what a direct
+// append wrote is read back into the page cache in the background (warm.go).
+// Where the file system refuses O_DIRECT, appends pad their frames with
+// zeros to the next page boundary in the same write, for the same reason.
+// The roll renames the spare into place. A segment made from a spare keeps
+// zeros after its frames until it is rolled or the log is closed, when it is
+// cut to its frames; after a crash, open finds the frames' end as it finds a
+// torn tail (a zero length ends the scan, see scanFrames) and cuts it there.
+// A spare that is not ready when the segment rolls is not waited for: the
+// next segment is created empty, as without spares, and rolls onto the spare
+// as soon as it is ready, as the first segment after open does.
 const (
 	// spareName is the file a spare is prepared in. It is not a segment
 	// name, so open never takes a spare for data; open deletes it.
@@ -45,6 +54,13 @@ const (
 	// pageBytes is the alignment O_DIRECT writes need and the page size
 	// appends to a spare-made segment pad to.
 	pageBytes = 4096
+	// directMin is the smallest append written with O_DIRECT; smaller
+	// ones go through the page cache. A direct write holds the log's lock
+	// until the disk has the bytes, so the small appends of several
+	// partitions would wait for each other's writes instead of sharing
+	// one fsync; against the page cache, gateway runs with 16 KiB batches
+	// measured no gain from it (docs/benchmarks.md).
+	directMin = 256 << 10
 	// spareLead is how far the spare keeps ahead of 1.5 times the active
 	// segment's size.
 	spareLead = 8 << 20
@@ -69,22 +85,20 @@ func (l *recordLog) prepareSpare() {
 	l.prepared.Add(1)
 	go func() {
 		defer l.prepared.Done()
-		f, err := l.writeSpare()
+		f, direct, err := l.writeSpare()
 		l.mu.Lock()
 		l.preparing = false
 		if err == nil && l.closing {
 			err = errSpareAbandoned
 		}
 		if err == nil {
-			l.spare = f
+			l.spare, l.spareDirect = f, direct
 		}
 		l.mu.Unlock()
 		if err == nil {
 			return
 		}
-		if f != nil {
-			_ = f.Close()
-		}
+		closeFiles(f, direct)
 		_ = os.Remove(l.sparePath())
 		if !errors.Is(err, errSpareAbandoned) {
 			l.log.Warn().Err(err).Msg("dislocal: preparing a spare record log segment failed; the next segment starts empty")
@@ -96,11 +110,13 @@ func (l *recordLog) prepareSpare() {
 var zeroPage [pageBytes]byte
 
 // writeSpare writes the spare file full of zeros (segmentBytes rounded up
-// to whole pages), makes it durable and returns it opened for appends.
-func (l *recordLog) writeSpare() (*os.File, error) {
+// to whole pages), makes it durable and returns it opened, and where the
+// file system allows O_DIRECT, opened a second time with it for appends
+// (appendFile). On failure f is what there is to close.
+func (l *recordLog) writeSpare() (f, appendFile *os.File, err error) {
 	f, direct, err := createSpareFile(l.sparePath())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	size := (l.segmentBytes + pageBytes - 1) &^ (pageBytes - 1)
 	zeros := alignedZeros(int(min(spareChunk, size)))
@@ -113,38 +129,41 @@ func (l *recordLog) writeSpare() (*os.File, error) {
 			select {
 			case <-timer.C:
 			case <-l.abandon:
-				return f, errSpareAbandoned
+				return f, nil, errSpareAbandoned
 			}
 			pause = min(2*pause, sparePauseMax)
 			continue
 		}
 		select {
 		case <-l.abandon:
-			return f, errSpareAbandoned
+			return f, nil, errSpareAbandoned
 		default:
 		}
 		pause = sparePauseMin
 		n := min(int64(len(zeros)), size-off)
 		if _, err := f.WriteAt(zeros[:n], off); err != nil {
-			return f, err
+			return f, nil, err
 		}
 		if !direct {
 			// Through the page cache: written back now, a chunk at a
 			// time, not by the kernel in a burst later.
 			if err := writeBack(f, off, n); err != nil {
-				return f, err
+				return f, nil, err
 			}
 		}
 		off += n
 	}
 	if err := f.Sync(); err != nil || !direct {
-		return f, err
+		return f, nil, err
 	}
-	// Appends go through the page cache: reopen without O_DIRECT.
-	if err := f.Close(); err != nil {
-		return nil, err
+	// Appends keep the O_DIRECT descriptor (writeDirect); reads, fsyncs
+	// and the cut go through one without it.
+	r, err := os.OpenFile(l.sparePath(), os.O_RDWR, 0)
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, err
 	}
-	return os.OpenFile(l.sparePath(), os.O_RDWR, 0)
+	return r, f, nil
 }
 
 // alignedZeros returns n zero bytes starting on a page boundary, as
@@ -157,14 +176,65 @@ func alignedZeros(n int) []byte {
 
 // writeFrames writes frames to the active segment at off; in a segment
 // made from a spare, padded with zeros to the next page boundary in the
-// same write (see the comment at the top of this file). Needs mu.
+// same write (see the comment at the top of this file), and with O_DIRECT
+// where the spare was written so. Needs mu.
 func (l *recordLog) writeFrames(frames []byte, off int64) (int, error) {
+	if l.direct != nil {
+		return l.writeDirect(frames, off)
+	}
 	pad := int(-(off + int64(len(frames))) & (pageBytes - 1))
 	if !l.filled || pad == 0 {
 		return l.active.WriteAt(frames, off)
 	}
 	n, err := writeAtv(l.active, [][]byte{frames, zeroPage[:pad]}, off)
 	return min(n, len(frames)), err
+}
+
+// writeDirect writes frames at off to a segment with an O_DIRECT
+// descriptor: through it when there are directMin bytes or more, through
+// the page cache otherwise. A direct write must start and end on page
+// boundaries and come from memory that starts on one, so both go through
+// the staging buffer, which starts with the bytes of the segment's last,
+// partial page (from stageStart up to off): they are written again in
+// front of the frames, and zeros after them up to the next boundary. Written
+// through the page cache, whole pages need no read of a page a direct
+// write left on the disk only. Needs mu.
+func (l *recordLog) writeDirect(frames []byte, off int64) (int, error) {
+	if off-l.stageStart >= pageBytes {
+		// Keep only the last partial page of what was written before.
+		start := off &^ (pageBytes - 1)
+		copy(l.stage, l.stage[start-l.stageStart:off-l.stageStart])
+		l.stageStart = start
+	}
+	tail := int(off - l.stageStart)
+	end := tail + len(frames)
+	padded := (end + pageBytes - 1) &^ (pageBytes - 1)
+	if padded > len(l.stage) {
+		stage := alignedZeros(max(padded, 2*len(l.stage)))
+		copy(stage, l.stage[:tail])
+		l.stage = stage
+	}
+	copy(l.stage[tail:], frames)
+	clear(l.stage[end:padded])
+	f := l.direct
+	if len(frames) < directMin {
+		f = l.active
+	}
+	n, err := f.WriteAt(l.stage[:padded], l.stageStart)
+	if f == l.direct && err == nil {
+		l.warmLocked(l.stageStart, int64(padded))
+	}
+	return min(max(n-tail, 0), len(frames)), err
+}
+
+// closeFiles closes the files that are not nil, for cleanup on paths that
+// already fail.
+func closeFiles(files ...*os.File) {
+	for _, f := range files {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
 }
 
 // spareAhead reports whether a spare of size bytes, zeroed up to done, is

@@ -40,3 +40,20 @@ func writeAtv(f *os.File, bufs [][]byte, off int64) (int, error) {
 	}
 	return n, nil
 }
+
+// willNeed asks the kernel to read n bytes of f from off into the page
+// cache in the background. The descriptor is held for the call, so that
+// a concurrent close cannot hand its number to another file.
+func willNeed(f *os.File, off, n int64) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) {
+		ferr = unix.Fadvise(int(fd), off, n, unix.FADV_WILLNEED)
+	}); err != nil {
+		return err
+	}
+	return ferr
+}

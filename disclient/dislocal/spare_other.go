@@ -29,3 +29,7 @@ func writeAtv(f *os.File, bufs [][]byte, off int64) (int, error) {
 	}
 	return n, nil
 }
+
+// willNeed does nothing: reading ahead into the page cache is asked of
+// Linux only here.
+func willNeed(*os.File, int64, int64) error { return nil }

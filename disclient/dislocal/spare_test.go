@@ -1,6 +1,8 @@
 package dislocal
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/rs/zerolog"
 )
 
 // waitSpare waits until the record log has a spare segment ready.
@@ -187,5 +190,121 @@ func TestRecordLogCloseAbandonsSpare(t *testing.T) {
 	e.open()
 	if got := payloads(e.readAll("s", 0)); !slices.Equal(got, []string{"a"}) {
 		t.Errorf("after reopening: %v", got)
+	}
+}
+
+// Large appends to a segment made from a spare written with O_DIRECT are
+// written with O_DIRECT too, small ones through the page cache, each
+// rewriting the segment's last partial page in front of its frames. Frames of every size, from a few bytes to several
+// pages, some of them taken back because indexing them failed, read back
+// exactly while the log is open and after it is closed and opened again;
+// each segment is cut to its frames.
+func TestRecordLogDirectAppends(t *testing.T) {
+	probe, direct, err := createSpareFile(filepath.Join(t.TempDir(), "probe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = probe.Close()
+	dir := t.TempDir()
+	const segmentBytes = 1 << 20
+	l, _, _, err := openRecordLog(dir, segmentBytes, true, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.close() }()
+	type written struct {
+		ref   recordRef
+		frame []byte
+	}
+	var all []written
+	errIndex := errors.New("index failed")
+	sawDirect := false
+	sizes := []int{1, 100, 4000, directMin, 4096, 5000, 9000, 30, 4067, directMin + 4000, 12000}
+	for i := range 120 {
+		data := bytes.Repeat([]byte{byte('a' + i%26)}, sizes[i%len(sizes)])
+		frame := appendFrame(nil, 1, 0, int64(len(all)), int64(i), "", data)
+		fail := i%10 == 9
+		seg, off, err := l.append(frame, func(uint64, int64) error {
+			if fail {
+				return errIndex
+			}
+			return nil
+		})
+		if fail {
+			if !errors.Is(err, errIndex) {
+				t.Fatalf("append %d: %v, want the index failure", i, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		l.mu.Lock()
+		sawDirect = sawDirect || l.direct != nil
+		filled := l.filled
+		l.mu.Unlock()
+		if end := off + int64(len(frame)); filled && end%pageBytes != 0 {
+			// Zeros, not stale bytes, follow the frames to the page's end:
+			// after a crash the scan for the frames' end stops there.
+			rest := make([]byte, pageBytes-end%pageBytes)
+			if _, err := l.segmentFile(seg).ReadAt(rest, end); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(rest, make([]byte, len(rest))) {
+				t.Fatalf("append %d: bytes other than zeros follow the frames in their page", i)
+			}
+		}
+		if err := l.sync(seg, off+int64(len(frame))); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, written{recordRef{seg: seg, off: off, n: uint32(len(frame))}, frame})
+		if i == 0 {
+			// The first segment is not made from a spare: let one be
+			// ready for the next append to roll onto.
+			deadline := time.Now().Add(10 * time.Second)
+			for ready := false; !ready; time.Sleep(time.Millisecond) {
+				l.mu.Lock()
+				ready = l.spare != nil
+				l.mu.Unlock()
+				if time.Now().After(deadline) {
+					t.Fatal("no spare segment prepared in 10 s")
+				}
+			}
+		}
+	}
+	if direct && !sawDirect {
+		t.Fatal("the file system takes O_DIRECT, yet no append went through it")
+	}
+	check := func(l *recordLog, when string) {
+		t.Helper()
+		r := &logReader{log: l}
+		for i, w := range all {
+			buf := make([]byte, w.ref.n)
+			if _, err := r.readAt(buf, w.ref); err != nil {
+				t.Fatalf("%s: frame %d: %v", when, i, err)
+			}
+			if !bytes.Equal(buf, w.frame) {
+				t.Fatalf("%s: frame %d at segment %d offset %d differs from what was appended", when, i, w.ref.seg, w.ref.off)
+			}
+		}
+	}
+	check(l, "open")
+	if err := l.close(); err != nil {
+		t.Fatal(err)
+	}
+	l, _, _, err = openRecordLog(dir, segmentBytes, true, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(l, "reopened")
+	for _, id := range l.segments() {
+		f := l.segmentFile(id)
+		st, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if valid, err := validLength(f); err != nil || valid != st.Size() {
+			t.Errorf("segment %d: %d bytes, %d of whole frames (%v)", id, st.Size(), valid, err)
+		}
 	}
 }

@@ -1,0 +1,81 @@
+package dislocal
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+)
+
+// A direct append leaves its records on the disk only; the log then reads
+// them back into the page cache in the background, where a consumer
+// reading right behind finds them, as after a write through it.
+func TestRecordLogWarmsDirectAppends(t *testing.T) {
+	probe, direct, err := createSpareFile(filepath.Join(t.TempDir(), "probe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = probe.Close()
+	if !direct {
+		t.Skip("the file system refuses O_DIRECT: appends go through the page cache")
+	}
+	l, _, _, err := openRecordLog(t.TempDir(), 4<<20, true, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.close() }()
+	noIndex := func(uint64, int64) error { return nil }
+	small := appendFrame(nil, 1, 0, 0, 0, "", []byte("first"))
+	if _, _, err := l.append(small, noIndex); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for ready := false; !ready; time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		ready = l.spare != nil
+		l.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("no spare segment prepared in 10 s")
+		}
+	}
+	frame := appendFrame(nil, 1, 0, 1, 0, "", bytes.Repeat([]byte{'x'}, 2*directMin))
+	seg, off, err := l.append(frame, noIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	wentDirect := l.direct != nil
+	l.mu.Unlock()
+	if !wentDirect {
+		t.Fatal("the append did not go to a segment with an O_DIRECT descriptor")
+	}
+	f := l.segmentFile(seg)
+	start := off &^ (pageBytes - 1)
+	length := int(off+int64(len(frame))-start+pageBytes-1) &^ (pageBytes - 1)
+	m, err := unix.Mmap(int(f.Fd()), start, length, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unix.Munmap(m) }()
+	resident := make([]byte, length/pageBytes)
+	for {
+		if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&resident[0]))); errno != 0 {
+			t.Fatal(errno)
+		}
+		cached := 0
+		for _, r := range resident {
+			cached += int(r & 1)
+		}
+		if cached == len(resident) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the append's %d pages in the page cache after 10 s", cached, len(resident))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
