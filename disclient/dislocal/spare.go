@@ -61,6 +61,10 @@ const (
 	// one fsync; against the page cache, gateway runs with 16 KiB batches
 	// measured no gain from it (docs/benchmarks.md).
 	directMin = 256 << 10
+	// stageUnit is the step the staging buffer of appends grows by, and
+	// stageKeep the most it keeps between appends that need no more.
+	stageUnit = 1 << 20
+	stageKeep = 4 << 20
 	// spareLead is how far the spare keeps ahead of 1.5 times the active
 	// segment's size.
 	spareLead = 8 << 20
@@ -209,8 +213,12 @@ func (l *recordLog) writeDirect(frames []byte, off int64) (int, error) {
 	tail := int(off - l.stageStart)
 	end := tail + len(frames)
 	padded := (end + pageBytes - 1) &^ (pageBytes - 1)
-	if padded > len(l.stage) {
-		stage := alignedZeros(max(padded, 2*len(l.stage)))
+	// Grown in whole stageUnits to what an append needs, and back to
+	// stageKeep after one larger, so that a rare large append does not
+	// leave its buffer behind for good.
+	size := (padded + stageUnit - 1) &^ (stageUnit - 1)
+	if size > len(l.stage) || len(l.stage) > stageKeep && size <= stageKeep {
+		stage := alignedZeros(max(size, min(len(l.stage), stageKeep)))
 		copy(stage, l.stage[:tail])
 		l.stage = stage
 	}

@@ -206,7 +206,7 @@ func TestRecordLogDirectAppends(t *testing.T) {
 	}
 	_ = probe.Close()
 	dir := t.TempDir()
-	const segmentBytes = 1 << 20
+	const segmentBytes = 8 << 20
 	l, _, _, err := openRecordLog(dir, segmentBytes, true, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func TestRecordLogDirectAppends(t *testing.T) {
 	var all []written
 	errIndex := errors.New("index failed")
 	sawDirect := false
-	sizes := []int{1, 100, 4000, directMin, 4096, 5000, 9000, 30, 4067, directMin + 4000, 12000}
+	sizes := []int{1, 100, 4000, directMin, 4096, 5000, 9000, 30, 4067, directMin + 4000, 12000, stageKeep + 1000, 700}
 	for i := range 120 {
 		data := bytes.Repeat([]byte{byte('a' + i%26)}, sizes[i%len(sizes)])
 		frame := appendFrame(nil, 1, 0, int64(len(all)), int64(i), "", data)
