@@ -216,9 +216,6 @@ func openRecordLog(dir string, segmentBytes int64, spares bool, logger zerolog.L
 		dir: filepath.Join(dir, logDirName), segmentBytes: segmentBytes, files: make(map[uint64]*os.File), fsync: (*os.File).Sync,
 		spares: spares, abandon: make(chan struct{}), log: logger,
 	}
-	if spares {
-		log.startWarming()
-	}
 	if err := os.MkdirAll(log.dir, dirMode); err != nil {
 		return nil, 0, 0, err
 	}
@@ -245,6 +242,9 @@ func openRecordLog(dir string, segmentBytes int64, spares bool, logger zerolog.L
 			_ = log.close()
 		}
 	}()
+	if spares {
+		log.startWarming()
+	}
 	for _, id := range ids {
 		f, err := os.OpenFile(log.segmentPath(id), os.O_RDWR, 0)
 		if err != nil {

@@ -18,9 +18,14 @@ import (
 // waitSpare waits until the record log has a spare segment ready.
 func (e *env) waitSpare() {
 	e.tb.Helper()
+	waitLogSpare(e.tb, e.srv.records)
+}
+
+// waitLogSpare waits until l has a spare segment ready.
+func waitLogSpare(tb testing.TB, l *recordLog) {
+	tb.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		l := e.srv.records
 		l.mu.Lock()
 		ready := l.spare != nil
 		l.mu.Unlock()
@@ -28,10 +33,22 @@ func (e *env) waitSpare() {
 			return
 		}
 		if time.Now().After(deadline) {
-			e.tb.Fatal("no spare segment prepared in 10 s")
+			tb.Fatal("no spare segment prepared in 10 s")
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// takesODirect reports whether the file system of the test's temporary
+// directories takes O_DIRECT, as spares are written with where it does.
+func takesODirect(tb testing.TB) bool {
+	tb.Helper()
+	probe, direct, err := createSpareFile(filepath.Join(tb.TempDir(), "probe"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_ = probe.Close()
+	return direct
 }
 
 // segmentSizes maps every file in the record log directory to its size.
@@ -200,11 +217,7 @@ func TestRecordLogCloseAbandonsSpare(t *testing.T) {
 // exactly while the log is open and after it is closed and opened again;
 // each segment is cut to its frames.
 func TestRecordLogDirectAppends(t *testing.T) {
-	probe, direct, err := createSpareFile(filepath.Join(t.TempDir(), "probe"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = probe.Close()
+	direct := takesODirect(t)
 	dir := t.TempDir()
 	const segmentBytes = 8 << 20
 	l, _, _, err := openRecordLog(dir, segmentBytes, true, zerolog.Nop())
@@ -261,15 +274,7 @@ func TestRecordLogDirectAppends(t *testing.T) {
 		if i == 0 {
 			// The first segment is not made from a spare: let one be
 			// ready for the next append to roll onto.
-			deadline := time.Now().Add(10 * time.Second)
-			for ready := false; !ready; time.Sleep(time.Millisecond) {
-				l.mu.Lock()
-				ready = l.spare != nil
-				l.mu.Unlock()
-				if time.Now().After(deadline) {
-					t.Fatal("no spare segment prepared in 10 s")
-				}
-			}
+			waitLogSpare(t, l)
 		}
 	}
 	if direct && !sawDirect {

@@ -2,7 +2,6 @@ package dislocal
 
 import (
 	"bytes"
-	"path/filepath"
 	"testing"
 	"time"
 	"unsafe"
@@ -15,12 +14,7 @@ import (
 // them back into the page cache in the background, where a consumer
 // reading right behind finds them, as after a write through it.
 func TestRecordLogWarmsDirectAppends(t *testing.T) {
-	probe, direct, err := createSpareFile(filepath.Join(t.TempDir(), "probe"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = probe.Close()
-	if !direct {
+	if !takesODirect(t) {
 		t.Skip("the file system refuses O_DIRECT: appends go through the page cache")
 	}
 	l, _, _, err := openRecordLog(t.TempDir(), 4<<20, true, zerolog.Nop())
@@ -33,15 +27,7 @@ func TestRecordLogWarmsDirectAppends(t *testing.T) {
 	if _, _, err := l.append(small, noIndex); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for ready := false; !ready; time.Sleep(time.Millisecond) {
-		l.mu.Lock()
-		ready = l.spare != nil
-		l.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatal("no spare segment prepared in 10 s")
-		}
-	}
+	waitLogSpare(t, l)
 	frame := appendFrame(nil, 1, 0, 1, 0, "", bytes.Repeat([]byte{'x'}, 2*directMin))
 	seg, off, err := l.append(frame, noIndex)
 	if err != nil {
@@ -62,6 +48,7 @@ func TestRecordLogWarmsDirectAppends(t *testing.T) {
 	}
 	defer func() { _ = unix.Munmap(m) }()
 	resident := make([]byte, length/pageBytes)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&resident[0]))); errno != 0 {
 			t.Fatal(errno)
