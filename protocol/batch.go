@@ -283,7 +283,11 @@ type wireReader struct {
 	ok  bool
 }
 
+// varlong reads a zigzag varint of up to 64 bits.
 func (r *wireReader) varlong() int64 {
+	if v, ok := r.short(); ok {
+		return int64(v)
+	}
 	if !r.ok {
 		return 0
 	}
@@ -299,6 +303,9 @@ func (r *wireReader) varlong() int64 {
 // varint reads a 32-bit zigzag varint: at most five bytes, as Kafka reads
 // lengths, counts and offset deltas.
 func (r *wireReader) varint() int32 {
+	if v, ok := r.short(); ok {
+		return v
+	}
 	if !r.ok {
 		return 0
 	}
@@ -309,6 +316,28 @@ func (r *wireReader) varint() int32 {
 	}
 	r.src = r.src[n:]
 	return int32(v)
+}
+
+// short reads a zigzag varint of one or two bytes, which the lengths,
+// deltas and counts of records up to 8 KiB are, without binary.Varint's
+// loop: checking the records of a batch is the gateway's main cost per
+// record under small records (docs/benchmarks.md). ok is false for a
+// longer one or a reader that failed, left to the general path.
+func (r *wireReader) short() (v int32, ok bool) {
+	if !r.ok || len(r.src) == 0 {
+		return 0, false
+	}
+	u := uint32(r.src[0])
+	switch {
+	case u < 0x80:
+		r.src = r.src[1:]
+	case len(r.src) > 1 && r.src[1] < 0x80:
+		u = u&0x7f | uint32(r.src[1])<<7
+		r.src = r.src[2:]
+	default:
+		return 0, false
+	}
+	return int32(u>>1) ^ -int32(u&1), true
 }
 
 // nullableBytes reads a varint length (-1 = null) and that many bytes,

@@ -630,3 +630,35 @@ func TestRecordSizeInBatch(t *testing.T) {
 		t.Errorf("300-byte value with wide deltas: %d", got)
 	}
 }
+
+// TestWireReaderVarints checks the one- and two-byte shortcut of the
+// record reader against binary.Varint for every encoding of up to two
+// bytes, non-minimal ones included, each followed by a byte that must be
+// left unread, and for truncated ones.
+func TestWireReaderVarints(t *testing.T) {
+	for b0 := range 256 {
+		for b1 := range 256 {
+			src := []byte{byte(b0), byte(b1), 0x7f}
+			want, n := binary.Varint(src)
+			for _, read := range []struct {
+				name string
+				get  func(*wireReader) int64
+			}{
+				{"varint", func(r *wireReader) int64 { return int64(r.varint()) }},
+				{"varlong", func(r *wireReader) int64 { return r.varlong() }},
+			} {
+				r := wireReader{src: src, ok: true}
+				got := read.get(&r)
+				if !r.ok || got != want || len(r.src) != len(src)-n {
+					t.Fatalf("%s of % x = %d with %d bytes left (ok %v), want %d with %d", read.name, src, got, len(r.src), r.ok, want, len(src)-n)
+				}
+			}
+		}
+		if b0 >= 0x80 {
+			r := wireReader{src: []byte{byte(b0)}, ok: true}
+			if r.varint(); r.ok {
+				t.Fatalf("varint of the truncated % x read", b0)
+			}
+		}
+	}
+}
