@@ -97,7 +97,7 @@ func BenchmarkGetRecords(b *testing.B) {
 // fsyncs), with and without spare segments (spare.go). 16 MiB segments, so
 // that a run rolls onto many of them.
 func BenchmarkRecordLogDurableAppend(b *testing.B) {
-	for _, size := range []int{48 << 10, 1 << 20} {
+	for _, size := range []int{16 << 10, 48 << 10, 1 << 20} {
 		for _, writers := range []int{1, 3} {
 			for _, spares := range []bool{false, true} {
 				b.Run(fmt.Sprintf("bytes=%d/writers=%d/spares=%v", size, writers, spares), func(b *testing.B) {

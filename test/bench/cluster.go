@@ -263,13 +263,14 @@ func runCluster(ctx context.Context, bin string, s settings, n int) (run cluster
 			run.cells = append(run.cells, cell)
 		}
 	}
-	lat, err := b.latencyEndToEnd(ctx, t, "bench-latency")
+	latLabels := fmt.Sprintf("gateways=%d rate=%d size=%d", n, s.latencyRate, s.latencySize)
+	lat, err := b.latencyEndToEnd(ctx, t, "bench-latency", latLabels)
 	if err != nil {
 		return run, fmt.Errorf("end-to-end latency: %w", err)
 	}
 	q := quantiles(lat)
 	run.e2eP99 = q[1]
-	printLatency("cluster.latency.e2e", fmt.Sprintf("gateways=%d rate=%d size=%d", n, s.latencyRate, s.latencySize), q, len(lat))
+	printLatency("cluster.latency.e2e", latLabels, q, len(lat))
 
 	mem := make([]string, 0, n+1)
 	for i, p := range c.processes() {

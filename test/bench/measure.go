@@ -52,16 +52,22 @@ type stopwatch struct {
 }
 
 // startStopwatch starts timing a phase once what earlier phases set off
-// has settled, so that phases do not pay for each other's work: the
-// machine's dirty pages are written out (sync(2)), as what an earlier
-// phase left in the page cache, Kafka's log above all, would be written
-// back during this one and slow its fsyncs; and the server process pid is
-// waited for until it is idle (settle), as the embedded DIS's pebble
-// flushes and compacts the index of the records the phase before wrote.
+// has settled (quiesce).
 func startStopwatch(pid int) stopwatch {
+	quiesce(pid)
+	return stopwatch{pid: pid, wall: time.Now(), cpu: cpuOf(pid)}
+}
+
+// quiesce waits until what earlier phases set off has settled, so that
+// phases do not pay for each other's work: the machine's dirty pages are
+// written out (sync(2)), as what an earlier phase left in the page cache,
+// Kafka's log above all, would be written back during this one and slow
+// its fsyncs; and the server process pid is waited for until it is idle
+// (settle), as the embedded DIS's pebble flushes and compacts the index of
+// the records the phases before wrote.
+func quiesce(pid int) {
 	syscall.Sync()
 	settle(pid)
-	return stopwatch{pid: pid, wall: time.Now(), cpu: cpuOf(pid)}
 }
 
 // A server is idle when it uses less than settledCPU of CPU time in a

@@ -239,7 +239,7 @@ func (b *bench) runLatency(ctx context.Context) error {
 	labels := fmt.Sprintf("rate=%d size=%d", b.s.latencyRate, b.s.latencySize)
 	e2e, unloaded := map[string][4]time.Duration{}, map[string][4]time.Duration{}
 	for _, t := range b.targets() {
-		lat, err := b.latencyEndToEnd(ctx, t, "bench-latency")
+		lat, err := b.latencyEndToEnd(ctx, t, "bench-latency", labels)
 		if err != nil {
 			return fmt.Errorf("%s end-to-end latency: %w", t.name, err)
 		}
@@ -456,7 +456,7 @@ func (b *bench) checkCount(what string, t throughput, size int) error {
 // have looked up every partition. The first tenth of the timed records is
 // left out too. Linger is off: at a fixed rate it would only add its own
 // delay.
-func (b *bench) latencyEndToEnd(ctx context.Context, t target, topic string) ([]time.Duration, error) {
+func (b *bench) latencyEndToEnd(ctx context.Context, t target, topic, labels string) (_ []time.Duration, err error) {
 	if err := b.createTopic(ctx, t, topic); err != nil {
 		return nil, fmt.Errorf("create topic: %w", err)
 	}
@@ -475,6 +475,16 @@ func (b *bench) latencyEndToEnd(ctx context.Context, t target, topic string) ([]
 	if err := b.primeLatency(ctx, producer, consumer); err != nil {
 		return nil, fmt.Errorf("priming the clients: %w", err)
 	}
+	quiesce(t.pid)
+	probe, err := startDiskProbe(b.s.dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if perr := probe.finish("latency.disk."+t.name, labels); err == nil {
+			err = perr
+		}
+	}()
 
 	lat := make([]time.Duration, 0, n-warm)
 	received := make(chan error, 1)
@@ -601,6 +611,7 @@ func (b *bench) produceUnloaded(ctx context.Context, t target, topic string) ([]
 	if err := b.primeProducer(ctx, cl); err != nil {
 		return nil, err
 	}
+	quiesce(t.pid)
 	lat := make([]time.Duration, b.s.unloaded)
 	for i := range lat {
 		sent := time.Now()
