@@ -10,6 +10,7 @@ import (
 	"math"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -659,6 +660,47 @@ func TestWireReaderVarints(t *testing.T) {
 			if r.varint(); r.ok {
 				t.Fatalf("varint of the truncated % x read", b0)
 			}
+		}
+	}
+}
+
+// TestSkimRecord checks the common path of checking a record against
+// decodeRecord: where it reads a record it must read the same timestamp
+// and end, it must read the records it is for (no headers, up to 8 KiB),
+// and it must leave the rest to decodeRecord.
+func TestSkimRecord(t *testing.T) {
+	recs := append(producedRecords(), Record{Offset: 105, Timestamp: 1_700_000_000_000, Value: bytes.Repeat([]byte{'x'}, 9000)})
+	data, err := AppendBatch(nil, recs, CodecNone, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logAppend := bytes.Clone(data)
+	binary.BigEndian.PutUint16(logAppend[21:], attrLogAppendTime)
+	fixCRC(logAppend)
+	for name, data := range map[string][]byte{"create time": data, "log append time": logAppend} {
+		batches, err := CheckBatches(data, NewDecompressBudget(1<<20))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		b := batches[0]
+		var skimmed []int
+		src := data[BatchHeaderSize:]
+		for i := range recs {
+			r, rest, err := b.decodeRecord(src, i, false)
+			if err != nil {
+				t.Fatalf("%s: record %d: %v", name, i, err)
+			}
+			if ts, skimRest, ok := b.skimRecord(src, i); ok {
+				skimmed = append(skimmed, i)
+				if ts != r.Timestamp || len(skimRest) != len(rest) {
+					t.Fatalf("%s: record %d skimmed to timestamp %d with %d bytes left, decoded to %d with %d", name, i, ts, len(skimRest), r.Timestamp, len(rest))
+				}
+			}
+			src = rest
+		}
+		// Record 2 has headers and record 5 a value past 8 KiB.
+		if want := []int{0, 1, 3, 4}; !slices.Equal(skimmed, want) {
+			t.Errorf("%s: skimmed records %v, want %v", name, skimmed, want)
 		}
 	}
 }

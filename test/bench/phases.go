@@ -455,7 +455,8 @@ func (b *bench) checkCount(what string, t throughput, size int) error {
 // (primeProducer) and the consumer reads the prime records, so that both
 // have looked up every partition. The first tenth of the timed records is
 // left out too. Linger is off: at a fixed rate it would only add its own
-// delay.
+// delay. A disk probe runs beside the timed records and prints its line
+// under labels when they are done (diskprobe.go).
 func (b *bench) latencyEndToEnd(ctx context.Context, t target, topic, labels string) (_ []time.Duration, err error) {
 	if err := b.createTopic(ctx, t, topic); err != nil {
 		return nil, fmt.Errorf("create topic: %w", err)
