@@ -325,7 +325,7 @@ func (r *wireReader) varint() int32 {
 	return int32(v)
 }
 
-// short reads a zigzag varint of one or two bytes (shortVarint) without
+// short reads a zigzag varint of one to three bytes (shortVarint) without
 // binary.Varint's loop; ok is false for a longer one or a reader that
 // failed, left to the general path.
 func (r *wireReader) short() (v int32, ok bool) {
@@ -426,7 +426,7 @@ func (b *Batch) decodeRecord(src []byte, i int, keep bool) (Record, []byte, erro
 
 // skimRecord checks record i at the start of src, as decodeRecord does,
 // on the path nearly every record takes: every varint but the timestamp
-// delta one or two bytes long, and no headers. It returns the record's
+// delta one to three bytes long, and no headers. It returns the record's
 // timestamp and the rest of src; ok is false for any other record, valid
 // or not, which decodeRecord then reads. Checking the records of a batch
 // is the gateway's main cost per record under small records, and most of
@@ -465,9 +465,10 @@ func (b *Batch) skimRecord(src []byte, i int) (timestamp int64, rest []byte, ok 
 	return b.FirstTimestamp + delta, rest, true
 }
 
-// shortVarint reads a zigzag varint of one or two bytes at src[p:], which
-// the lengths, deltas and counts of records up to 8 KiB are, and returns it
-// and the position after it, or a position of -1 when there is none there.
+// shortVarint reads a zigzag varint of one to three bytes at src[p:], which
+// the lengths, deltas and counts of records up to 1 MiB are (and the offset
+// deltas of batches of up to a million records), and returns it and the
+// position after it, or a position of -1 when there is none there.
 func shortVarint(src []byte, p int) (int32, int) {
 	if p < 0 || p >= len(src) {
 		return 0, -1
@@ -479,6 +480,9 @@ func shortVarint(src []byte, p int) (int32, int) {
 	case p+1 < len(src) && src[p+1] < 0x80:
 		u = u&0x7f | uint32(src[p+1])<<7
 		p += 2
+	case p+2 < len(src) && src[p+2] < 0x80:
+		u = u&0x7f | uint32(src[p+1]&0x7f)<<7 | uint32(src[p+2])<<14
+		p += 3
 	default:
 		return 0, -1
 	}

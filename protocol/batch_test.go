@@ -632,33 +632,38 @@ func TestRecordSizeInBatch(t *testing.T) {
 	}
 }
 
-// TestWireReaderVarints checks the one- and two-byte shortcut of the
-// record reader against binary.Varint for every encoding of up to two
-// bytes, non-minimal ones included, each followed by a byte that must be
-// left unread, and for truncated ones.
+// TestWireReaderVarints checks the shortcut of the record reader for
+// varints of up to three bytes against binary.Varint: every encoding of
+// one and two bytes and, for a third byte, those bytes that end a varint
+// or do not, the non-minimal ones included, each followed by a byte that
+// must be left unread; and truncated ones.
 func TestWireReaderVarints(t *testing.T) {
 	for b0 := range 256 {
 		for b1 := range 256 {
-			src := []byte{byte(b0), byte(b1), 0x7f}
-			want, n := binary.Varint(src)
-			for _, read := range []struct {
-				name string
-				get  func(*wireReader) int64
-			}{
-				{"varint", func(r *wireReader) int64 { return int64(r.varint()) }},
-				{"varlong", func(r *wireReader) int64 { return r.varlong() }},
-			} {
-				r := wireReader{src: src, ok: true}
-				got := read.get(&r)
-				if !r.ok || got != want || len(r.src) != len(src)-n {
-					t.Fatalf("%s of % x = %d with %d bytes left (ok %v), want %d with %d", read.name, src, got, len(r.src), r.ok, want, len(src)-n)
+			for _, b2 := range []byte{0x00, 0x01, 0x40, 0x7f, 0x80, 0xff} {
+				src := []byte{byte(b0), byte(b1), b2, 0x00, 0x00, 0x00, 0x7f}
+				want, n := binary.Varint(src)
+				for _, read := range []struct {
+					name string
+					get  func(*wireReader) int64
+				}{
+					{"varint", func(r *wireReader) int64 { return int64(r.varint()) }},
+					{"varlong", func(r *wireReader) int64 { return r.varlong() }},
+				} {
+					r := wireReader{src: src, ok: true}
+					got := read.get(&r)
+					if !r.ok || got != want || len(r.src) != len(src)-n {
+						t.Fatalf("%s of % x = %d with %d bytes left (ok %v), want %d with %d", read.name, src, got, len(r.src), r.ok, want, len(src)-n)
+					}
 				}
 			}
-		}
-		if b0 >= 0x80 {
-			r := wireReader{src: []byte{byte(b0)}, ok: true}
-			if r.varint(); r.ok {
-				t.Fatalf("varint of the truncated % x read", b0)
+			for _, src := range [][]byte{{byte(b0)}, {byte(b0), byte(b1)}} {
+				if _, n := binary.Varint(src); n > 0 {
+					continue
+				}
+				if r := (wireReader{src: src, ok: true}); r.varint() != 0 || r.ok {
+					t.Fatalf("varint of the truncated % x read", src)
+				}
 			}
 		}
 	}
@@ -666,10 +671,12 @@ func TestWireReaderVarints(t *testing.T) {
 
 // TestSkimRecord checks the common path of checking a record against
 // decodeRecord: where it reads a record it must read the same timestamp
-// and end, it must read the records it is for (no headers, up to 8 KiB),
+// and end, it must read the records it is for (no headers, up to 1 MiB),
 // and it must leave the rest to decodeRecord.
 func TestSkimRecord(t *testing.T) {
-	recs := append(producedRecords(), Record{Offset: 105, Timestamp: 1_700_000_000_000, Value: bytes.Repeat([]byte{'x'}, 9000)})
+	recs := append(producedRecords(),
+		Record{Offset: 105, Timestamp: 1_700_000_000_000, Value: bytes.Repeat([]byte{'x'}, 9000)},
+		Record{Offset: 106, Timestamp: 1_700_000_000_000, Value: bytes.Repeat([]byte{'y'}, 1<<20)})
 	data, err := AppendBatch(nil, recs, CodecNone, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -698,8 +705,8 @@ func TestSkimRecord(t *testing.T) {
 			}
 			src = rest
 		}
-		// Record 2 has headers and record 5 a value past 8 KiB.
-		if want := []int{0, 1, 3, 4}; !slices.Equal(skimmed, want) {
+		// Record 2 has headers and record 6 a length of four bytes.
+		if want := []int{0, 1, 3, 4, 5}; !slices.Equal(skimmed, want) {
 			t.Errorf("%s: skimmed records %v, want %v", name, skimmed, want)
 		}
 	}
