@@ -280,24 +280,19 @@ func compressGzip(dst, src []byte) ([]byte, error) {
 	}, dst, src)
 }
 
-type gzipDecoder struct {
-	src bytes.Reader
-	r   gzip.Reader
-}
-
-var gzipDecoders = sync.Pool{New: func() any { return new(gzipDecoder) }}
-
+// decompressGzip reads src with a gzip reader of its own. Pooled readers
+// are not used: a reset klauspost flate decoder keeps the Huffman tables of
+// the last stream it read, and a stream that declares an empty distance
+// table then decodes with the stale one, so the same corrupt batch would
+// fail with a different error, or be read past its flaw, depending on what
+// the reader decoded before (docs/design.md, section 4, "Compression"). A fresh reader
+// costs about 39 KiB and 12 us.
 func decompressGzip(src []byte, budget *DecompressBudget) ([]byte, error) {
-	d := gzipDecoders.Get().(*gzipDecoder)
-	defer func() {
-		d.src.Reset(nil)
-		gzipDecoders.Put(d)
-	}()
-	d.src.Reset(src)
-	if err := d.r.Reset(&d.src); err != nil {
+	r, err := gzip.NewReader(bytes.NewReader(src))
+	if err != nil {
 		return nil, err
 	}
-	return readCapped(&d.r, len(src), budget)
+	return readCapped(r, len(src), budget)
 }
 
 // xerialMagic starts the framing of the Java client's snappy stream. A

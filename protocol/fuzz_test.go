@@ -3,7 +3,9 @@ package protocol
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -126,4 +128,58 @@ func withFixedCRCs(data []byte) []byte {
 		rest = rest[end:]
 	}
 	return data
+}
+
+// FuzzDecompress asserts that decompressing depends on the input alone: a
+// stream decodes to the same bytes, or fails with the same error, after the
+// pooled decoders have read either of two well-formed streams of different
+// content (two sets of Huffman tables). The gzip seed is a deflate block declaring an empty distance
+// table and then using it, which a reused flate decoder read with the last
+// stream's table.
+func FuzzDecompress(f *testing.F) {
+	texts := [2][]byte{randomLetters(1, 4000, 6, 1000), randomLetters(5, 20000, 3, 5000)}
+	primers := map[Codec][2][]byte{}
+	for _, codec := range allCodecs[1:] {
+		var pair [2][]byte
+		for i, text := range texts {
+			primer, err := Compress(nil, codec, text)
+			if err != nil {
+				f.Fatal(err)
+			}
+			pair[i] = primer
+			f.Add(int8(codec), primer)
+		}
+		primers[codec] = pair
+	}
+	f.Add(int8(CodecGzip), []byte("\x1f\x8b\b\x00000000$\x00\x00 "))
+	f.Fuzz(func(t *testing.T, c int8, src []byte) {
+		codec := Codec(c)
+		pair, ok := primers[codec]
+		if !ok {
+			return
+		}
+		var outs [2][]byte
+		var errs [2]string
+		for i, primer := range pair {
+			if _, err := Decompress(codec, primer, 1<<20); err != nil {
+				t.Fatal(err)
+			}
+			out, err := Decompress(codec, src, 1<<20)
+			outs[i], errs[i] = out, fmt.Sprint(err)
+		}
+		if errs[0] != errs[1] || !bytes.Equal(outs[0], outs[1]) {
+			t.Fatalf("%v: %d bytes, error %s; after another stream %d bytes, error %s", codec, len(outs[0]), errs[0], len(outs[1]), errs[1])
+		}
+	})
+}
+
+// randomLetters returns n letters drawn from the first alphabet letters of
+// the alphabet, followed by a repeat of the first repeat of them.
+func randomLetters(seed uint64, n, alphabet, repeat int) []byte {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	text := make([]byte, n, n+repeat)
+	for i := range text {
+		text[i] = byte('a' + rng.IntN(alphabet))
+	}
+	return append(text, text[:repeat]...)
 }
