@@ -10,13 +10,15 @@ import (
 
 // throughput is the outcome of one throughput phase: records moved, value
 // bytes moved, the wall time it took, the CPU time the bench and the
-// server process spent meanwhile, and the server's resident memory at its
-// end (0 when the server runs inside the bench).
+// server process spent meanwhile, the CPU time the host took from this
+// machine meanwhile (steal), and the server's resident memory at its end
+// (0 when the server runs inside the bench).
 type throughput struct {
 	records int
 	bytes   int64
 	elapsed time.Duration
 	cpu     time.Duration
+	steal   time.Duration
 	rssKiB  int64
 }
 
@@ -29,8 +31,8 @@ func printThroughput(name, labels string, t throughput) {
 	if t.rssKiB > 0 {
 		rss = " rss=" + mib(t.rssKiB)
 	}
-	fmt.Printf("%s %s records/s=%.0f MB/s=%.1f elapsed=%s cpu=%s%s\n", name, labels, t.recordsPerSecond(),
-		float64(t.bytes)/1e6/t.elapsed.Seconds(), t.elapsed.Round(time.Millisecond), t.cpu.Round(time.Millisecond), rss)
+	fmt.Printf("%s %s records/s=%.0f MB/s=%.1f elapsed=%s cpu=%s steal=%s%s\n", name, labels, t.recordsPerSecond(),
+		float64(t.bytes)/1e6/t.elapsed.Seconds(), t.elapsed.Round(time.Millisecond), t.cpu.Round(time.Millisecond), t.steal, rss)
 }
 
 // ratio is a's records/s over b's, formatted, or "-" when b did not run.
@@ -44,18 +46,21 @@ func ratio(a throughput, b *throughput) string {
 // stopwatch times a phase in wall time and in the CPU time of this process
 // and of the server process pid (if not 0). CPU time is the steadier figure
 // on a shared machine, where wall time depends on how much of the CPU other
-// processes leave.
+// processes leave. It also counts the machine's steal time, the CPU time a
+// virtual machine's host gave to others while this one had work: a phase
+// that lost much of it ran slower for a reason outside both servers.
 type stopwatch struct {
-	pid  int
-	wall time.Time
-	cpu  time.Duration
+	pid   int
+	wall  time.Time
+	cpu   time.Duration
+	steal time.Duration
 }
 
 // startStopwatch starts timing a phase once what earlier phases set off
 // has settled (quiesce).
 func startStopwatch(pid int) stopwatch {
 	quiesce(pid)
-	return stopwatch{pid: pid, wall: time.Now(), cpu: cpuOf(pid)}
+	return stopwatch{pid: pid, wall: time.Now(), cpu: cpuOf(pid), steal: machineSteal()}
 }
 
 // quiesce waits until what earlier phases set off has settled, so that
@@ -95,7 +100,7 @@ func settle(pid int) {
 
 // stop fills in t's elapsed and CPU time and the server's memory.
 func (sw stopwatch) stop(t *throughput) {
-	t.elapsed, t.cpu = time.Since(sw.wall), cpuOf(sw.pid)-sw.cpu
+	t.elapsed, t.cpu, t.steal = time.Since(sw.wall), cpuOf(sw.pid)-sw.cpu, machineSteal()-sw.steal
 	if sw.pid != 0 {
 		t.rssKiB = procStatusKiB(sw.pid, "VmRSS")["VmRSS"]
 	}
