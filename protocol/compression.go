@@ -285,8 +285,8 @@ func compressGzip(dst, src []byte) ([]byte, error) {
 // the last stream it read, and a stream that declares an empty distance
 // table then decodes with the stale one, so the same corrupt batch would
 // fail with a different error, or be read past its flaw, depending on what
-// the reader decoded before (docs/design.md, section 4, "Compression"). A fresh reader
-// costs about 39 KiB and 12 us.
+// the reader decoded before (docs/design.md, section 4, "Compression").
+// A fresh reader costs about 39 KiB and 12 us.
 func decompressGzip(src []byte, budget *DecompressBudget) ([]byte, error) {
 	r, err := gzip.NewReader(bytes.NewReader(src))
 	if err != nil {
