@@ -80,6 +80,10 @@ type settings struct {
 	directClientInflight int
 	// rounds is how often each cell's phases run, for medians.
 	rounds int
+	// maxSteal is the share of the machine's CPU time a phase may lose to
+	// steal before its pair is run again, at most stealRetries times.
+	maxSteal     float64
+	stealRetries int
 }
 
 func main() {
@@ -93,6 +97,8 @@ func main() {
 	flag.IntVar(&s.unloaded, "unloaded", 2000, "records produced one at a time for the unloaded latency")
 	flag.IntVar(&s.directBatch, "direct-batch", 500, "records per PutRecords call in the direct per-record phase")
 	flag.IntVar(&s.rounds, "rounds", 3, "rounds of each cell's throughput phases; the ratios are of each phase's median round")
+	flag.Float64Var(&s.maxSteal, "max-steal", 0.05, "a produce or consume phase that lost more than this share of the machine's CPU time to steal (the VM's host running others) is run again with its pair, at most -steal-retries times")
+	flag.IntVar(&s.stealRetries, "steal-retries", 2, "how often a pair of phases is run again for steal (0: never)")
 	flag.IntVar(&s.directClientInflight, "direct-client-inflight", 5, "PutRecords calls in flight in the direct client phase (franz-go's idempotent producer keeps at most 5 Produce requests in flight per broker)")
 	flag.IntVar(&s.latencyRate, "latency-rate", 2000, "records per second of the end-to-end latency phase")
 	flag.DurationVar(&s.latencyDuration, "latency-duration", 10*time.Second, "length of the end-to-end latency phase")
@@ -164,6 +170,8 @@ func (s settings) validate() error {
 		return fmt.Errorf("-warmup must not be negative")
 	case s.records < 1 || s.partitions < 1 || s.unloaded < 1 || s.directBatch < 1 || s.directClientInflight < 1 || s.rounds < 1 || s.latencyRate < 1 || s.latencySize < 16:
 		return fmt.Errorf("-records, -partitions, -unloaded, -direct-batch, -direct-client-inflight and -latency-rate must be positive, -latency-size at least 16")
+	case s.maxSteal < 0 || s.stealRetries < 0:
+		return fmt.Errorf("-max-steal and -steal-retries must not be negative")
 	case int(s.latencyDuration.Seconds()*float64(s.latencyRate)) < 10:
 		return fmt.Errorf("-latency-duration times -latency-rate must be at least 10 records")
 	case s.sync != dislocal.SyncAlways && s.sync != dislocal.SyncNone:
@@ -287,9 +295,9 @@ func run(s settings) (err error) {
 		}
 	}
 
-	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s dis-transport=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d direct-client-inflight=%d rounds=%d GOMAXPROCS=%d NumCPU=%d\n",
+	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s dis-transport=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d direct-client-inflight=%d rounds=%d max-steal=%g steal-retries=%d GOMAXPROCS=%d NumCPU=%d\n",
 		s.mode, s.records, s.warmup, joinInts(s.sizes), joinInts(s.batches), s.partitions, s.sync, s.encoding, s.transport, kafkaLine,
-		s.latencyRate, s.latencyDuration, s.latencySize, s.unloaded, s.directBatch, s.directClientInflight, s.rounds, runtime.GOMAXPROCS(0), runtime.NumCPU())
+		s.latencyRate, s.latencyDuration, s.latencySize, s.unloaded, s.directBatch, s.directClientInflight, s.rounds, s.maxSteal, s.stealRetries, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	return b.runAll(ctx)
 }
 

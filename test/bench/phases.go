@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,7 +122,7 @@ func (b *bench) warmUp(ctx context.Context) error {
 
 // runCell runs produce and consume of size-byte values in batch-byte
 // batches against every target and straight to DIS, -rounds times over,
-// each round all phases in the same order, then prints the ratios of the
+// the servers taking turns to go first, then prints the ratios of the
 // phases' median rates: a phase slowed by the machine in one round does
 // not decide a ratio, and drift over the run meets every phase alike.
 func (b *bench) runCell(ctx context.Context, size, batch int, directProduce, directConsume throughput) error {
@@ -170,67 +171,120 @@ func (pr phaseRounds) median(name string) *throughput {
 
 // runRound runs one round of a cell's phases: produce and consume against
 // every target, then the direct batch, native and client phases, each
-// into topics and streams of its own.
+// into topics and streams of its own. Each produce and its consume run as
+// a pair (runPair). The servers take turns going first, round by round, so
+// that neither always runs after the other's phases or closer to the
+// direct ones.
 func (b *bench) runRound(ctx context.Context, size, batch, round int, labels string, rounds phaseRounds) error {
 	suffix := fmt.Sprintf("%d-%d-r%d", size, batch, round+1)
-	for _, t := range b.targets() {
-		topic := "bench-" + suffix
-		p, err := b.produce(ctx, t, topic, size, batch)
+	targets := b.targets()
+	if round%2 == 1 {
+		slices.Reverse(targets)
+	}
+	for _, t := range targets {
+		err := b.runPair(t.name, labels, round, rounds, func(attempt string) (p, c throughput, err error) {
+			topic := "bench-" + suffix + attempt
+			if p, err = b.produce(ctx, t, topic, size, batch); err != nil {
+				return p, c, fmt.Errorf("%s produce, %s: %w", t.name, labels, err)
+			}
+			if c, err = b.consume(ctx, t, topic, size); err != nil {
+				return p, c, fmt.Errorf("%s consume, %s: %w", t.name, labels, err)
+			}
+			return p, c, nil
+		})
 		if err != nil {
-			return fmt.Errorf("%s produce, %s: %w", t.name, labels, err)
+			return err
 		}
-		rounds.add("produce."+t.name, labels, round, p)
-		c, err := b.consume(ctx, t, topic, size)
-		if err != nil {
-			return fmt.Errorf("%s consume, %s: %w", t.name, labels, err)
-		}
-		rounds.add("consume."+t.name, labels, round, c)
 	}
 	batches, err := b.buildBatches(size, batch, b.modRecords)
 	if err != nil {
 		return err
 	}
-	stream := "bench-direct-batches-" + suffix
-	p, err := b.produceDirectBatches(ctx, stream, size, batches)
+	err = b.runPair("direct-batches", labels, round, rounds, func(attempt string) (p, c throughput, err error) {
+		stream := "bench-direct-batches-" + suffix + attempt
+		if p, err = b.produceDirectBatches(ctx, stream, size, batches); err != nil {
+			return p, c, fmt.Errorf("direct batch produce, %s: %w", labels, err)
+		}
+		if c, err = b.consumeDirectBatches(ctx, stream, batches, size, 0); err != nil {
+			return p, c, fmt.Errorf("direct batch consume, %s: %w", labels, err)
+		}
+		return p, c, nil
+	})
 	if err != nil {
-		return fmt.Errorf("direct batch produce, %s: %w", labels, err)
+		return err
 	}
-	rounds.add("produce.direct-batches", labels, round, p)
-	c, err := b.consumeDirectBatches(ctx, stream, batches, size, 0)
+	err = b.runPair("direct-native", labels, round, rounds, func(attempt string) (p, c throughput, err error) {
+		stream := "bench-direct-native-" + suffix + attempt
+		p, counts, err := b.produceDirectNative(ctx, stream, size, batch)
+		if err != nil {
+			return p, c, fmt.Errorf("direct native produce, %s: %w", labels, err)
+		}
+		if c, err = b.consumeDirectNative(ctx, stream, size, counts); err != nil {
+			return p, c, fmt.Errorf("direct native consume, %s: %w", labels, err)
+		}
+		return p, c, nil
+	})
 	if err != nil {
-		return fmt.Errorf("direct batch consume, %s: %w", labels, err)
+		return err
 	}
-	rounds.add("consume.direct-batches", labels, round, c)
-	stream = "bench-direct-native-" + suffix
-	np, counts, err := b.produceDirectNative(ctx, stream, size, batch)
-	if err != nil {
-		return fmt.Errorf("direct native produce, %s: %w", labels, err)
-	}
-	rounds.add("produce.direct-native", labels, round, np)
-	nc, err := b.consumeDirectNative(ctx, stream, size, counts)
-	if err != nil {
-		return fmt.Errorf("direct native consume, %s: %w", labels, err)
-	}
-	rounds.add("consume.direct-native", labels, round, nc)
 	keyed, err := b.keyedBatches(size, batch)
 	if err != nil {
 		return err
 	}
-	cp, cc, err := b.runDirectClient(ctx, size, keyed, "bench-direct-client-"+suffix, labels)
+	err = b.runPair("direct-client", labels, round, rounds, func(attempt string) (throughput, throughput, error) {
+		return b.runDirectClient(ctx, size, keyed, "bench-direct-client-"+suffix+attempt, labels)
+	})
 	if err != nil {
 		return err
 	}
-	rounds.add("produce.direct-client", labels, round, cp)
-	rounds.add("consume.direct-client", labels, round, cc)
-	for _, t := range b.targets() {
-		p, c, err := b.runPrebuilt(ctx, t, "bench-prebuilt-"+suffix, size, keyed)
+	for _, t := range targets {
+		err := b.runPair("prebuilt."+t.name, labels, round, rounds, func(attempt string) (p, c throughput, err error) {
+			if p, c, err = b.runPrebuilt(ctx, t, "bench-prebuilt-"+suffix+attempt, size, keyed); err != nil {
+				return p, c, fmt.Errorf("%s prebuilt, %s: %w", t.name, labels, err)
+			}
+			return p, c, nil
+		})
 		if err != nil {
-			return fmt.Errorf("%s prebuilt, %s: %w", t.name, labels, err)
+			return err
 		}
-		rounds.add("produce.prebuilt."+t.name, labels, round, p)
-		rounds.add("consume.prebuilt."+t.name, labels, round, c)
 	}
 	return nil
+}
+
+// runPair runs one round of the produce and consume phases of name (run
+// moves the records into a topic or stream of its own, its name ending in
+// attempt) and adds them to rounds. While either phase lost more than
+// -max-steal of the machine's CPU time to its host (steal), the pair is
+// run again, at most -steal-retries times, the lost attempt printed with
+// discarded=steal and left out of the medians: such a phase measures the
+// host's other tenants, not the server, and steal comes in bursts that
+// strike one server's phases and spare the other's.
+func (b *bench) runPair(name, labels string, round int, rounds phaseRounds, run func(attempt string) (produced, consumed throughput, err error)) error {
+	for try := 0; ; try++ {
+		attempt := ""
+		if try > 0 {
+			attempt = fmt.Sprintf("-a%d", try+1)
+		}
+		p, c, err := run(attempt)
+		if err != nil {
+			return err
+		}
+		if try < b.s.stealRetries && (b.stolen(p) || b.stolen(c)) {
+			l := fmt.Sprintf("%s round=%d discarded=steal", labels, round+1)
+			printThroughput("produce."+name, l, p)
+			printThroughput("consume."+name, l, c)
+			continue
+		}
+		rounds.add("produce."+name, labels, round, p)
+		rounds.add("consume."+name, labels, round, c)
+		return nil
+	}
+}
+
+// stolen says whether t lost more than -max-steal of the CPU time the
+// machine had over its wall time to steal.
+func (b *bench) stolen(t throughput) bool {
+	return float64(t.steal) > b.s.maxSteal*float64(t.elapsed)*float64(runtime.NumCPU())
 }
 
 // runLatency measures the end-to-end latency at a fixed rate and the
