@@ -10,16 +10,22 @@ import (
 
 // throughput is the outcome of one throughput phase: records moved, value
 // bytes moved, the wall time it took, the CPU time the bench and the
-// server process spent meanwhile, the CPU time the host took from this
-// machine meanwhile (steal), and the server's resident memory at its end
-// (0 when the server runs inside the bench).
+// server process spent meanwhile, and of that the server's alone (when it
+// runs as a process of its own, server is set), the page faults the bench
+// process took (a client allocating fresh memory pays the kernel to zero
+// it), the CPU time the host took from this machine meanwhile (steal),
+// and the server's resident memory at its end (0 when the server runs
+// inside the bench).
 type throughput struct {
-	records int
-	bytes   int64
-	elapsed time.Duration
-	cpu     time.Duration
-	steal   time.Duration
-	rssKiB  int64
+	records   int
+	bytes     int64
+	elapsed   time.Duration
+	cpu       time.Duration
+	serverCPU time.Duration
+	server    bool
+	faults    int64
+	steal     time.Duration
+	rssKiB    int64
 }
 
 func (t throughput) recordsPerSecond() float64 { return float64(t.records) / t.elapsed.Seconds() }
@@ -27,12 +33,15 @@ func (t throughput) recordsPerSecond() float64 { return float64(t.records) / t.e
 // printThroughput prints one phase's line; labels are its key=value
 // labels, such as the value and batch size.
 func printThroughput(name, labels string, t throughput) {
-	rss := ""
+	server, rss := "", ""
+	if t.server {
+		server = fmt.Sprintf(" server-cpu=%s bench-faults=%d", t.serverCPU.Round(time.Millisecond), t.faults)
+	}
 	if t.rssKiB > 0 {
 		rss = " rss=" + mib(t.rssKiB)
 	}
-	fmt.Printf("%s %s records/s=%.0f MB/s=%.1f elapsed=%s cpu=%s steal=%s%s\n", name, labels, t.recordsPerSecond(),
-		float64(t.bytes)/1e6/t.elapsed.Seconds(), t.elapsed.Round(time.Millisecond), t.cpu.Round(time.Millisecond), t.steal, rss)
+	fmt.Printf("%s %s records/s=%.0f MB/s=%.1f elapsed=%s cpu=%s%s steal=%s%s\n", name, labels, t.recordsPerSecond(),
+		float64(t.bytes)/1e6/t.elapsed.Seconds(), t.elapsed.Round(time.Millisecond), t.cpu.Round(time.Millisecond), server, t.steal, rss)
 }
 
 // ratio is a's records/s over b's, formatted, or "-" when b did not run.
@@ -50,17 +59,23 @@ func ratio(a throughput, b *throughput) string {
 // virtual machine's host gave to others while this one had work: a phase
 // that lost much of it ran slower for a reason outside both servers.
 type stopwatch struct {
-	pid   int
-	wall  time.Time
-	cpu   time.Duration
-	steal time.Duration
+	pid       int
+	wall      time.Time
+	cpu       time.Duration
+	serverCPU time.Duration
+	faults    int64
+	steal     time.Duration
 }
 
 // startStopwatch starts timing a phase once what earlier phases set off
 // has settled (quiesce).
 func startStopwatch(pid int) stopwatch {
 	quiesce(pid)
-	return stopwatch{pid: pid, wall: time.Now(), cpu: cpuOf(pid), steal: machineSteal()}
+	sw := stopwatch{pid: pid, wall: time.Now(), cpu: cpuOf(pid), faults: processFaults(), steal: machineSteal()}
+	if pid != 0 {
+		sw.serverCPU = procCPU(pid)
+	}
+	return sw
 }
 
 // quiesce waits until what earlier phases set off has settled, so that
@@ -101,7 +116,9 @@ func settle(pid int) {
 // stop fills in t's elapsed and CPU time and the server's memory.
 func (sw stopwatch) stop(t *throughput) {
 	t.elapsed, t.cpu, t.steal = time.Since(sw.wall), cpuOf(sw.pid)-sw.cpu, machineSteal()-sw.steal
+	t.faults = processFaults() - sw.faults
 	if sw.pid != 0 {
+		t.serverCPU, t.server = procCPU(sw.pid)-sw.serverCPU, true
 		t.rssKiB = procStatusKiB(sw.pid, "VmRSS")["VmRSS"]
 	}
 }
@@ -117,11 +134,19 @@ func cpuOf(pid int) time.Duration {
 
 // processCPU is the user and system CPU time this process has used.
 func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
+	ru := selfUsage()
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// processFaults is the page faults this process has taken that needed no
+// read from the disk (minor faults): mostly fresh memory the kernel zeroed.
+func processFaults() int64 { return selfUsage().Minflt }
+
+// selfUsage is this process's resource usage, zero if it cannot be read.
+func selfUsage() syscall.Rusage {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru
 }
 
 // quantiles sorts lat and returns its p50, p99, p99.9 and maximum.
