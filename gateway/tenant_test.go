@@ -43,15 +43,19 @@ func (d *metaCountingDIS) Close() { d.closes.Add(1) }
 // localDIS serves an embedded DIS for one test and returns a client of it.
 // startMetaCounted runs a gateway over a counted embedded DIS and returns a
 // client connected to it, whose requests go straight to the gateway (no
-// Metadata requests of the client's own).
+// Metadata requests of the client's own). It returns once the gateway's
+// first readiness probe (a ListStreams) is done, and no other probe comes
+// within the hour, so that the counts a test takes are its requests' alone:
+// under the race detector the first probe could land inside them.
 func startMetaCounted(t *testing.T, tune func(*Config)) (*Gateway, *metaCountingDIS, *kgo.Broker) {
 	t.Helper()
 	dis := &metaCountingDIS{API: localDIS(t)}
-	var cfg Config
+	cfg := Config{ReadyProbeInterval: time.Hour}
 	if tune != nil {
 		tune(&cfg)
 	}
 	gw := startGateway(t, cfg, dis)
+	waitFor(t, "the first readiness probe", func() bool { ready, _ := gw.Ready(); return ready })
 	cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()))
 	if err != nil {
 		t.Fatal(err)
