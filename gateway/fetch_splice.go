@@ -27,10 +27,13 @@ type fetchSplice struct {
 
 const spliceMarkerLen = 16
 
-// maxSpliceParts bounds the pieces of one frame, well within the 1024
-// iovecs one writev takes; a response that would need more copies the
-// batches of its other partitions instead.
-const maxSpliceParts = 512
+// maxSpliceParts bounds the pieces of one frame; a response that would
+// need more copies the batches of its other partitions instead. The gnet
+// transport writes a frame of more pieces than one writev takes in several
+// (writevParts). Compressed batches of compressible data are small: a
+// fetch of 1 MiB of a partition then holds hundreds of them, and under a
+// bound of one writev's pieces they were copied twice (docs/benchmarks.md).
+const maxSpliceParts = 1 << 14
 
 var (
 	// spliceSecret makes markers unguessable, so no topic name, key or

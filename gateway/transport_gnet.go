@@ -60,11 +60,23 @@ func (k *gnetSink) write(o outFrame) {
 		return nil
 	}
 	if o.parts != nil {
-		_ = k.c.AsyncWritev(o.parts, done)
+		// In writes of at most writevParts pieces; gnet runs them in
+		// order, each after the last has gone to the socket or into the
+		// outbound buffer, and done after the last.
+		parts := o.parts
+		for len(parts) > writevParts {
+			_ = k.c.AsyncWritev(parts[:writevParts], nil)
+			parts = parts[writevParts:]
+		}
+		_ = k.c.AsyncWritev(parts, done)
 		return
 	}
 	_ = k.c.AsyncWrite(o.frame, done)
 }
+
+// writevParts is the most pieces one writev takes (IOV_MAX on Linux); gnet
+// hands a write of more to the kernel as it is, which refuses it.
+const writevParts = 1024
 
 // observe tells the session what left gnet since it last looked, handed
 // being the bytes of frames whose write has just run. On the loop only.
