@@ -59,23 +59,34 @@ func ratio(a throughput, b *throughput) string {
 // virtual machine's host gave to others while this one had work: a phase
 // that lost much of it ran slower for a reason outside both servers.
 type stopwatch struct {
-	pid       int
-	wall      time.Time
-	cpu       time.Duration
-	serverCPU time.Duration
-	faults    int64
-	steal     time.Duration
+	pid  int
+	wall time.Time
+	at   usage
+}
+
+// usage is what a stopwatch reads at each end of a phase: the CPU time of
+// this process and of the server process (0 without one), this process's
+// minor page faults, and the machine's steal time.
+type usage struct {
+	benchCPU, serverCPU, steal time.Duration
+	faults                     int64
+}
+
+// readUsage reads usage, with the server process pid (none for 0).
+func readUsage(pid int) usage {
+	ru := selfUsage()
+	u := usage{benchCPU: rusageCPU(ru), faults: ru.Minflt, steal: machineSteal()}
+	if pid != 0 {
+		u.serverCPU = procCPU(pid)
+	}
+	return u
 }
 
 // startStopwatch starts timing a phase once what earlier phases set off
 // has settled (quiesce).
 func startStopwatch(pid int) stopwatch {
 	quiesce(pid)
-	sw := stopwatch{pid: pid, wall: time.Now(), cpu: cpuOf(pid), faults: processFaults(), steal: machineSteal()}
-	if pid != 0 {
-		sw.serverCPU = procCPU(pid)
-	}
-	return sw
+	return stopwatch{pid: pid, wall: time.Now(), at: readUsage(pid)}
 }
 
 // quiesce waits until what earlier phases set off has settled, so that
@@ -113,34 +124,27 @@ func settle(pid int) {
 	}
 }
 
-// stop fills in t's elapsed and CPU time and the server's memory.
+// stop fills in t's elapsed time, CPU times, faults and steal, and the
+// server's memory.
 func (sw stopwatch) stop(t *throughput) {
-	t.elapsed, t.cpu, t.steal = time.Since(sw.wall), cpuOf(sw.pid)-sw.cpu, machineSteal()-sw.steal
-	t.faults = processFaults() - sw.faults
+	now := readUsage(sw.pid)
+	t.elapsed = time.Since(sw.wall)
+	t.serverCPU = now.serverCPU - sw.at.serverCPU
+	t.cpu = now.benchCPU - sw.at.benchCPU + t.serverCPU
+	t.faults, t.steal = now.faults-sw.at.faults, now.steal-sw.at.steal
 	if sw.pid != 0 {
-		t.serverCPU, t.server = procCPU(sw.pid)-sw.serverCPU, true
+		t.server = true
 		t.rssKiB = procStatusKiB(sw.pid, "VmRSS")["VmRSS"]
 	}
 }
 
-// cpuOf is the CPU time of this process plus that of process pid (if not 0).
-func cpuOf(pid int) time.Duration {
-	cpu := processCPU()
-	if pid != 0 {
-		cpu += procCPU(pid)
-	}
-	return cpu
-}
-
 // processCPU is the user and system CPU time this process has used.
-func processCPU() time.Duration {
-	ru := selfUsage()
+func processCPU() time.Duration { return rusageCPU(selfUsage()) }
+
+// rusageCPU is the user and system CPU time of ru.
+func rusageCPU(ru syscall.Rusage) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
-
-// processFaults is the page faults this process has taken that needed no
-// read from the disk (minor faults): mostly fresh memory the kernel zeroed.
-func processFaults() int64 { return selfUsage().Minflt }
 
 // selfUsage is this process's resource usage, zero if it cannot be read.
 func selfUsage() syscall.Rusage {
