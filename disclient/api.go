@@ -1,6 +1,11 @@
 package disclient
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+)
 
 // API is the set of DIS operations disgw uses. *Client implements it over
 // HTTP; tests and alternative transports can supply their own.
@@ -42,4 +47,38 @@ type API interface {
 // (docs/design.md §4).
 type PipelinedPutter interface {
 	PutRecordsPipelined(ctx context.Context, req *PutRecordsRequest) (resp *PutRecordsResponse, wait func() error, err error)
+}
+
+// SpanGetter is a DIS client that can answer GetRecords without reading
+// the records' data into memory: the embedded DIS served in process, whose
+// record log holds each record's data in one piece of a file. A record of
+// more than spanMin bytes of data comes with its first head bytes in Data
+// and the rest in Rest, for the caller to send from the file (sendfile)
+// rather than read (docs/design.md §4). Rest is not checked against the
+// log's checksum: a reader that needs the bytes checked must read them and
+// check them itself. The file stays readable while a Rest refers to it,
+// even after retention has deleted its segment.
+type SpanGetter interface {
+	GetRecordsSpans(ctx context.Context, cursor string, maxFetchBytes, head, spanMin int) (*GetRecordsResponse, error)
+}
+
+// FileSpan is Len bytes of File from Off on.
+type FileSpan struct {
+	File *os.File
+	Off  int64
+	Len  int
+}
+
+// AppendTo appends the span's bytes, read from its file, to b.
+func (s FileSpan) AppendTo(b []byte) ([]byte, error) {
+	at := len(b)
+	b = append(b, make([]byte, s.Len)...)
+	n, err := s.File.ReadAt(b[at:], s.Off)
+	if n == s.Len {
+		return b, nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return b[:at], fmt.Errorf("disclient: reading %d bytes of %s at %d: %w", s.Len, s.File.Name(), s.Off, err)
 }

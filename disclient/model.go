@@ -206,6 +206,9 @@ type Record struct {
 	Data           []byte `json:"data"`
 	Timestamp      int64  `json:"timestamp"`
 	TimestampType  string `json:"timestamp_type,omitempty"`
+	// Rest is the data after Data that a SpanGetter left in its file; it
+	// is empty for records read any other way.
+	Rest FileSpan `json:"-"`
 }
 
 // CreateAppRequest is the body of POST /v2/{project_id}/apps.

@@ -258,11 +258,10 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 		}
 		if len(p.batches) > 0 {
 			n := 0
-			batches := make([][]byte, len(p.batches))
 			for i := range p.batches {
-				n += len(p.batches[i].data)
-				batches[i] = p.batches[i].data
+				n += p.batches[i].size()
 			}
+			batches := batchParts(make([]framePart, 0, 2*len(p.batches)), p.batches)
 			// Cached batches are never changed: the frame carries them
 			// as they are (fetch_splice.go), unless it would have too
 			// many pieces; then they are copied together.
@@ -272,11 +271,19 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 				continue
 			}
 			b := responseBuffers.get(n)
-			for _, d := range batches {
-				b = append(b, d...)
+			var err error
+			for i := range batches {
+				if b, err = batches[i].appendTo(b); err != nil {
+					break
+				}
+			}
+			r.scratch = append(r.scratch, b)
+			if err != nil {
+				gw.log.Error().Err(err).Str("topic", p.topic.name).Msg("fetch: reading record batches from the record log failed")
+				p.resp.ErrorCode = kerr.KafkaStorageError.Code
+				continue
 			}
 			p.resp.RecordBatches = b
-			r.scratch = append(r.scratch, b)
 			continue
 		}
 		if len(p.records) == 0 {
@@ -314,7 +321,7 @@ func trimToMaxBytes(parts []*fetchPart, maxBytes int) {
 		if len(p.batches) > 0 {
 			keep := 0
 			for keep < len(p.batches) {
-				n := len(p.batches[keep].data)
+				n := p.batches[keep].size()
 				if total > 0 && total+n > maxBytes {
 					break
 				}
@@ -490,7 +497,7 @@ func (gw *Gateway) fetchBatches(ctx context.Context, p *fetchPart, limit int) {
 	}
 	n := 0
 	for i := range batches {
-		n += len(batches[i].data)
+		n += batches[i].size()
 	}
 	p.batches, p.bytes, p.done = batches, n, true
 }

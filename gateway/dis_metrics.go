@@ -210,6 +210,23 @@ func (d *disMetrics) GetRecords(ctx context.Context, cursor string, maxFetchByte
 	return resp, err
 }
 
+// GetRecordsSpans passes a GetRecords that may leave record data in files
+// on to a client that can (disclient.SpanGetter), counted as GetRecords;
+// any other client is called with GetRecords.
+func (d *disMetrics) GetRecordsSpans(ctx context.Context, cursor string, maxFetchBytes, head, spanMin int) (*disclient.GetRecordsResponse, error) {
+	sg, ok := d.next.(disclient.SpanGetter)
+	if !ok {
+		return d.GetRecords(ctx, cursor, maxFetchBytes)
+	}
+	resp, err := observe(d, ctx, "GetRecords", func(ctx context.Context) (*disclient.GetRecordsResponse, error) {
+		return sg.GetRecordsSpans(ctx, cursor, maxFetchBytes, head, spanMin)
+	})
+	if disclient.IsCode(err, disclient.CodeCursorExpired) {
+		d.m.cursorRefreshes.Inc()
+	}
+	return resp, err
+}
+
 func (d *disMetrics) CreateApp(ctx context.Context, name string) error {
 	return observeErr(d, ctx, "CreateApp", func(ctx context.Context) error { return d.next.CreateApp(ctx, name) })
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"sync/atomic"
+
+	"github.com/disgw/disgw/disclient"
 )
 
 // A Fetch answer of kafka-format partitions is mostly cached record
@@ -14,13 +16,44 @@ import (
 // (docs/benchmarks.md). Instead the response is encoded with a marker in
 // place of each partition's record batches, and the frame is written as
 // its pieces with the batches between them (writev): the batches are
-// copied once, by the kernel, into the socket.
+// copied once, by the kernel, into the socket. The records of a batch read
+// from the embedded DIS are not copied by the gateway at all: they go from
+// the record log's file to the socket (sendfile) where the transport can.
+
+// framePart is one piece of a frame on its way out: bytes, or a range of a
+// file of the embedded DIS's record log (disclient.SpanGetter).
+type framePart struct {
+	b    []byte
+	file disclient.FileSpan
+}
+
+func (p *framePart) size() int { return len(p.b) + p.file.Len }
+
+// appendTo appends the part's bytes to b, reading a file range.
+func (p *framePart) appendTo(b []byte) ([]byte, error) {
+	if p.file.Len > 0 {
+		return p.file.AppendTo(b)
+	}
+	return append(b, p.b...), nil
+}
+
+// batchParts appends the parts of batches to parts: each one's bytes and,
+// for one whose records are still in a file, their range.
+func batchParts(parts []framePart, batches []cachedBatch) []framePart {
+	for i := range batches {
+		parts = append(parts, framePart{b: batches[i].data})
+		if batches[i].rest.Len > 0 {
+			parts = append(parts, framePart{file: batches[i].rest})
+		}
+	}
+	return parts
+}
 
 // fetchSplice is one partition's record batches, to go where marker is
 // in the encoded response.
 type fetchSplice struct {
 	marker  [spliceMarkerLen]byte
-	batches [][]byte
+	batches []framePart
 	n       int     // their bytes
 	field   *[]byte // the partition's RecordBatches, for unsplice
 }
@@ -48,7 +81,7 @@ func init() {
 
 // newFetchSplice makes the splice of batches (n bytes) and puts its marker
 // in field, a partition's RecordBatches.
-func newFetchSplice(field *[]byte, batches [][]byte, n int) fetchSplice {
+func newFetchSplice(field *[]byte, batches []framePart, n int) fetchSplice {
 	sp := fetchSplice{batches: batches, n: n, field: field}
 	copy(sp.marker[:], spliceSecret[:])
 	binary.BigEndian.PutUint64(sp.marker[8:], spliceCount.Add(1))
@@ -58,14 +91,18 @@ func newFetchSplice(field *[]byte, batches [][]byte, n int) fetchSplice {
 
 // unsplice puts the batches of every splice back in their partitions,
 // copied together, for a frame that is encoded whole after all.
-func unsplice(splices []fetchSplice) {
+func unsplice(splices []fetchSplice) error {
 	for _, sp := range splices {
 		b := make([]byte, 0, sp.n)
-		for _, d := range sp.batches {
-			b = append(b, d...)
+		for i := range sp.batches {
+			var err error
+			if b, err = sp.batches[i].appendTo(b); err != nil {
+				return err
+			}
 		}
 		*sp.field = b
 	}
+	return nil
 }
 
 // outFrame is one response on its way to the socket: frame, or when parts
@@ -74,7 +111,7 @@ func unsplice(splices []fetchSplice) {
 // buffer, given back by release once the transport is done with it.
 type outFrame struct {
 	frame    []byte
-	parts    [][]byte
+	parts    []framePart
 	recycled bool
 }
 
@@ -84,29 +121,33 @@ func (o *outFrame) size() int {
 		return len(o.frame)
 	}
 	n := 0
-	for _, p := range o.parts {
-		n += len(p)
+	for i := range o.parts {
+		n += o.parts[i].size()
 	}
 	return n
 }
 
-// bytes is what is written, as one slice (a copy when spliced).
-func (o *outFrame) bytes() []byte {
-	if o.parts == nil {
-		return o.frame
+// fileBytes is the bytes of the frame's file ranges.
+func (o *outFrame) fileBytes() int {
+	n := 0
+	for i := range o.parts {
+		n += o.parts[i].file.Len
 	}
-	return o.appendTo(make([]byte, 0, o.size()))
+	return n
 }
 
-// appendTo appends what is written to b.
-func (o *outFrame) appendTo(b []byte) []byte {
+// appendTo appends what is written to b, reading the file ranges.
+func (o *outFrame) appendTo(b []byte) ([]byte, error) {
 	if o.parts == nil {
-		return append(b, o.frame...)
+		return append(b, o.frame...), nil
 	}
-	for _, p := range o.parts {
-		b = append(b, p...)
+	for i := range o.parts {
+		var err error
+		if b, err = o.parts[i].appendTo(b); err != nil {
+			return b, err
+		}
 	}
-	return b
+	return b, nil
 }
 
 // release gives the frame's buffer back; nothing may read o afterwards.
@@ -129,7 +170,7 @@ func (o *outFrame) splice(splices []fetchSplice, flexible bool) bool {
 		old = binary.BigEndian.AppendUint32(nil, spliceMarkerLen)
 	}
 	frame := o.frame
-	parts := make([][]byte, 0, 2*len(splices)+1)
+	parts := make([]framePart, 0, 2*len(splices)+1)
 	prefixes := make([]byte, 0, len(splices)*binary.MaxVarintLen64)
 	size := len(frame) - 4
 	rest := 0
@@ -145,12 +186,12 @@ func (o *outFrame) splice(splices []fetchSplice, flexible bool) bool {
 		} else {
 			prefixes = binary.BigEndian.AppendUint32(prefixes, uint32(sp.n))
 		}
-		parts = append(parts, frame[rest:at-len(old)], prefixes[start:len(prefixes):len(prefixes)])
+		parts = append(parts, framePart{b: frame[rest : at-len(old)]}, framePart{b: prefixes[start:len(prefixes):len(prefixes)]})
 		parts = append(parts, sp.batches...)
 		size += len(prefixes) - start - len(old) + sp.n - spliceMarkerLen
 		rest = at + spliceMarkerLen
 	}
-	parts = append(parts, frame[rest:])
+	parts = append(parts, framePart{b: frame[rest:]})
 	binary.BigEndian.PutUint32(frame, uint32(size))
 	o.parts = parts
 	return true

@@ -2,22 +2,35 @@ package gateway
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/protocol"
 )
 
 // A spliced Fetch frame is byte for byte the frame kmsg encodes with the
-// batches copied in, at every version, the flexible ones included; a frame
-// whose marker is not where it should be is not spliced.
+// batches copied in, at every version, the flexible ones included, parts
+// read from a file among them; a frame whose marker is not where it should
+// be is not spliced.
 func TestFetchSpliceMatchesEncoding(t *testing.T) {
-	batches := [][][]byte{
-		{bytes.Repeat([]byte{1}, 300), bytes.Repeat([]byte{2}, 200)},
-		{bytes.Repeat([]byte{3}, 70000)}, // a length that needs more varint bytes
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append([]byte("skipped"), bytes.Repeat([]byte{4}, 5000)...)); err != nil {
+		t.Fatal(err)
+	}
+	inFile := framePart{file: disclient.FileSpan{File: f, Off: 7, Len: 5000}}
+	batches := [][]framePart{
+		{{b: bytes.Repeat([]byte{1}, 300)}, {b: bytes.Repeat([]byte{2}, 200)}},
+		{{b: bytes.Repeat([]byte{3}, 70000)}, inFile}, // a length that needs more varint bytes
 		{},
 	}
 	build := func(version int16, splice bool) (*kmsg.FetchResponse, []fetchSplice) {
@@ -40,14 +53,19 @@ func TestFetchSpliceMatchesEncoding(t *testing.T) {
 				field := &resp.Topics[ti].Partitions[pi].RecordBatches
 				bs := batches[pi]
 				n := 0
-				for _, b := range bs {
-					n += len(b)
+				var whole []byte
+				for i := range bs {
+					n += bs[i].size()
+					var err error
+					if whole, err = bs[i].appendTo(whole); err != nil {
+						t.Fatal(err)
+					}
 				}
 				if splice && len(bs) > 0 {
 					splices = append(splices, newFetchSplice(field, bs, n))
 					continue
 				}
-				*field = bytes.Join(bs, nil)
+				*field = whole
 			}
 		}
 		return resp, splices
@@ -61,7 +79,7 @@ func TestFetchSpliceMatchesEncoding(t *testing.T) {
 		if !out.splice(splices, v >= 12) {
 			t.Fatalf("v%d: not spliced", v)
 		}
-		if !bytes.Equal(out.bytes(), wantFrame) {
+		if b, err := out.appendTo(nil); err != nil || !bytes.Equal(b, wantFrame) {
 			t.Errorf("v%d: spliced frame of %d bytes differs from the encoded one of %d", v, out.size(), len(wantFrame))
 		}
 	}

@@ -43,6 +43,10 @@ type metrics struct {
 	disThrottled    *prometheus.CounterVec
 	disRecordErrors *prometheus.CounterVec
 	cursorRefreshes prometheus.Counter
+	// fetchFileBytes counts record data fetches took from the embedded
+	// DIS's record log files, by how: fileSent by sendfile, fileRead read.
+	fetchFileBytes     *prometheus.CounterVec
+	fileSent, fileRead prometheus.Counter
 
 	rebalances       *prometheus.CounterVec
 	rebalanceSeconds prometheus.Histogram
@@ -126,6 +130,8 @@ func newMetrics(gw *Gateway) *metrics {
 			Name: "disgw_dis_record_errors_total", Help: "Records a PutRecords call answered with an error, by DIS error code; throttled ones are sent again."}, []string{"tenant", "code"}),
 		cursorRefreshes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "disgw_dis_cursor_refreshes_total", Help: "GetRecords calls DIS answered with an expired cursor, each followed by a GetCursor."}),
+		fetchFileBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_fetch_file_bytes_total", Help: "Record data Fetch answers took from the embedded DIS's record log files: sent from the file (how=sendfile), or read into memory first (how=read: the socket was full, TLS)."}, []string{"how"}),
 		rebalances: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "disgw_group_rebalances_total", Help: "Completed rebalances of the groups this gateway coordinates: new generations of classic groups, new epochs of consumer groups."}, []string{"tenant", "group"}),
 		rebalanceSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -172,6 +178,7 @@ func newMetrics(gw *Gateway) *metrics {
 	budgets := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "disgw_budget_limit_bytes", Help: "The byte budgets the in-use gauges count against: inflight (disgw_inflight_bytes), produce_queue (disgw_produce_queue_bytes), read_cache (disgw_read_cache_bytes)."}, []string{"budget"})
 	budgets.WithLabelValues("inflight").Set(float64(cfg.MaxInflightBytes))
+	m.fileSent, m.fileRead = m.fetchFileBytes.WithLabelValues("sendfile"), m.fetchFileBytes.WithLabelValues("read")
 	budgets.WithLabelValues("produce_queue").Set(float64(cfg.MaxQueueBytes))
 	budgets.WithLabelValues("read_cache").Set(float64(cfg.ReadCacheBytes))
 	if reg := cfg.Registry; reg != nil {
@@ -179,7 +186,7 @@ func newMetrics(gw *Gateway) *metrics {
 			m.producedRecs, m.fetchedRecs, m.panics, m.authFailures,
 			m.requestSeconds, m.topicRecsIn, m.topicBytesIn, m.topicRecsOut, m.topicBytesOut,
 			m.produceSeconds, m.fetchSeconds,
-			m.disCalls, m.disSeconds, m.disRetries, m.disThrottled, m.disRecordErrors, m.cursorRefreshes,
+			m.disCalls, m.disSeconds, m.disRetries, m.disThrottled, m.disRecordErrors, m.cursorRefreshes, m.fetchFileBytes,
 			m.rebalances, m.rebalanceSeconds, budgets,
 			m.produceQueued, m.readCacheBytes, m.offsetProbes, m.fencedBatches,
 			m.produceQueueWaits, m.produceCancelled, m.produceDropped,

@@ -107,7 +107,7 @@ func (m *ioMeter) wrote(recs []disclient.PutRecordsEntry) {
 func (m *ioMeter) read(recs []disclient.Record) {
 	n := 0
 	for i := range recs {
-		n += len(recs[i].Data)
+		n += len(recs[i].Data) + recs[i].Rest.Len
 	}
 	m.add(time.Now(), 0, 0, float64(n))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/protocol"
 )
 
 // readBatches serves Fetch on a kafka-format partition: the stored batches
@@ -103,9 +104,9 @@ func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxByte
 		for i < len(batches) && batches[i].last < offset {
 			i++
 		}
-		for n := 0; i < len(batches) && (len(out) == 0 || n+len(batches[i].data) <= maxBytes); i++ {
+		for n := 0; i < len(batches) && (len(out) == 0 || n+batches[i].size() <= maxBytes); i++ {
 			if batches[i].data != nil {
-				n += len(batches[i].data)
+				n += batches[i].size()
 				out = append(out, batches[i])
 			}
 		}
@@ -134,7 +135,7 @@ func (ps *partitionState) readAheadLocked(served int64) {
 	}
 	ahead := 0
 	for i := n - 1; i >= 0 && ps.window[i].last > served; i-- {
-		ahead += len(ps.window[i].data)
+		ahead += ps.window[i].size()
 	}
 	if ahead >= ps.readBytes() || !ps.ahead.CompareAndSwap(false, true) {
 		return
@@ -212,7 +213,13 @@ func (ps *partitionState) readAt(ctx context.Context, seq int64) ([]disclient.Re
 			}
 			ps.cursor, ps.cursorSeq, ps.cursorAt = c.PartitionCursor, seq, time.Now()
 		}
-		resp, err := dis.GetRecords(ctx, ps.cursor, ps.readBytes())
+		var resp *disclient.GetRecordsResponse
+		var err error
+		if sg, ok := dis.(disclient.SpanGetter); ok {
+			resp, err = sg.GetRecordsSpans(ctx, ps.cursor, ps.readBytes(), protocol.BatchHeaderSize, spanMinBytes)
+		} else {
+			resp, err = dis.GetRecords(ctx, ps.cursor, ps.readBytes())
+		}
 		if err != nil {
 			ps.cursor = ""
 			switch {
@@ -234,8 +241,41 @@ func (ps *partitionState) readAt(ctx context.Context, seq int64) ([]disclient.Re
 			}
 		}
 		ps.cursor, ps.cursorSeq = resp.NextPartitionCursor, seq+int64(len(resp.Records))
+		if err := readUnlessBatches(resp.Records); err != nil {
+			ps.cursor = ""
+			return nil, err
+		}
 		return resp.Records, nil
 	}
+}
+
+// spanMinBytes is the least data a record must have for a read to leave
+// its rest in the embedded DIS's record log, to be sent from there
+// (disclient.SpanGetter): a smaller batch costs less copied than as a
+// sendfile call of its own.
+const spanMinBytes = 4 << 10
+
+// readUnlessBatches reads into memory the data a SpanGetter left in its
+// files of the records that are not whole batches: fragments of a larger
+// batch and DIS-native records, which are taken apart or rebuilt. A batch
+// stays as its header and the span of its records, sent from the file
+// when it is fetched (docs/design.md §4).
+func readUnlessBatches(recs []disclient.Record) error {
+	for i := range recs {
+		r := &recs[i]
+		if r.Rest.Len == 0 {
+			continue
+		}
+		if _, ok := protocol.ParseBatchHead(r.Data, len(r.Data)+r.Rest.Len); ok {
+			continue
+		}
+		data, err := r.Rest.AppendTo(append(make([]byte, 0, len(r.Data)+r.Rest.Len), r.Data...))
+		if err != nil {
+			return err
+		}
+		r.Data, r.Rest = data, disclient.FileSpan{}
+	}
+	return nil
 }
 
 // watermarkApp is the reserved DIS app whose LAST_READ checkpoint on each

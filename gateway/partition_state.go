@@ -94,12 +94,18 @@ func (loc batchLoc) startSeq() int64 { return loc.seq - max(loc.lead, 0) }
 // cachedBatch is one stored record batch in the read cache, a copy that
 // aliases no request frame: for a DIS record that is not a batch, the
 // one-record batch built from it; no data for a stale copy, which holds no
-// offsets and is never served (labelRecords).
+// offsets and is never served (labelRecords). A batch read from the
+// embedded DIS may be data, its header, followed by rest, its records
+// still in the record log, to be sent from there (readUnlessBatches).
 type cachedBatch struct {
 	batchLoc
 	maxTS int64
 	data  []byte
+	rest  disclient.FileSpan
 }
+
+// size is the batch's length.
+func (b *cachedBatch) size() int { return len(b.data) + b.rest.Len }
 
 func (gw *Gateway) partitionFor(k partitionKey) *partitionState {
 	return k.tenant.parts.get(k, func() *partitionState {
@@ -434,10 +440,10 @@ func labelRun(recs []disclient.Record, after int64, fallback func(seq int64) int
 	}
 	for i := 0; i < len(recs); i++ {
 		data := recs[i].Data
-		if info, ok := protocol.ParseBatchInfo(data); ok {
+		if info, ok := protocol.ParseBatchHead(data, len(data)+recs[i].Rest.Len); ok {
 			kind[i] = kindBatch
 			out[i].base, out[i].last, out[i].maxTS = info.BaseOffset, info.LastOffset(), info.MaxTimestamp
-			out[i].data = data
+			out[i].data, out[i].rest = data, recs[i].Rest
 			if first < 0 {
 				first = i
 			}
@@ -527,7 +533,7 @@ func markStale(b *cachedBatch, top int64) int64 {
 	if b.data == nil || b.base > top {
 		return max(top, b.last)
 	}
-	b.base, b.last, b.maxTS, b.data = top+1, top, -1, nil
+	b.base, b.last, b.maxTS, b.data, b.rest = top+1, top, -1, nil, disclient.FileSpan{}
 	return top
 }
 
@@ -654,7 +660,7 @@ func (ps *partitionState) addWindowLocked(batches []cachedBatch) int {
 	}
 	for i := range batches {
 		ps.window = append(ps.window, batches[i])
-		ps.windowBytes += len(batches[i].data)
+		ps.windowBytes += batches[i].size()
 	}
 	// One partition keeps at most half the gateway's budget, and at
 	// least its last batch unless that alone is over it: a larger batch
@@ -662,11 +668,11 @@ func (ps *partitionState) addWindowLocked(batches []cachedBatch) int {
 	// never cached.
 	drop := 0
 	keep := 1
-	if n := len(ps.window); n > 0 && len(ps.window[n-1].data) > ps.gw.cfg.ReadCacheBytes/2 {
+	if n := len(ps.window); n > 0 && ps.window[n-1].size() > ps.gw.cfg.ReadCacheBytes/2 {
 		keep = 0
 	}
 	for ps.windowBytes > ps.gw.cfg.ReadCacheBytes/2 && drop < len(ps.window)-keep {
-		ps.windowBytes -= len(ps.window[drop].data)
+		ps.windowBytes -= ps.window[drop].size()
 		ps.window[drop] = cachedBatch{}
 		drop++
 	}
@@ -681,7 +687,7 @@ func (ps *partitionState) trimWindow(n int) int {
 	defer ps.mu.Unlock()
 	freed, drop := 0, 0
 	for drop < len(ps.window) && freed < n {
-		freed += len(ps.window[drop].data)
+		freed += ps.window[drop].size()
 		ps.window[drop] = cachedBatch{}
 		drop++
 	}
@@ -699,11 +705,11 @@ func (ps *partitionState) fromWindowLocked(offset int64, maxBytes int) []cachedB
 	}
 	i := sort.Search(n, func(i int) bool { return ps.window[i].last >= offset })
 	var out []cachedBatch
-	for bytes := 0; i < n && (len(out) == 0 || bytes+len(ps.window[i].data) <= maxBytes); i++ {
+	for bytes := 0; i < n && (len(out) == 0 || bytes+ps.window[i].size() <= maxBytes); i++ {
 		if ps.window[i].data == nil {
 			continue // stale: never served
 		}
-		bytes += len(ps.window[i].data)
+		bytes += ps.window[i].size()
 		out = append(out, ps.window[i])
 	}
 	return out

@@ -544,7 +544,10 @@ func (r *request) encode(resp kmsg.Response, splices []fetchSplice) (out outFram
 			if len(splices) > 0 && !out.splice(splices, r.hdr.Version >= 12) {
 				// Not where they were put: answer from copies instead.
 				out.release()
-				unsplice(splices)
+				if err := unsplice(splices); err != nil {
+					r.logEvent(r.s.log.Error().Err(err)).Msg("reading record batches from the record log failed")
+					return outFrame{}, false
+				}
 				return r.encode(resp, nil)
 			}
 			return out, true

@@ -15,7 +15,10 @@ type recordingSink struct {
 }
 
 func (k *recordingSink) write(o outFrame) {
-	f := o.bytes()
+	f, err := o.appendTo(nil)
+	if err != nil {
+		panic(err)
+	}
 	k.mu.Lock()
 	k.frames = append(k.frames, string(f))
 	k.mu.Unlock()

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -46,6 +48,9 @@ type gnetSink struct {
 	ip string
 	// outbound is gnet's outbound buffer as last seen, on the loop only.
 	outbound int
+	// iov is the slice writeParts gathers a writev's pieces in, on the
+	// loop only.
+	iov [][]byte
 }
 
 func (k *gnetSink) write(o outFrame) {
@@ -60,15 +65,12 @@ func (k *gnetSink) write(o outFrame) {
 		return nil
 	}
 	if o.parts != nil {
-		// In writes of at most writevParts pieces; gnet runs them in
-		// order, each after the last has gone to the socket or into the
-		// outbound buffer, and done after the last.
-		parts := o.parts
-		for len(parts) > writevParts {
-			_ = k.c.AsyncWritev(parts[:writevParts], nil)
-			parts = parts[writevParts:]
-		}
-		_ = k.c.AsyncWritev(parts, done)
+		_ = k.c.AsyncWrite(nil, func(c gnet.Conn, err error) error {
+			if err == nil {
+				err = k.writeParts(c, o.parts)
+			}
+			return done(c, err)
+		})
 		return
 	}
 	_ = k.c.AsyncWrite(o.frame, done)
@@ -77,6 +79,96 @@ func (k *gnetSink) write(o outFrame) {
 // writevParts is the most pieces one writev takes (IOV_MAX on Linux); gnet
 // hands a write of more to the kernel as it is, which refuses it.
 const writevParts = 1024
+
+// writeParts writes a spliced frame on the loop, in order: runs of bytes
+// with writev, at most writevParts pieces a call, and file ranges with
+// sendfile (sendFile). gnet writes straight to the socket while its
+// outbound buffer is empty and copies what the socket does not take into
+// it, so every part lands in order whichever way it goes.
+func (k *gnetSink) writeParts(c gnet.Conn, parts []framePart) error {
+	for len(parts) > 0 {
+		if parts[0].file.Len > 0 {
+			if err := k.sendFile(c, parts[0].file); err != nil {
+				return err
+			}
+			parts = parts[1:]
+			continue
+		}
+		run := k.iov[:0]
+		for len(parts) > 0 && parts[0].file.Len == 0 && len(run) < writevParts {
+			run = append(run, parts[0].b)
+			parts = parts[1:]
+		}
+		_, err := c.Writev(run)
+		clear(run)
+		k.iov = run[:0]
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendFile writes a range of a record log file with sendfile, the kernel
+// copying it from the page cache into the socket, while nothing waits in
+// gnet's outbound buffer and the socket takes it. What it does not take
+// is read into memory and goes into that buffer, gnet writing it when the
+// socket drains. A failed read closes the connection: the frame cannot be
+// completed.
+func (k *gnetSink) sendFile(c gnet.Conn, span disclient.FileSpan) error {
+	off, left := span.Off, span.Len
+	if c.OutboundBuffered() == 0 {
+		rc, err := span.File.SyscallConn()
+		if err != nil {
+			return k.failFile(c, err)
+		}
+		var serr error
+		cerr := rc.Control(func(fd uintptr) {
+			for left > 0 {
+				n, err := unix.Sendfile(c.Fd(), int(fd), &off, left)
+				left -= max(n, 0)
+				switch {
+				case err == unix.EINTR:
+				case err == unix.EAGAIN:
+					return
+				case err != nil:
+					serr = err
+					return
+				case n == 0:
+					serr = io.ErrUnexpectedEOF
+					return
+				}
+			}
+		})
+		if cerr != nil {
+			return k.failFile(c, cerr)
+		}
+		if serr != nil {
+			// The socket failed (the client went away), or the file
+			// ended early.
+			return k.failFile(c, fmt.Errorf("sendfile: %w", serr))
+		}
+		k.s.gw.metrics.fileSent.Add(float64(span.Len - left))
+		if left == 0 {
+			return nil
+		}
+	}
+	k.s.gw.metrics.fileRead.Add(float64(left))
+	b, err := disclient.FileSpan{File: span.File, Off: off, Len: left}.AppendTo(responseBuffers.get(left))
+	if err != nil {
+		return k.failFile(c, err)
+	}
+	_, err = c.Write(b)
+	responseBuffers.put(b)
+	return err
+}
+
+// failFile closes the connection whose frame could not be completed.
+func (k *gnetSink) failFile(c gnet.Conn, err error) error {
+	k.s.log.Warn().Err(err).Msg("closing connection: sending record data from the record log failed")
+	_ = c.Close()
+	return err
+}
 
 // observe tells the session what left gnet since it last looked, handed
 // being the bytes of frames whose write has just run. On the loop only.

@@ -166,10 +166,17 @@ func (k *tlsSink) writeLoop() {
 		for _, f := range frames {
 			// One TLS record per write: spliced pieces go together.
 			b := f.frame
+			var err error
 			if f.parts != nil {
-				b = f.appendTo(responseBuffers.get(f.size()))
+				k.s.gw.metrics.fileRead.Add(float64(f.fileBytes()))
+				if b, err = f.appendTo(responseBuffers.get(f.size())); err != nil {
+					responseBuffers.put(b)
+					f.release()
+					k.s.log.Warn().Err(err).Msg("closing connection: reading record data from the record log failed")
+					return
+				}
 			}
-			err := k.writeFrame(b)
+			err = k.writeFrame(b)
 			if f.parts != nil {
 				responseBuffers.put(b)
 			}

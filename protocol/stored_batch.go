@@ -39,11 +39,18 @@ func (b *BatchInfo) LastSequence() int32 {
 // checked when it was produced. ok is false for anything else, such as a
 // record a DIS-native producer wrote.
 func ParseBatchInfo(data []byte) (b BatchInfo, ok bool) {
+	return ParseBatchHead(data, len(data))
+}
+
+// ParseBatchHead is ParseBatchInfo for data that is the start, at least
+// the header (BatchHeaderSize), of size bytes: a batch whose rest is still
+// in a file.
+func ParseBatchHead(data []byte, size int) (b BatchInfo, ok bool) {
 	if len(data) < BatchHeaderSize || int8(data[batchMagicPos]) != batchMagicV2 {
 		return b, false
 	}
 	be := binary.BigEndian
-	if int64(int32(be.Uint32(data[8:]))) != int64(len(data)-batchLengthEnd) {
+	if int64(int32(be.Uint32(data[8:]))) != int64(size-batchLengthEnd) {
 		return b, false
 	}
 	b = BatchInfo{

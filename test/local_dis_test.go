@@ -4,15 +4,21 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient/dislocal"
+	"github.com/disgw/disgw/gateway"
 )
 
 // startLocalDIS starts a gateway whose own DIS client calls the embedded
@@ -206,4 +212,142 @@ func TestLocalDISQuotasSlowProduce(t *testing.T) {
 		t.Fatalf("%d B of values written in %v, over COMMON's 1 MiB/s (at most %.0f with the burst)", n*size, elapsed, limit)
 	}
 	readBackOnce(t, ctx, c, topic, n)
+}
+
+// TestLocalDISFetchSendsFromRecordLog reads batches large enough to be
+// sent from the embedded DIS's record log (sendfile) back as they were
+// produced: with franz-go from the start and from inside a batch, which
+// checks every batch's CRC and record; and with a raw client whose small
+// socket buffer takes a fraction of a response at a time, so that most of
+// the record data is read into the gateway's outbound buffer instead, and
+// must come out the same bytes as for a client that takes them at once.
+func TestLocalDISFetchSendsFromRecordLog(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	// A read cache much smaller than the data: consumers read what was
+	// produced back from DIS, not from the batches the writer cached.
+	c, err := Start(Options{Dir: t.TempDir(), Logger: log, LocalDIS: true, Gateway: func(cfg *gateway.Config) {
+		cfg.Registry, cfg.ReadCacheBytes = reg, 1<<20
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	const topic, parts, n = "spans", 4, 4000
+	createTopic(t, c, topic, parts, nil)
+	ctx := testContext(t, 2*time.Minute)
+
+	// Record i goes to partition i%parts at offset i/parts.
+	rng := rand.New(rand.NewPCG(1, 2))
+	values := make([][]byte, n)
+	cl := newClient(t, c, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(256<<10), kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	for i := range values {
+		values[i] = make([]byte, 500+rng.IntN(4000))
+		for j := range values[i] {
+			values[i][j] = byte(rng.Uint32())
+		}
+		cl.Produce(ctx, &kgo.Record{Partition: int32(i % parts), Value: values[i]}, func(r *kgo.Record, err error) {
+			if err != nil || r.Offset != int64(i/parts) {
+				t.Errorf("record %d: acknowledged at %d, %v", i, r.Offset, err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, from := range []int64{0, 321} {
+		offsets := map[int32]kgo.Offset{}
+		next := map[int32]int64{}
+		for p := range int32(parts) {
+			offsets[p], next[p] = kgo.NewOffset().At(from), from
+		}
+		consumer := newClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
+		for left := parts * (n/parts - int(from)); left > 0; {
+			fs := consumer.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("from %d: %d records not consumed: %v", from, left, err)
+			}
+			fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch from %d: %v", from, err) })
+			fs.EachRecord(func(r *kgo.Record) {
+				want := values[int(next[r.Partition])*parts+int(r.Partition)]
+				if r.Offset != next[r.Partition] || !bytes.Equal(r.Value, want) {
+					t.Fatalf("from %d: partition %d record at %d (%d bytes), want %d (%d bytes)", from, r.Partition, r.Offset, len(r.Value), next[r.Partition], len(want))
+				}
+				next[r.Partition]++
+				left--
+			})
+		}
+	}
+	if sent := fileBytes(t, reg, "sendfile"); sent < n*500 {
+		t.Fatalf("%v bytes sent from the record log, want most of what the consumers read", sent)
+	}
+
+	// A fetch of every partition from the start: 2 MB and more of each,
+	// more than a socket's send buffer takes (Linux's default at most 4
+	// MiB).
+	fetch := func(rc *rawConn, slow bool) []byte {
+		req := fetchReq(12, topic, [16]byte{}, 0, 0)
+		req.MaxBytes = 64 << 20
+		for p := range int32(parts) {
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.Partition, fp.PartitionMaxBytes = p, 16<<20
+			req.Topics[0].Partitions = append(req.Topics[0].Partitions[:p], fp)
+		}
+		corr := rc.send(req)
+		if slow {
+			time.Sleep(300 * time.Millisecond) // the socket fills; the gateway buffers the rest
+		}
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = 12
+		rc.read(corr, resp)
+		var all []byte
+		for _, p := range resp.Topics[0].Partitions {
+			if p.ErrorCode != 0 || len(p.RecordBatches) < 1<<20 {
+				t.Fatalf("fetch of partition %d: error %d, %d bytes of batches", p.Partition, p.ErrorCode, len(p.RecordBatches))
+			}
+			all = append(all, p.RecordBatches...)
+		}
+		return all
+	}
+	read := fileBytes(t, reg, "read")
+	want := fetch(dialRaw(t, c.Addr), false)
+	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, raw syscall.RawConn) error {
+		return raw.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := d.Dial("tcp", c.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	slow := &rawConn{t: t, conn: conn, fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID("slow-reader"))}
+	if got := fetch(slow, true); !bytes.Equal(got, want) {
+		t.Fatalf("a slow reader's fetch of %d bytes differs from the %d bytes of one that reads at once", len(got), len(want))
+	}
+	if buffered := fileBytes(t, reg, "read") - read; buffered < float64(len(want))/4 {
+		t.Fatalf("%v bytes read into memory for the slow reader, want a good part of its %d", buffered, len(want))
+	}
+}
+
+// fileBytes is disgw_fetch_file_bytes_total{how}.
+func fileBytes(t *testing.T, reg *prometheus.Registry, how string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "disgw_fetch_file_bytes_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "how" && l.GetValue() == how {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -59,7 +59,7 @@ func (s *Server) getRecords(w http.ResponseWriter, r *http.Request, project stri
 		*bufp = body.out
 		recycleBuffer(bufp)
 	}()
-	nextCursor, err := s.readRecords(project, c, pos, now, limit, fetchBytes, false, &body)
+	nextCursor, err := s.readRecords(project, c, pos, now, limit, fetchBytes, readOpts{}, &body)
 	if err != nil {
 		return err
 	}
@@ -103,11 +103,24 @@ func (s *Server) readCursor(text string) (*cursor, int64, int64, error) {
 type answerWriter interface {
 	// grow is told, before the first record, how many records may follow.
 	grow(n int)
-	// add takes one record and returns what it costs against the
-	// partition's read quota. key and data alias the read buffer: they
-	// are valid after add returns only when the read was fresh
-	// (readRecords).
-	add(key []byte, seq int64, data []byte, ts int64) int
+	// add takes one record, its data being data followed by rest (empty
+	// unless the read left data in the log, readOpts), and returns what
+	// it costs against the partition's read quota. key and data alias
+	// the read buffer: they are valid after add returns only when the
+	// read was fresh.
+	add(key []byte, seq int64, data []byte, rest disclient.FileSpan, ts int64) int
+}
+
+// readOpts says how readRecords reads the record log.
+type readOpts struct {
+	// fresh reads records into memory of their own that the answer may
+	// keep (logReader); otherwise through one reused buffer.
+	fresh bool
+	// With fresh and spanMin > 0, a record of more than spanMin bytes of
+	// data is read only up to its first head bytes of data; the rest is
+	// left in the log, handed over as a span of its segment
+	// (disclient.SpanGetter).
+	spanMin, head int
 }
 
 // readRecords reads from the cursor c, at position pos, up to limit records
@@ -115,9 +128,9 @@ type answerWriter interface {
 // next. As DIS does, it never returns a record whose key and data are
 // larger than fetchBytes: a reader asking for less than the next record
 // gets no records and the same position back, so a reader must ask for at
-// least the largest record it may meet. With fresh, the records are read
-// into buffers of their own that a may keep.
-func (s *Server) readRecords(project string, c *cursor, pos, now int64, limit, fetchBytes int, fresh bool, a answerWriter) (string, error) {
+// least the largest record it may meet. opts says how the record log is
+// read.
+func (s *Server) readRecords(project string, c *cursor, pos, now int64, limit, fetchBytes int, opts readOpts, a answerWriter) (string, error) {
 	st, err := s.readStream(project, c.Param.StreamName)
 	if err != nil {
 		return "", err
@@ -146,7 +159,7 @@ func (s *Server) readRecords(project string, c *cursor, pos, now int64, limit, f
 	next := pos
 	if pos < visible {
 		var cost int
-		next, cost, err = s.readAnswerRecords(st.meta.Key, n, pos, visible, limit, fetchBytes, fresh, a)
+		next, cost, err = s.readAnswerRecords(st.meta.Key, n, pos, visible, limit, fetchBytes, opts, a)
 		if errors.Is(err, errSegmentGone) {
 			earliest, _ := part.bounds()
 			return "", errPositionGone(pos, earliest)
@@ -179,7 +192,8 @@ type bodyAnswer struct {
 
 func (b *bodyAnswer) grow(int) {}
 
-func (b *bodyAnswer) add(key []byte, seq int64, data []byte, ts int64) int {
+// add never gets a rest: HTTP answers read the whole data.
+func (b *bodyAnswer) add(key []byte, seq int64, data []byte, _ disclient.FileSpan, ts int64) int {
 	start := len(b.out)
 	if b.protobuf {
 		b.out = disclient.AppendGetRecordsRecord(b.out, key, seq, data, ts, timestampTypeCreateTime)
@@ -197,9 +211,8 @@ func (b *bodyAnswer) add(key []byte, seq int64, data []byte, ts int64) int {
 // stopping at limit records or before the record that would take the key
 // and data handed over past fetchBytes, the first record included. It returns the position after the last
 // record handed over and the read quota they cost. Records are read from
-// the record log through one reused buffer or, with fresh, into pieces of
-// their own (logReader).
-func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, limit, fetchBytes int, fresh bool, a answerWriter) (int64, int, error) {
+// the record log as opts says (logReader).
+func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, limit, fetchBytes int, opts readOpts, a answerWriter) (int64, int, error) {
 	var lower, upper [recordKeyLen]byte
 	it, err := s.db.NewIter(&pebble.IterOptions{
 		LowerBound: appendRecordKey(lower[:0], skey, n, pos),
@@ -244,8 +257,10 @@ func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, lim
 		return pos, 0, err
 	}
 
-	lr := logReader{log: s.records, fresh: fresh}
-	if !fresh {
+	lr := logReader{log: s.records, fresh: opts.fresh}
+	if opts.fresh {
+		lr.spanMin, lr.head = opts.spanMin, opts.head
+	} else {
 		bufp := responseBuffers.Get().(*[]byte)
 		lr.buf = (*bufp)[:0]
 		defer func() {
@@ -258,7 +273,7 @@ func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, lim
 	size, cost := 0, 0
 	for i, ref := range refs {
 		seq := pos + int64(i)
-		fskey, fpart, fseq, value, err := lr.read(refs[i:])
+		fskey, fpart, fseq, value, rest, err := lr.read(refs[i:])
 		if errors.Is(err, errSegmentGone) {
 			// Retention deleted the segment after the references were read.
 			if i == 0 {
@@ -273,11 +288,11 @@ func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, lim
 		if !valid || fskey != skey || fpart != n || fseq != seq {
 			return next, cost, fmt.Errorf("corrupt record %d in log segment %d at %d", seq, ref.seg, ref.off)
 		}
-		if size+len(key)+len(data) > fetchBytes {
+		if size+len(key)+len(data)+rest.Len > fetchBytes {
 			break
 		}
-		size += len(key) + len(data)
-		cost += a.add(key, seq, data, ts)
+		size += len(key) + len(data) + rest.Len
+		cost += a.add(key, seq, data, rest, ts)
 		next = seq + 1
 	}
 	return next, cost, nil

@@ -116,6 +116,17 @@ func (c *localClient) GetCursor(ctx context.Context, req *disclient.GetCursorReq
 }
 
 func (c *localClient) GetRecords(ctx context.Context, cursor string, maxFetchBytes int) (*disclient.GetRecordsResponse, error) {
+	return c.getRecords(ctx, cursor, maxFetchBytes, readOpts{fresh: true})
+}
+
+// GetRecordsSpans is GetRecords that leaves the data of records of more
+// than spanMin bytes in the record log after their first head bytes
+// (disclient.SpanGetter).
+func (c *localClient) GetRecordsSpans(ctx context.Context, cursor string, maxFetchBytes, head, spanMin int) (*disclient.GetRecordsResponse, error) {
+	return c.getRecords(ctx, cursor, maxFetchBytes, readOpts{fresh: true, spanMin: max(spanMin, 0), head: max(head, 0)})
+}
+
+func (c *localClient) getRecords(ctx context.Context, cursor string, maxFetchBytes int, opts readOpts) (*disclient.GetRecordsResponse, error) {
 	const op = "GetRecords"
 	if cursor == "" {
 		return c.API.GetRecords(ctx, cursor, maxFetchBytes)
@@ -127,7 +138,7 @@ func (c *localClient) GetRecords(ctx context.Context, cursor string, maxFetchByt
 			return err
 		}
 		var a recordsAnswer
-		next, err := c.s.readRecords(c.project, cur, pos, now, defaultFetchLimit, fetchBytesFor(maxFetchBytes), true, &a)
+		next, err := c.s.readRecords(c.project, cur, pos, now, defaultFetchLimit, fetchBytesFor(maxFetchBytes), opts, &a)
 		if err == nil {
 			resp = &disclient.GetRecordsResponse{Records: a.records, NextPartitionCursor: next}
 		}
@@ -187,13 +198,14 @@ type recordsAnswer struct {
 
 func (a *recordsAnswer) grow(n int) { a.records = make([]disclient.Record, 0, n) }
 
-func (a *recordsAnswer) add(key []byte, seq int64, data []byte, ts int64) int {
+func (a *recordsAnswer) add(key []byte, seq int64, data []byte, rest disclient.FileSpan, ts int64) int {
 	a.records = append(a.records, disclient.Record{
 		PartitionKey:   string(key),
 		SequenceNumber: strconv.FormatInt(seq, 10),
 		Data:           data[:len(data):len(data)],
 		Timestamp:      ts,
 		TimestampType:  timestampTypeCreateTime,
+		Rest:           rest,
 	})
-	return len(key) + len(data)
+	return len(key) + len(data) + rest.Len
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -312,5 +314,71 @@ func TestLocalClientReadsPieces(t *testing.T) {
 	}
 	if h, l := renderOutcome(hr, herr), renderOutcome(lr, lerr); h != l {
 		t.Errorf("GetRecords differ:\n http  %.300s\n local %.300s", h, l)
+	}
+}
+
+// TestLocalClientSpans reads records of several sizes and key lengths with
+// GetRecordsSpans: each record's data, its head joined to the span read
+// from the file, is what HTTP reads; records of no more than spanMin bytes
+// and one whose key is longer than a span read looks past come whole; and
+// a span stays readable after retention has deleted its segment.
+func TestLocalClientSpans(t *testing.T) {
+	e := newLogEnv(t, SyncAlways, 1<<20)
+	httpc, local := e.clients(disclient.EncodingProtobuf)
+	ctx := context.Background()
+	e.createStream("s", 1)
+	const head, spanMin = 61, 4096
+	var recs []disclient.PutRecordsEntry
+	for i, size := range []int{100, spanMin, spanMin + 1, 70000, 5000, 300000} {
+		d := append(fmt.Appendf(nil, "%06d", i), bytes.Repeat([]byte{byte('a' + i)}, size-6)...)
+		recs = append(recs, disclient.PutRecordsEntry{Data: d, PartitionID: "0"})
+	}
+	recs = append(recs, disclient.PutRecordsEntry{Data: bytes.Repeat([]byte{'k'}, 9000), PartitionID: "0",
+		PartitionKey: strings.Repeat("key", spanKeyRoom)})
+	e.put("s", recs...)
+	c := e.cursor("s", "0", disclient.CursorTrimHorizon)
+	hr, herr := httpc.GetRecords(ctx, c, 8<<20)
+	sr, serr := local.(disclient.SpanGetter).GetRecordsSpans(ctx, c, 8<<20, head, spanMin)
+	if herr != nil || serr != nil || len(sr.Records) != len(recs) {
+		t.Fatalf("GetRecords: HTTP %v, spans %v, %v", herr, sr, serr)
+	}
+	whole := *sr
+	whole.Records = slices.Clone(sr.Records)
+	for i := range whole.Records {
+		r := &whole.Records[i]
+		data := len(recs[i].Data)
+		switch spanned := r.Rest.Len > 0; {
+		case spanned != (data > spanMin && recs[i].PartitionKey == ""):
+			t.Errorf("record %d of %d bytes: spanned %v", i, data, spanned)
+		case spanned && (len(r.Data) != head || r.Rest.Len != data-head):
+			t.Errorf("record %d of %d bytes: %d bytes and a span of %d", i, data, len(r.Data), r.Rest.Len)
+		}
+		if r.Rest.Len > 0 {
+			b, err := r.Rest.AppendTo(slices.Clone(r.Data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Data, r.Rest = b, disclient.FileSpan{}
+		}
+	}
+	if h, l := renderOutcome(hr, herr), renderOutcome(&whole, nil); h != l {
+		t.Errorf("GetRecords differ:\n http  %.300s\n spans %.300s", h, l)
+	}
+
+	// Enough records after them to fill more segments; then the first
+	// segment goes while a span of it is held.
+	span := sr.Records[3].Rest
+	for range 4 {
+		e.put("s", disclient.PutRecordsEntry{Data: bytes.Repeat([]byte{'z'}, 600000), PartitionID: "0"})
+	}
+	if err := e.srv.records.removeBefore(e.srv.records.activeSegment()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(span.File.Name()); !os.IsNotExist(err) {
+		t.Fatalf("segment %s not deleted: %v", span.File.Name(), err)
+	}
+	b, err := span.AppendTo(nil)
+	if err != nil || !bytes.Equal(b, recs[3].Data[head:]) {
+		t.Fatalf("span of a deleted segment reads %d bytes, %v", len(b), err)
 	}
 }

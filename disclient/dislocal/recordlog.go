@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/rs/zerolog"
+
+	"github.com/disgw/disgw/disclient"
 )
 
 // Record data lives in an append-only log beside pebble rather than in
@@ -479,7 +481,24 @@ type logReader struct {
 	kept    []byte
 	keptSeg uint64
 	keptOff int64
+
+	// spanMin and head, with fresh: a frame whose record has more than
+	// spanMin bytes of data is read only up to its first head bytes of
+	// data, and the rest of the data handed out as a span of its segment
+	// (readSpan). heads is the piece such reads go into; advisedSeg and
+	// advisedEnd how far the kernel was told a span reader is coming.
+	spanMin, head int
+	heads         []byte
+	advisedSeg    uint64
+	advisedEnd    int64
 }
+
+// spanKeyRoom is how long a key a span read reads past; a frame with a
+// longer one is read whole. spanHeadsPiece is the memory span reads share.
+const (
+	spanKeyRoom    = 64
+	spanHeadsPiece = 4 << 10
+)
 
 // freshPiece bounds how many bytes of frames a fresh reader reads into one
 // piece of memory: small records share a piece, so that they cost one
@@ -491,39 +510,105 @@ const freshPiece = 64 << 10
 // the reader's buffer and, unless fresh, are valid until the next read.
 // refs are the frames the caller will read next, in order: a window
 // refilled here covers those that lie one after the other in the log.
-func (r *logReader) read(refs []recordRef) (skey uint64, part int32, seq int64, value []byte, err error) {
+// rest is the end of the record's data when it was left in the log
+// (spanMin): value then holds the data's first head bytes only, and only
+// the frame's length, not its checksum, was checked.
+func (r *logReader) read(refs []recordRef) (skey uint64, part int32, seq int64, value []byte, rest disclient.FileSpan, err error) {
 	ref := refs[0]
 	end := ref.off + int64(ref.n)
+	inKept := ref.seg == r.keptSeg && ref.off >= r.keptOff && end <= r.keptOff+int64(len(r.kept))
+	if r.fresh && !inKept && r.spans(ref) {
+		var spanned bool
+		skey, part, seq, value, rest, spanned, err = r.readSpan(refs)
+		if err != nil || spanned {
+			return skey, part, seq, value, rest, err
+		}
+	}
 	w, base := r.buf, r.off
 	switch {
 	case r.fresh:
-		if ref.seg != r.keptSeg || ref.off < r.keptOff || end > r.keptOff+int64(len(r.kept)) {
+		if !inKept {
 			if err := r.readPiece(refs); err != nil {
-				return 0, 0, 0, nil, err
+				return 0, 0, 0, nil, rest, err
 			}
 		}
 		w, base = r.kept, r.keptOff
 	case ref.seg != r.seg || ref.off < r.off || end > r.off+int64(len(r.buf)):
 		if err := r.fill(ref, contiguous(refs)); err != nil {
-			return 0, 0, 0, nil, err
+			return 0, 0, 0, nil, rest, err
 		}
 		w, base = r.buf, r.off
 	}
 	frame := w[ref.off-base : end-base]
 	skey, part, seq, value, ok := checkFrame(frame)
 	if !ok {
-		return 0, 0, 0, nil, fmt.Errorf("corrupt record in log segment %d at %d", ref.seg, ref.off)
+		return 0, 0, 0, nil, rest, fmt.Errorf("corrupt record in log segment %d at %d", ref.seg, ref.off)
 	}
-	return skey, part, seq, value, nil
+	return skey, part, seq, value, rest, nil
+}
+
+// spans reports whether the record of ref's frame may have more than
+// spanMin bytes of data (its key counted), to be read with readSpan.
+func (r *logReader) spans(ref recordRef) bool {
+	return r.spanMin > 0 && int(ref.n)-framePrefixLen-9 > r.spanMin
+}
+
+// readSpan reads the frame at refs[0] up to its record's first head bytes
+// of data and hands out the rest as a span of the segment's file, which
+// the caller sends from the file rather than reading it. It reports false,
+// having read nothing, for a record with a key longer than spanKeyRoom or
+// no more data than head; read then reads the frame whole. The kernel is
+// told to read ahead what the run of frames at refs[0] holds, so that the
+// spans are in the page cache when they are sent.
+func (r *logReader) readSpan(refs []recordRef) (skey uint64, part int32, seq int64, value []byte, rest disclient.FileSpan, ok bool, err error) {
+	ref := refs[0]
+	want := min(int(ref.n), framePrefixLen+8+binary.MaxVarintLen64+spanKeyRoom+r.head)
+	if cap(r.heads)-len(r.heads) < want {
+		r.heads = make([]byte, 0, max(want, spanHeadsPiece))
+	}
+	buf := r.heads[len(r.heads) : len(r.heads)+want]
+	r.log.filesMu.RLock()
+	defer r.log.filesMu.RUnlock()
+	f := r.log.files[ref.seg]
+	if f == nil {
+		return 0, 0, 0, nil, rest, false, errSegmentGone
+	}
+	if ref.seg != r.advisedSeg || ref.off >= r.advisedEnd {
+		r.advisedSeg, r.advisedEnd = ref.seg, ref.off+contiguous(refs)
+		adviseWillNeed(f, ref.off, r.advisedEnd-ref.off)
+	}
+	n, rerr := f.ReadAt(buf, ref.off)
+	if n < want {
+		if rerr == nil || errors.Is(rerr, io.EOF) {
+			rerr = io.ErrUnexpectedEOF
+		}
+		return 0, 0, 0, nil, rest, false, fmt.Errorf("read record log segment %d at %d: %w", ref.seg, ref.off, rerr)
+	}
+	if int(binary.BigEndian.Uint32(buf)) != int(ref.n)-frameHeaderLen {
+		return 0, 0, 0, nil, rest, false, fmt.Errorf("corrupt record in log segment %d at %d", ref.seg, ref.off)
+	}
+	payload := buf[frameHeaderLen:]
+	_, _, data, valid := decodeRecordValue(payload[20:])
+	at := want - len(data) // where the data starts in the frame
+	size := int(ref.n) - at
+	if !valid || len(data) < r.head || size <= r.head {
+		return 0, 0, 0, nil, rest, false, nil
+	}
+	used := at + r.head
+	r.heads = r.heads[:len(r.heads)+used]
+	rest = disclient.FileSpan{File: f, Off: ref.off + int64(used), Len: size - r.head}
+	return binary.BigEndian.Uint64(payload), int32(binary.BigEndian.Uint32(payload[8:])),
+		int64(binary.BigEndian.Uint64(payload[12:])), payload[20 : used-frameHeaderLen : used-frameHeaderLen], rest, true, nil
 }
 
 // readPiece reads the frames at the start of refs that lie one after the
 // other in one segment, as many whole ones as fit in freshPiece bytes
-// (refs[0]'s at least), straight into a new kept piece: read through the
-// window they would be copied once more (docs/benchmarks.md).
+// (refs[0]'s at least) and up to one to be read as a span, straight into a
+// new kept piece: read through the window they would be copied once more
+// (docs/benchmarks.md).
 func (r *logReader) readPiece(refs []recordRef) error {
 	n := int64(refs[0].n)
-	for i := 1; i < len(refs) && refs[i].seg == refs[0].seg && refs[i].off == refs[0].off+n && n+int64(refs[i].n) <= freshPiece; i++ {
+	for i := 1; i < len(refs) && refs[i].seg == refs[0].seg && refs[i].off == refs[0].off+n && n+int64(refs[i].n) <= freshPiece && !r.spans(refs[i]); i++ {
 		n += int64(refs[i].n)
 	}
 	buf := make([]byte, n)
@@ -572,11 +657,14 @@ func (l *recordLog) removeBefore(id uint64) error {
 	l.filesMu.Lock()
 	defer l.filesMu.Unlock()
 	var first error
-	for seg, f := range l.files {
+	for seg := range l.files {
 		if seg >= id {
 			continue
 		}
-		_ = f.Close()
+		// Not closed: spans handed out may still be read from it
+		// (disclient.SpanGetter). The file is closed once the last
+		// reference to it is gone (os.File's cleanup), its space freed
+		// then.
 		delete(l.files, seg)
 		if err := os.Remove(l.segmentPath(seg)); err != nil && first == nil {
 			first = err

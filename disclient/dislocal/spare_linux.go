@@ -57,3 +57,11 @@ func willNeed(f *os.File, off, n int64) error {
 	}
 	return ferr
 }
+
+// adviseWillNeed asks the kernel to read n bytes of f from off on into the
+// page cache in the background; it is only advice.
+func adviseWillNeed(f *os.File, off, n int64) {
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { _ = unix.Fadvise(int(fd), off, n, unix.FADV_WILLNEED) })
+	}
+}

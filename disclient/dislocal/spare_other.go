@@ -33,3 +33,6 @@ func writeAtv(f *os.File, bufs [][]byte, off int64) (int, error) {
 // willNeed does nothing: reading ahead into the page cache is asked of
 // Linux only here.
 func willNeed(*os.File, int64, int64) error { return nil }
+
+// adviseWillNeed is posix_fadvise's WILLNEED where there is one.
+func adviseWillNeed(*os.File, int64, int64) {}
