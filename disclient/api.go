@@ -54,7 +54,8 @@ type PipelinedPutter interface {
 // record log holds each record's data in one piece of a file. A record of
 // more than spanMin bytes of data comes with its first head bytes in Data
 // and the rest in Rest, for the caller to send from the file (sendfile)
-// rather than read (docs/design.md §4). Rest is not checked against the
+// rather than read (docs/design.md §4). Data are the bytes of the file
+// just before Rest, so the whole data is the range Whole returns. Rest is not checked against the
 // log's checksum: a reader that needs the bytes checked must read them and
 // check them itself. The file stays readable while a Rest refers to it,
 // even after retention has deleted its segment.
@@ -67,6 +68,12 @@ type FileSpan struct {
 	File *os.File
 	Off  int64
 	Len  int
+}
+
+// Whole is the range of r's whole data, Data and Rest, when a SpanGetter
+// left Rest in its file.
+func (r *Record) Whole() FileSpan {
+	return FileSpan{File: r.Rest.File, Off: r.Rest.Off - int64(len(r.Data)), Len: len(r.Data) + r.Rest.Len}
 }
 
 // AppendTo appends the span's bytes, read from its file, to b.

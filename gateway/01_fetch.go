@@ -261,7 +261,7 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 			for i := range p.batches {
 				n += p.batches[i].size()
 			}
-			batches := batchParts(make([]framePart, 0, 2*len(p.batches)), p.batches)
+			batches := batchParts(make([]framePart, 0, len(p.batches)), p.batches)
 			// Cached batches are never changed: the frame carries them
 			// as they are (fetch_splice.go), unless it would have too
 			// many pieces; then they are copied together.

@@ -37,13 +37,14 @@ func (p *framePart) appendTo(b []byte) ([]byte, error) {
 	return append(b, p.b...), nil
 }
 
-// batchParts appends the parts of batches to parts: each one's bytes and,
-// for one whose records are still in a file, their range.
+// batchParts appends the parts of batches to parts: each one's bytes, or
+// its range of a file when it is still there.
 func batchParts(parts []framePart, batches []cachedBatch) []framePart {
 	for i := range batches {
-		parts = append(parts, framePart{b: batches[i].data})
-		if batches[i].rest.Len > 0 {
-			parts = append(parts, framePart{file: batches[i].rest})
+		if batches[i].file.Len > 0 {
+			parts = append(parts, framePart{file: batches[i].file})
+		} else {
+			parts = append(parts, framePart{b: batches[i].data})
 		}
 	}
 	return parts

@@ -95,17 +95,22 @@ func (loc batchLoc) startSeq() int64 { return loc.seq - max(loc.lead, 0) }
 // aliases no request frame: for a DIS record that is not a batch, the
 // one-record batch built from it; no data for a stale copy, which holds no
 // offsets and is never served (labelRecords). A batch read from the
-// embedded DIS may be data, its header, followed by rest, its records
-// still in the record log, to be sent from there (readUnlessBatches).
+// embedded DIS may be in its record log still, file, with only its header
+// in data, and is sent from there (readUnlessBatches).
 type cachedBatch struct {
 	batchLoc
 	maxTS int64
 	data  []byte
-	rest  disclient.FileSpan
+	file  disclient.FileSpan
 }
 
 // size is the batch's length.
-func (b *cachedBatch) size() int { return len(b.data) + b.rest.Len }
+func (b *cachedBatch) size() int {
+	if b.file.Len > 0 {
+		return b.file.Len
+	}
+	return len(b.data)
+}
 
 func (gw *Gateway) partitionFor(k partitionKey) *partitionState {
 	return k.tenant.parts.get(k, func() *partitionState {
@@ -443,7 +448,10 @@ func labelRun(recs []disclient.Record, after int64, fallback func(seq int64) int
 		if info, ok := protocol.ParseBatchHead(data, len(data)+recs[i].Rest.Len); ok {
 			kind[i] = kindBatch
 			out[i].base, out[i].last, out[i].maxTS = info.BaseOffset, info.LastOffset(), info.MaxTimestamp
-			out[i].data, out[i].rest = data, recs[i].Rest
+			out[i].data = data
+			if recs[i].Rest.Len > 0 {
+				out[i].file = recs[i].Whole()
+			}
 			if first < 0 {
 				first = i
 			}
@@ -533,7 +541,7 @@ func markStale(b *cachedBatch, top int64) int64 {
 	if b.data == nil || b.base > top {
 		return max(top, b.last)
 	}
-	b.base, b.last, b.maxTS, b.data, b.rest = top+1, top, -1, nil, disclient.FileSpan{}
+	b.base, b.last, b.maxTS, b.data, b.file = top+1, top, -1, nil, disclient.FileSpan{}
 	return top
 }
 

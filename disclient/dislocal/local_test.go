@@ -319,7 +319,7 @@ func TestLocalClientReadsPieces(t *testing.T) {
 
 // TestLocalClientSpans reads records of several sizes and key lengths with
 // GetRecordsSpans: each record's data, its head joined to the span read
-// from the file, is what HTTP reads; records of no more than spanMin bytes
+// from the file and the range Whole gives, is what HTTP reads; records of no more than spanMin bytes
 // and one whose key is longer than a span read looks past come whole; and
 // a span stays readable after retention has deleted its segment.
 func TestLocalClientSpans(t *testing.T) {
@@ -357,6 +357,9 @@ func TestLocalClientSpans(t *testing.T) {
 			b, err := r.Rest.AppendTo(slices.Clone(r.Data))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if w, err := r.Whole().AppendTo(nil); err != nil || !bytes.Equal(w, b) {
+				t.Errorf("record %d: its whole range reads %d bytes, %v; want its %d", i, len(w), err, len(b))
 			}
 			r.Data, r.Rest = b, disclient.FileSpan{}
 		}
