@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/IBM/sarama v1.61.1
 	github.com/disgw/disgw v0.0.0
+	github.com/eapache/go-resiliency v1.7.0
 	github.com/huaweicloud/huaweicloud-sdk-go-v3 v0.1.207
 	github.com/klauspost/compress v1.20.4
 	github.com/prometheus/client_golang v1.25.0
@@ -29,7 +30,6 @@ require (
 	github.com/cockroachdb/swiss v0.0.0-20260820225851-333444432258 // indirect
 	github.com/cockroachdb/tokenbucket v0.0.0-20230807174530-cc333fc44b06 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
-	github.com/eapache/go-resiliency v1.7.0 // indirect
 	github.com/fatih/color v1.10.0 // indirect
 	github.com/getsentry/sentry-go v0.27.0 // indirect
 	github.com/goccy/go-json v0.10.5 // indirect
