@@ -55,10 +55,10 @@ type PipelinedPutter interface {
 // more than spanMin bytes of data comes with its first head bytes in Data
 // and the rest in Rest, for the caller to send from the file (sendfile)
 // rather than read (docs/design.md §4). Data are the bytes of the file
-// just before Rest, so the whole data is the range Whole returns. Rest is not checked against the
-// log's checksum: a reader that needs the bytes checked must read them and
-// check them itself. The file stays readable while a Rest refers to it,
-// even after retention has deleted its segment.
+// just before Rest, so the whole data is the range Whole returns. Rest is
+// not checked against the log's checksum: a reader that needs the bytes
+// checked must read them and check them itself. The file stays readable
+// while a Rest refers to it, even after retention has deleted its segment.
 type SpanGetter interface {
 	GetRecordsSpans(ctx context.Context, cursor string, maxFetchBytes, head, spanMin int) (*GetRecordsResponse, error)
 }

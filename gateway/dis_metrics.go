@@ -201,13 +201,9 @@ func (d *disMetrics) GetCursor(ctx context.Context, req *disclient.GetCursorRequ
 
 // GetRecords also counts expired cursors: the caller gets a new one.
 func (d *disMetrics) GetRecords(ctx context.Context, cursor string, maxFetchBytes int) (*disclient.GetRecordsResponse, error) {
-	resp, err := observe(d, ctx, "GetRecords", func(ctx context.Context) (*disclient.GetRecordsResponse, error) {
+	return d.getRecords(ctx, func(ctx context.Context) (*disclient.GetRecordsResponse, error) {
 		return d.next.GetRecords(ctx, cursor, maxFetchBytes)
 	})
-	if disclient.IsCode(err, disclient.CodeCursorExpired) {
-		d.m.cursorRefreshes.Inc()
-	}
-	return resp, err
 }
 
 // GetRecordsSpans passes a GetRecords that may leave record data in files
@@ -218,9 +214,14 @@ func (d *disMetrics) GetRecordsSpans(ctx context.Context, cursor string, maxFetc
 	if !ok {
 		return d.GetRecords(ctx, cursor, maxFetchBytes)
 	}
-	resp, err := observe(d, ctx, "GetRecords", func(ctx context.Context) (*disclient.GetRecordsResponse, error) {
+	return d.getRecords(ctx, func(ctx context.Context) (*disclient.GetRecordsResponse, error) {
 		return sg.GetRecordsSpans(ctx, cursor, maxFetchBytes, head, spanMin)
 	})
+}
+
+// getRecords observes one GetRecords call and counts an expired cursor.
+func (d *disMetrics) getRecords(ctx context.Context, call func(context.Context) (*disclient.GetRecordsResponse, error)) (*disclient.GetRecordsResponse, error) {
+	resp, err := observe(d, ctx, "GetRecords", call)
 	if disclient.IsCode(err, disclient.CodeCursorExpired) {
 		d.m.cursorRefreshes.Inc()
 	}

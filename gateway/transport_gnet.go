@@ -143,9 +143,12 @@ func (k *gnetSink) sendFile(c gnet.Conn, span disclient.FileSpan) error {
 		if cerr != nil {
 			return k.failFile(c, cerr)
 		}
+		if errors.Is(serr, unix.EPIPE) || errors.Is(serr, unix.ECONNRESET) {
+			// The client went away: as for any failed write.
+			_ = c.Close()
+			return serr
+		}
 		if serr != nil {
-			// The socket failed (the client went away), or the file
-			// ended early.
 			return k.failFile(c, fmt.Errorf("sendfile: %w", serr))
 		}
 		k.s.gw.metrics.fileSent.Add(float64(span.Len - left))
