@@ -102,9 +102,9 @@ func (b *bench) putRecords(ctx context.Context, stream string, batch []disclient
 }
 
 // readPartition reads partition p of stream from its start with GetCursor
-// and GetRecords of at most maxFetchBytes each (0: the server's default)
-// until it has want DIS records, handing each to fn.
-func (b *bench) readPartition(ctx context.Context, stream string, p, want, maxFetchBytes int, fn func(data []byte)) error {
+// and GetRecords of the server's default size until it has want DIS
+// records, handing each to fn.
+func (b *bench) readPartition(ctx context.Context, stream string, p, want int, fn func(data []byte)) error {
 	cur, err := b.dis.GetCursor(ctx, &disclient.GetCursorRequest{
 		StreamName:  stream,
 		PartitionID: disclient.PartitionID(int32(p)),
@@ -115,7 +115,7 @@ func (b *bench) readPartition(ctx context.Context, stream string, p, want, maxFe
 	}
 	cursor, got := cur.PartitionCursor, 0
 	for got < want {
-		resp, err := b.dis.GetRecords(ctx, cursor, maxFetchBytes)
+		resp, err := b.dis.GetRecords(ctx, cursor, 0)
 		if err != nil {
 			return err
 		}
@@ -137,7 +137,7 @@ func (b *bench) consumeDirectRecords(ctx context.Context, stream string, size in
 	got := make([]throughput, b.s.partitions)
 	sw := startStopwatch(b.disgw.pid)
 	err := b.forEachPartition(func(p int) error {
-		return b.readPartition(ctx, stream, p, b.partitionRecords(p), 0, func(data []byte) {
+		return b.readPartition(ctx, stream, p, b.partitionRecords(p), func(data []byte) {
 			got[p].records++
 			got[p].bytes += int64(len(data))
 		})
@@ -263,7 +263,7 @@ func (b *bench) consumeDirectNative(ctx context.Context, stream string, size int
 	sw := startStopwatch(b.disgw.pid)
 	err := b.forEachPartition(func(p int) error {
 		var bad error
-		err := b.readPartition(ctx, stream, p, counts[p], 0, func(data []byte) {
+		err := b.readPartition(ctx, stream, p, counts[p], func(data []byte) {
 			decoded, err := protocol.DecodeBatches(data, budget)
 			if err != nil {
 				bad = err
@@ -323,15 +323,15 @@ func (b *bench) produceDirectBatches(ctx context.Context, stream string, size in
 }
 
 // consumeDirectBatches reads batches back from stream, where
-// produceDirectBatches or produceDirectClient wrote them, one reader per
-// partition with GetRecords of at most maxFetchBytes (0: the server's
-// default), and counts the Kafka records in each batch's header.
-func (b *bench) consumeDirectBatches(ctx context.Context, stream string, batches [][][]byte, size, maxFetchBytes int) (throughput, error) {
+// produceDirectBatches wrote them, one reader per partition with
+// GetRecords of the server's default size, and counts the Kafka records in
+// each batch's header.
+func (b *bench) consumeDirectBatches(ctx context.Context, stream string, batches [][][]byte, size int) (throughput, error) {
 	got := make([]int, b.s.partitions)
 	sw := startStopwatch(b.disgw.pid)
 	err := b.forEachPartition(func(p int) error {
 		var bad error
-		err := b.readPartition(ctx, stream, p, len(batches[p]), maxFetchBytes, func(data []byte) {
+		err := b.readPartition(ctx, stream, p, len(batches[p]), func(data []byte) {
 			if len(data) < protocol.BatchHeaderSize {
 				bad = fmt.Errorf("a DIS record of %d bytes is no record batch", len(data))
 				return

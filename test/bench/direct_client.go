@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"iter"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/protocol"
 )
 
 // clientFetchBytes is what a Kafka consumer asks of one partition in one
@@ -38,16 +40,16 @@ func (b *bench) keyedBatches(size, batch int) ([][][]byte, error) {
 	return b.buildBatches(size, batch, func(p int) iter.Seq[int] { return slices.Values(keyed[p]) })
 }
 
-// runDirectClient writes batches (keyedBatches) to a new stream and reads
-// them with produceDirectClient and consumeDirectBatches at a Kafka
-// consumer's fetch size. Against it the gateway phases' ratio leaves out
-// what the client's request shape costs: the window and the fetch size
-// bound both alike.
+// runDirectClient writes batches (keyedBatches) to a new stream with
+// produceDirectClient and reads them with consumeDirectClient. Against it
+// the gateway phases' ratio leaves out what the client's request shape
+// costs: the window, the fetch size and the fetches in flight bound both
+// alike.
 func (b *bench) runDirectClient(ctx context.Context, size int, batches [][][]byte, stream, labels string) (produced, consumed throughput, err error) {
 	if produced, err = b.produceDirectClient(ctx, stream, size, batches); err != nil {
 		return throughput{}, throughput{}, fmt.Errorf("direct client produce, %s: %w", labels, err)
 	}
-	if consumed, err = b.consumeDirectBatches(ctx, stream, batches, size, clientFetchBytes); err != nil {
+	if consumed, err = b.consumeDirectClient(ctx, stream, batches, size); err != nil {
 		return throughput{}, throughput{}, fmt.Errorf("direct client consume, %s: %w", labels, err)
 	}
 	return produced, consumed, nil
@@ -94,4 +96,76 @@ func (b *bench) produceDirectClient(ctx context.Context, stream string, size int
 	t := throughput{records: b.s.records, bytes: int64(b.s.records) * int64(size)}
 	sw.stop(&t)
 	return t, context.Cause(ctx)
+}
+
+// consumeDirectClient reads batches back from stream in the shape a Kafka
+// consumer reads the gateway: one fetch at a time (a consumer keeps one
+// Fetch request in flight per broker), each fetch one GetRecords of at
+// most clientFetchBytes (fetch.max.partition.bytes) from every partition
+// not yet read to its end, made at once, the fetch over when all have
+// answered. It counts records from the batches' headers, as
+// consumeDirectBatches does; that phase's readers, one per partition
+// without waiting for each other, are the bound a consumer of DIS alone
+// could reach.
+func (b *bench) consumeDirectClient(ctx context.Context, stream string, batches [][][]byte, size int) (throughput, error) {
+	cursors := make([]string, b.s.partitions)
+	for p := range cursors {
+		cur, err := b.dis.GetCursor(ctx, &disclient.GetCursorRequest{
+			StreamName:  stream,
+			PartitionID: disclient.PartitionID(int32(p)),
+			CursorType:  disclient.CursorTrimHorizon,
+		})
+		if err != nil {
+			return throughput{}, err
+		}
+		cursors[p] = cur.PartitionCursor
+	}
+	read := make([]int, b.s.partitions)    // DIS records, one per batch
+	counted := make([]int, b.s.partitions) // Kafka records in them
+	sw := startStopwatch(b.disgw.pid)
+	for {
+		var failed firstError
+		var wg sync.WaitGroup
+		for p := range b.s.partitions {
+			if read[p] >= len(batches[p]) {
+				continue
+			}
+			wg.Go(func() {
+				resp, err := b.dis.GetRecords(ctx, cursors[p], clientFetchBytes)
+				if err == nil && len(resp.Records) == 0 {
+					err = fmt.Errorf("read %d of %d DIS records, then no more", read[p], len(batches[p]))
+				}
+				if err != nil {
+					failed.set(fmt.Errorf("partition %d: %w", p, err))
+					return
+				}
+				for _, r := range resp.Records {
+					if len(r.Data) < protocol.BatchHeaderSize {
+						failed.set(fmt.Errorf("partition %d: a DIS record of %d bytes is no record batch", p, len(r.Data)))
+						return
+					}
+					counted[p] += int(binary.BigEndian.Uint32(r.Data[batchRecordCountPos:]))
+				}
+				read[p] += len(resp.Records)
+				cursors[p] = resp.NextPartitionCursor
+			})
+		}
+		wg.Wait()
+		if failed.err != nil {
+			return throughput{}, failed.err
+		}
+		if slices.EqualFunc(read, batches, func(n int, bs [][]byte) bool { return n >= len(bs) }) {
+			break
+		}
+	}
+	var t throughput
+	sw.stop(&t)
+	for _, n := range counted {
+		t.records += n
+	}
+	t.bytes = int64(t.records) * int64(size)
+	if t.records != b.s.records {
+		return throughput{}, fmt.Errorf("read batches of %d records in all, want %d", t.records, b.s.records)
+	}
+	return t, nil
 }

@@ -205,7 +205,7 @@ func (b *bench) runRound(ctx context.Context, size, batch, round int, labels str
 		if p, err = b.produceDirectBatches(ctx, stream, size, batches); err != nil {
 			return p, c, fmt.Errorf("direct batch produce, %s: %w", labels, err)
 		}
-		if c, err = b.consumeDirectBatches(ctx, stream, batches, size, 0); err != nil {
+		if c, err = b.consumeDirectBatches(ctx, stream, batches, size); err != nil {
 			return p, c, fmt.Errorf("direct batch consume, %s: %w", labels, err)
 		}
 		return p, c, nil
