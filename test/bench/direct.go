@@ -332,11 +332,11 @@ func (b *bench) consumeDirectBatches(ctx context.Context, stream string, batches
 	err := b.forEachPartition(func(p int) error {
 		var bad error
 		err := b.readPartition(ctx, stream, p, len(batches[p]), func(data []byte) {
-			if len(data) < protocol.BatchHeaderSize {
-				bad = fmt.Errorf("a DIS record of %d bytes is no record batch", len(data))
-				return
+			n, err := headerRecords(data)
+			got[p] += n
+			if bad == nil {
+				bad = err
 			}
-			got[p] += int(binary.BigEndian.Uint32(data[batchRecordCountPos:]))
 		})
 		if err == nil {
 			err = bad
@@ -346,10 +346,25 @@ func (b *bench) consumeDirectBatches(ctx context.Context, stream string, batches
 	if err != nil {
 		return throughput{}, err
 	}
+	return b.batchesRead(sw, got, size)
+}
+
+// headerRecords is the record count in the header of a batch read back as
+// a DIS record.
+func headerRecords(data []byte) (int, error) {
+	if len(data) < protocol.BatchHeaderSize {
+		return 0, fmt.Errorf("a DIS record of %d bytes is no record batch", len(data))
+	}
+	return int(binary.BigEndian.Uint32(data[batchRecordCountPos:])), nil
+}
+
+// batchesRead ends a timed read of batches: it stops sw and checks that
+// the records counted per partition are every record produced.
+func (b *bench) batchesRead(sw stopwatch, counted []int, size int) (throughput, error) {
 	var t throughput
 	sw.stop(&t)
-	for _, g := range got {
-		t.records += g
+	for _, n := range counted {
+		t.records += n
 	}
 	t.bytes = int64(t.records) * int64(size)
 	if t.records != b.s.records {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"iter"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/disgw/disgw/disclient"
-	"github.com/disgw/disgw/protocol"
 )
 
 // clientFetchBytes is what a Kafka consumer asks of one partition in one
@@ -140,11 +138,12 @@ func (b *bench) consumeDirectClient(ctx context.Context, stream string, batches 
 					return
 				}
 				for _, r := range resp.Records {
-					if len(r.Data) < protocol.BatchHeaderSize {
-						failed.set(fmt.Errorf("partition %d: a DIS record of %d bytes is no record batch", p, len(r.Data)))
+					n, err := headerRecords(r.Data)
+					if err != nil {
+						failed.set(fmt.Errorf("partition %d: %w", p, err))
 						return
 					}
-					counted[p] += int(binary.BigEndian.Uint32(r.Data[batchRecordCountPos:]))
+					counted[p] += n
 				}
 				read[p] += len(resp.Records)
 				cursors[p] = resp.NextPartitionCursor
@@ -158,14 +157,5 @@ func (b *bench) consumeDirectClient(ctx context.Context, stream string, batches 
 			break
 		}
 	}
-	var t throughput
-	sw.stop(&t)
-	for _, n := range counted {
-		t.records += n
-	}
-	t.bytes = int64(t.records) * int64(size)
-	if t.records != b.s.records {
-		return throughput{}, fmt.Errorf("read batches of %d records in all, want %d", t.records, b.s.records)
-	}
-	return t, nil
+	return b.batchesRead(sw, counted, size)
 }
