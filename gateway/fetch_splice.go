@@ -38,14 +38,25 @@ func (p *framePart) appendTo(b []byte) ([]byte, error) {
 }
 
 // batchParts appends the parts of batches to parts: each one's bytes, or
-// its range of a file when it is still there.
+// its range of a file when it is still there. Ranges that continue one
+// another, the batches one call wrote to a partition (the embedded DIS
+// keeps them back to back), become one part: one sendfile call between
+// them, where a call each cost the gateway a third of its CPU under a
+// consumer of 16 KiB batches (docs/benchmarks.md).
 func batchParts(parts []framePart, batches []cachedBatch) []framePart {
 	for i := range batches {
-		if batches[i].file.Len > 0 {
-			parts = append(parts, framePart{file: batches[i].file})
-		} else {
+		f := batches[i].file
+		if f.Len == 0 {
 			parts = append(parts, framePart{b: batches[i].data})
+			continue
 		}
+		if n := len(parts); n > 0 {
+			if last := &parts[n-1].file; last.Len > 0 && last.File == f.File && last.Off+int64(last.Len) == f.Off {
+				last.Len += f.Len
+				continue
+			}
+		}
+		parts = append(parts, framePart{file: f})
 	}
 	return parts
 }

@@ -120,3 +120,47 @@ func TestFetchOfMoreBatchesThanOneWritev(t *testing.T) {
 		t.Fatalf("fetched %d bytes in %d batches (%v), want the %d bytes of the %d stored", len(p.RecordBatches), len(bs), err, len(want), n)
 	}
 }
+
+// Batches whose ranges of one file continue one another go out as one
+// range; a gap, another file or a batch in memory starts a new part, and
+// the order of the bytes does not change.
+func TestBatchPartsJoinAdjacentRanges(t *testing.T) {
+	dir := t.TempDir()
+	a, err := os.Create(filepath.Join(dir, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := os.Create(filepath.Join(dir, "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	span := func(f *os.File, off int64, n int) cachedBatch {
+		return cachedBatch{file: disclient.FileSpan{File: f, Off: off, Len: n}}
+	}
+	batches := []cachedBatch{
+		span(a, 10, 100), span(a, 110, 50), span(a, 160, 5), // one run
+		span(a, 170, 20),                  // after a gap
+		span(b, 190, 30),                  // another file at the next offset
+		{data: []byte("in memory")},       // bytes
+		span(b, 220, 40), span(b, 260, 1), // a run again
+	}
+	got := batchParts([]framePart{{b: []byte("before")}}, batches)
+	want := []framePart{
+		{b: []byte("before")},
+		{file: disclient.FileSpan{File: a, Off: 10, Len: 155}},
+		{file: disclient.FileSpan{File: a, Off: 170, Len: 20}},
+		{file: disclient.FileSpan{File: b, Off: 190, Len: 30}},
+		{b: []byte("in memory")},
+		{file: disclient.FileSpan{File: b, Off: 220, Len: 41}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d parts, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		if !bytes.Equal(got[i].b, want[i].b) || got[i].file != want[i].file {
+			t.Errorf("part %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

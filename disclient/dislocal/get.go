@@ -3,7 +3,6 @@ package dislocal
 import (
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -248,7 +247,7 @@ func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, lim
 			break
 		}
 		refs = append(refs, ref)
-		total += int(ref.n) - framePrefixLen - 9
+		total += ref.dataLen()
 	}
 	if cerr := it.Close(); err == nil {
 		err = cerr
@@ -271,9 +270,9 @@ func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, lim
 	a.grow(len(refs))
 	next := pos
 	size, cost := 0, 0
-	for i, ref := range refs {
+	for i := range refs {
 		seq := pos + int64(i)
-		fskey, fpart, fseq, value, rest, err := lr.read(refs[i:])
+		rec, err := lr.read(refs[i:], skey, n, seq)
 		if errors.Is(err, errSegmentGone) {
 			// Retention deleted the segment after the references were read.
 			if i == 0 {
@@ -284,15 +283,11 @@ func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, lim
 		if err != nil {
 			return next, cost, err
 		}
-		ts, key, data, valid := decodeRecordValue(value)
-		if !valid || fskey != skey || fpart != n || fseq != seq {
-			return next, cost, fmt.Errorf("corrupt record %d in log segment %d at %d", seq, ref.seg, ref.off)
-		}
-		if size+len(key)+len(data)+rest.Len > fetchBytes {
+		if size+len(rec.key)+len(rec.data)+rec.rest.Len > fetchBytes {
 			break
 		}
-		size += len(key) + len(data) + rest.Len
-		cost += a.add(key, seq, data, rest, ts)
+		size += len(rec.key) + len(rec.data) + rec.rest.Len
+		cost += a.add(rec.key, seq, rec.data, rec.rest, rec.ts)
 		next = seq + 1
 	}
 	return next, cost, nil

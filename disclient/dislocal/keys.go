@@ -76,11 +76,13 @@ func decodeLogPosition(v []byte) (seg uint64, end int64, ok bool) {
 // dataFormat is the version of this key schema and of the record log.
 // Version 2 moved record data out of pebble into the record log; version 3
 // stopped fsyncing pebble for records and added the l key, from which
-// reindexLog finds the frames to index again. A version 2 directory is
-// upgraded when opened (pebble was fsynced then, so nothing is missing);
-// one without the f key was written by an older version and is refused
-// rather than misread, as a version 3 directory is by version 2.
-const dataFormat = 3
+// reindexLog finds the frames to index again; version 4 added run frames
+// and member references (runframe.go). A version 2 directory is upgraded
+// when opened (pebble was fsynced then, so nothing is missing), a version
+// 3 one is marked 4 (it has no run frames); one without the f key was
+// written by an older version and is refused rather than misread, as a
+// newer directory is by an older version.
+const dataFormat = 4
 
 // namedKey is kind + project + 0x00 + name: the key of a stream or an app.
 func namedKey(kind byte, project, name string) []byte {

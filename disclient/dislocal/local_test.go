@@ -317,6 +317,17 @@ func TestLocalClientReadsPieces(t *testing.T) {
 	}
 }
 
+// sizedRecords is a record of each size for partition 0, each starting
+// with its index and otherwise a letter of its own.
+func sizedRecords(sizes ...int) []disclient.PutRecordsEntry {
+	var recs []disclient.PutRecordsEntry
+	for i, size := range sizes {
+		d := append(fmt.Appendf(nil, "%06d", i), bytes.Repeat([]byte{byte('a' + i)}, size-6)...)
+		recs = append(recs, disclient.PutRecordsEntry{Data: d, PartitionID: "0"})
+	}
+	return recs
+}
+
 // TestLocalClientSpans reads records of several sizes and key lengths with
 // GetRecordsSpans: each record's data, its head joined to the span read
 // from the file and the range Whole gives, is what HTTP reads; records of no more than spanMin bytes
@@ -328,13 +339,10 @@ func TestLocalClientSpans(t *testing.T) {
 	ctx := context.Background()
 	e.createStream("s", 1)
 	const head, spanMin = 61, 4096
-	var recs []disclient.PutRecordsEntry
-	for i, size := range []int{100, spanMin, spanMin + 1, 70000, 5000, 300000} {
-		d := append(fmt.Appendf(nil, "%06d", i), bytes.Repeat([]byte{byte('a' + i)}, size-6)...)
-		recs = append(recs, disclient.PutRecordsEntry{Data: d, PartitionID: "0"})
-	}
-	recs = append(recs, disclient.PutRecordsEntry{Data: bytes.Repeat([]byte{'k'}, 9000), PartitionID: "0",
-		PartitionKey: strings.Repeat("key", spanKeyRoom)})
+	// The keyed record keeps them all in frames of their own (a run has
+	// no room for keys; TestRunRecordsAsSpans reads a run).
+	recs := append(sizedRecords(100, spanMin, spanMin+1, 70000, 5000, 300000),
+		disclient.PutRecordsEntry{Data: bytes.Repeat([]byte{'k'}, 9000), PartitionID: "0", PartitionKey: strings.Repeat("key", spanKeyRoom)})
 	e.put("s", recs...)
 	c := e.cursor("s", "0", disclient.CursorTrimHorizon)
 	hr, herr := httpc.GetRecords(ctx, c, 8<<20)

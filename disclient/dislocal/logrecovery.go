@@ -194,7 +194,7 @@ func (s *Server) reindexLog() error {
 	second := floorDiv(s.nowMs(), 1000)
 	states := make(map[*partition]partitionState)
 	var key [indexKeyLen]byte
-	var ref [recordRefLen]byte
+	var ref [memberRefLen]byte
 	indexed, skipped := 0, 0
 	end := from
 	for _, id := range s.records.segments() {
@@ -210,10 +210,30 @@ func (s *Server) reindexLog() error {
 			continue
 		}
 		stop, err := scanFrames(f, start, func(off int64, frame []byte) error {
-			skey, n, seq, value, _ := checkFrame(frame)
+			// A frame's records, each with its reference: one record
+			// frame's, or a run's (runframe.go).
+			var skey uint64
+			var n int32
+			var first int64
+			var refs []recordRef
+			if isRunFrame(frame) {
+				var members []runMember
+				skey, n, first, members, _ = checkRunFrame(frame)
+				for _, m := range members {
+					refs = append(refs, recordRef{seg: id, off: off + int64(m.off), n: uint32(m.n), member: true, ts: m.ts, crc: m.crc})
+				}
+			} else {
+				var value []byte
+				skey, n, first, value, _ = checkFrame(frame)
+				ts, _, _, ok := decodeRecordValue(value)
+				if !ok {
+					return fmt.Errorf("corrupt record value in log segment %d at %d", id, off)
+				}
+				refs = append(refs, recordRef{seg: id, off: off, n: uint32(len(frame)), ts: ts})
+			}
 			st := s.streamsByKey[skey]
 			if st == nil || int(n) >= len(st.parts) || n < 0 {
-				skipped++
+				skipped += len(refs)
 				return nil
 			}
 			p := st.parts[n]
@@ -221,24 +241,22 @@ func (s *Server) reindexLog() error {
 			if !seen {
 				ps = p.state
 			}
-			if seq != ps.next {
-				skipped++
-				return nil
+			for i, r := range refs {
+				seq := first + int64(i)
+				if seq != ps.next {
+					skipped++
+					continue
+				}
+				if err := b.Set(appendRecordKey(key[:0], skey, n, seq), r.encode(ref[:0]), nil); err != nil {
+					return err
+				}
+				if err := ps.indexRecord(b, skey, n, seq, r.ts, second); err != nil {
+					return err
+				}
+				ps.next++
+				indexed++
 			}
-			ts, _, _, ok := decodeRecordValue(value)
-			if !ok {
-				return fmt.Errorf("corrupt record value in log segment %d at %d", id, off)
-			}
-			r := recordRef{seg: id, off: off, n: uint32(len(frame))}
-			if err := b.Set(appendRecordKey(key[:0], skey, n, seq), r.encode(ref[:0]), nil); err != nil {
-				return err
-			}
-			if err := ps.indexRecord(b, skey, n, seq, ts, second); err != nil {
-				return err
-			}
-			ps.next++
 			states[p] = ps
-			indexed++
 			return nil
 		})
 		if err != nil {

@@ -69,7 +69,7 @@ func TestReindexAfterLostPebbleWrites(t *testing.T) {
 }
 
 // A directory of format 2 (pebble fsynced with every record write, no log
-// position) opens as it is and is marked format 3.
+// position) opens as it is and is marked with the current format.
 func TestFormatTwoUpgrades(t *testing.T) {
 	e := newEnv(t)
 	e.reopen()

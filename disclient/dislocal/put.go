@@ -250,7 +250,8 @@ func checkRecord(st *stream, rec *disclient.PutRecordsEntry) (int32, *apiError) 
 // appendRecords writes the routed records (targets[i] >= 0) of one request
 // and fills in their results. touched lists the partitions involved,
 // sorted, which is also the order they are locked in. frameBytes is the
-// size of the records' log frames. Needs st.mu.
+// size of the records' log frames each in a frame of its own, which runs
+// only make smaller. Needs st.mu.
 //
 // The records' frames go to the record log in one write and their
 // references into one pebble batch, applied under the log's lock and the
@@ -287,11 +288,11 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 		*bufp = frames
 		recycleBuffer(bufp)
 	}()
-	// Each routed record's sequence number and frame, by index.
+	// Each routed record's sequence number and timestamp, by index.
 	seqs := make([]int64, len(recs))
-	offsets := make([]int, len(recs)+1)
+	stamps := make([]int64, len(recs))
 	var key [indexKeyLen]byte
-	b := s.db.NewBatchWithSize(len(touched)*(partitionPrefixLen+partitionStateLen) + len(recs)*(recordKeyLen+recordRefLen+2*indexKeyLen))
+	b := s.db.NewBatchWithSize(len(touched)*(partitionPrefixLen+partitionStateLen) + len(recs)*(recordKeyLen+memberRefLen+2*indexKeyLen))
 	defer b.Close()
 	for i := range recs {
 		n := targets[i]
@@ -307,23 +308,54 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 		if rec.Timestamp != nil {
 			ts = *rec.Timestamp
 		}
-		seqs[i], offsets[i] = seq, len(frames)
-		frames = appendFrame(frames, skey, n, seq, ts, rec.PartitionKey, rec.Data)
-		offsets[i+1] = len(frames)
+		seqs[i], stamps[i] = seq, ts
 		if err := ps.indexRecord(b, skey, n, seq, ts, second); err != nil {
 			return nil, err
 		}
 		results[i] = disclient.PutRecordsResult{PartitionID: parts[j].id, SequenceNumber: strconv.FormatInt(seq, 10)}
 	}
+	// The frames, a partition at a time: its records in one run frame
+	// when they may go in one (runframe.go), else a frame each. refs are
+	// the records' references relative to where the frames will start.
+	refs := make([]recordRef, len(recs))
+	var run []runRecord
+	var members []int
+	for _, n := range touched {
+		members = members[:0]
+		runnable := true
+		for i := range recs {
+			if targets[i] == n {
+				members = append(members, i)
+				runnable = runnable && inRun(recs[i].PartitionKey)
+			}
+		}
+		if runnable && len(members) >= 2 {
+			run = run[:0]
+			for _, i := range members {
+				run = append(run, runRecord{ts: stamps[i], data: recs[i].Data})
+			}
+			frames = appendRunFrame(frames, skey, n, seqs[members[0]], run)
+			for k, i := range members {
+				refs[i] = recordRef{off: int64(run[k].off), n: uint32(len(run[k].data)), member: true, ts: run[k].ts, crc: run[k].crc}
+			}
+			continue
+		}
+		for _, i := range members {
+			off := len(frames)
+			frames = appendFrame(frames, skey, n, seqs[i], stamps[i], recs[i].PartitionKey, recs[i].Data)
+			refs[i] = recordRef{off: int64(off), n: uint32(len(frames) - off)}
+		}
+	}
 	index := func(seg uint64, base int64) error {
-		var ref [recordRefLen]byte
+		var enc [memberRefLen]byte
 		for i := range recs {
 			n := targets[i]
 			if n < 0 {
 				continue
 			}
-			r := recordRef{seg: seg, off: base + int64(offsets[i]), n: uint32(offsets[i+1] - offsets[i])}
-			if err := b.Set(appendRecordKey(key[:0], skey, n, seqs[i]), r.encode(ref[:0]), nil); err != nil {
+			r := refs[i]
+			r.seg, r.off = seg, base+r.off
+			if err := b.Set(appendRecordKey(key[:0], skey, n, seqs[i]), r.encode(enc[:0]), nil); err != nil {
 				return err
 			}
 		}

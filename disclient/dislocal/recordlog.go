@@ -24,10 +24,12 @@ import (
 // Pebble keeps only a reference per record (the r keys, see keys.go).
 //
 // The log is a directory of segments named <id>.log, ids counting up from 1.
-// A segment is a sequence of frames:
+// A segment is a sequence of frames, each a record's:
 //
 //	<payload length:4> <crc32c of payload:4> <payload>
 //	payload = <skey:8> <partition:4> <seq:8> <record value, see appendRecordValue>
+//
+// or a run of records of one partition (runframe.go).
 //
 // Numbers are big-endian. Appends go to the newest (active) segment; a
 // segment is rolled at segmentBytes and fsynced when rolled, so every
@@ -42,32 +44,57 @@ const (
 	frameHeaderLen  = 8
 	framePrefixLen  = frameHeaderLen + 8 + 4 + 8
 	recordRefLen    = 8 + 8 + 4
+	memberRefLen    = recordRefLen + 8 + 4
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// recordRef locates one frame: segment id, offset and frame length.
+// recordRef locates one record: segment id, offset and length of its
+// frame, or with member, of its data in a run frame (runframe.go), whose
+// timestamp and checksum the reference then carries.
 type recordRef struct {
 	seg uint64
 	off int64
 	n   uint32
+
+	member bool
+	ts     int64
+	crc    uint32
 }
 
 func (r recordRef) encode(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, r.seg)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.off))
-	return binary.BigEndian.AppendUint32(b, r.n)
+	b = binary.BigEndian.AppendUint32(b, r.n)
+	if r.member {
+		b = binary.BigEndian.AppendUint64(b, uint64(r.ts))
+		b = binary.BigEndian.AppendUint32(b, r.crc)
+	}
+	return b
 }
 
 func decodeRecordRef(v []byte) (recordRef, bool) {
-	if len(v) != recordRefLen {
+	if len(v) != recordRefLen && len(v) != memberRefLen {
 		return recordRef{}, false
 	}
-	return recordRef{
+	r := recordRef{
 		seg: binary.BigEndian.Uint64(v),
 		off: int64(binary.BigEndian.Uint64(v[8:])),
 		n:   binary.BigEndian.Uint32(v[16:]),
-	}, true
+	}
+	if len(v) == memberRefLen {
+		r.member, r.ts, r.crc = true, int64(binary.BigEndian.Uint64(v[20:])), binary.BigEndian.Uint32(v[28:])
+	}
+	return r, true
+}
+
+// dataLen is how many bytes of record data (key included) the referenced
+// record holds at most: a frame's prefix and timestamp are not data.
+func (r recordRef) dataLen() int {
+	if r.member {
+		return int(r.n)
+	}
+	return int(r.n) - framePrefixLen - 9
 }
 
 // appendFrame appends the frame of one record.
@@ -296,7 +323,7 @@ func scanFrames(f *os.File, from int64, fn func(off int64, frame []byte) error) 
 		if _, err := f.ReadAt(hdr[:], off); err != nil {
 			return 0, err
 		}
-		n := int64(binary.BigEndian.Uint32(hdr[:]))
+		n := int64(binary.BigEndian.Uint32(hdr[:]) &^ runFlag)
 		if n < framePrefixLen-frameHeaderLen || off+frameHeaderLen+n > end {
 			break
 		}
@@ -304,7 +331,7 @@ func scanFrames(f *os.File, from int64, fn func(off int64, frame []byte) error) 
 		if _, err := f.ReadAt(buf, off); err != nil {
 			return 0, err
 		}
-		if _, _, _, _, ok := checkFrame(buf); !ok {
+		if !frameValid(buf) {
 			break
 		}
 		if fn != nil {
@@ -315,6 +342,17 @@ func scanFrames(f *os.File, from int64, fn func(off int64, frame []byte) error) 
 		off += frameHeaderLen + n
 	}
 	return off, nil
+}
+
+// frameValid reports whether buf is one whole frame, a record's or a
+// run's, with correct checksums.
+func frameValid(buf []byte) bool {
+	if isRunFrame(buf) {
+		_, _, _, _, ok := checkRunFrame(buf)
+		return ok
+	}
+	_, _, _, _, ok := checkFrame(buf)
+	return ok
 }
 
 // segments lists the ids of the segments there are, oldest first.
@@ -506,22 +544,36 @@ const (
 // memory alive besides its own; a larger frame gets a piece of its own.
 const freshPiece = 64 << 10
 
-// read returns the checked parts of the frame at refs[0]; the slices alias
-// the reader's buffer and, unless fresh, are valid until the next read.
-// refs are the frames the caller will read next, in order: a window
-// refilled here covers those that lie one after the other in the log.
-// rest is the end of the record's data when it was left in the log
-// (spanMin): value then holds the data's first head bytes only, and only
-// the frame's length, not its checksum, was checked.
-func (r *logReader) read(refs []recordRef) (skey uint64, part int32, seq int64, value []byte, rest disclient.FileSpan, err error) {
+// logRecord is a record read from the log. Its key and data alias the
+// reader's memory; with a span read, data holds the first head bytes of
+// the record's data only and rest the remainder, left in its file.
+type logRecord struct {
+	ts        int64
+	key, data []byte
+	rest      disclient.FileSpan
+}
+
+// errCorruptRecord is a record whose checksum, frame or place in the log
+// does not match its reference.
+func errCorruptRecord(seq int64, ref recordRef) error {
+	return fmt.Errorf("corrupt record %d in log segment %d at %d", seq, ref.seg, ref.off)
+}
+
+// read returns the record at refs[0], checked to be record seq of
+// partition part of the stream with key skey, its data against its
+// checksum unless it is read as a span (spanMin: then only a record
+// frame's length is checked). refs are the records the caller will read
+// next, in order: a window refilled here covers those that lie one after
+// the other in the log. Unless fresh, the record is valid until the next
+// read.
+func (r *logReader) read(refs []recordRef, skey uint64, part int32, seq int64) (logRecord, error) {
 	ref := refs[0]
 	end := ref.off + int64(ref.n)
 	inKept := ref.seg == r.keptSeg && ref.off >= r.keptOff && end <= r.keptOff+int64(len(r.kept))
 	if r.fresh && !inKept && r.spans(ref) {
-		var spanned bool
-		skey, part, seq, value, rest, spanned, err = r.readSpan(refs)
+		rec, spanned, err := r.readSpan(refs, skey, part, seq)
 		if err != nil || spanned {
-			return skey, part, seq, value, rest, err
+			return rec, err
 		}
 	}
 	w, base := r.buf, r.off
@@ -529,40 +581,56 @@ func (r *logReader) read(refs []recordRef) (skey uint64, part int32, seq int64, 
 	case r.fresh:
 		if !inKept {
 			if err := r.readPiece(refs); err != nil {
-				return 0, 0, 0, nil, rest, err
+				return logRecord{}, err
 			}
 		}
 		w, base = r.kept, r.keptOff
 	case ref.seg != r.seg || ref.off < r.off || end > r.off+int64(len(r.buf)):
 		if err := r.fill(ref, contiguous(refs)); err != nil {
-			return 0, 0, 0, nil, rest, err
+			return logRecord{}, err
 		}
 		w, base = r.buf, r.off
 	}
-	frame := w[ref.off-base : end-base]
-	skey, part, seq, value, ok := checkFrame(frame)
-	if !ok {
-		return 0, 0, 0, nil, rest, fmt.Errorf("corrupt record in log segment %d at %d", ref.seg, ref.off)
+	b := w[ref.off-base : end-base]
+	if ref.member {
+		if crc32.Checksum(b, castagnoli) != ref.crc {
+			return logRecord{}, errCorruptRecord(seq, ref)
+		}
+		return logRecord{ts: ref.ts, data: b}, nil
 	}
-	return skey, part, seq, value, rest, nil
+	fskey, fpart, fseq, value, ok := checkFrame(b)
+	var rec logRecord
+	if ok {
+		rec.ts, rec.key, rec.data, ok = decodeRecordValue(value)
+	}
+	if !ok || fskey != skey || fpart != part || fseq != seq {
+		return logRecord{}, errCorruptRecord(seq, ref)
+	}
+	return rec, nil
 }
 
-// spans reports whether the record of ref's frame may have more than
-// spanMin bytes of data (its key counted), to be read with readSpan.
+// spans reports whether the record of ref may have more than spanMin
+// bytes of data (its key counted), to be read with readSpan.
 func (r *logReader) spans(ref recordRef) bool {
-	return r.spanMin > 0 && int(ref.n)-framePrefixLen-9 > r.spanMin
+	return r.spanMin > 0 && ref.dataLen() > r.spanMin
 }
 
-// readSpan reads the frame at refs[0] up to its record's first head bytes
-// of data and hands out the rest as a span of the segment's file, which
-// the caller sends from the file rather than reading it. It reports false,
+// readSpan reads the record at refs[0] up to the first head bytes of its
+// data and hands out the rest as a span of the segment's file, which the
+// caller sends from the file rather than reading it. It reports false,
 // having read nothing, for a record with a key longer than spanKeyRoom or
-// no more data than head; read then reads the frame whole. The kernel is
-// told to read ahead what the run of frames at refs[0] holds, so that the
-// spans are in the page cache when they are sent.
-func (r *logReader) readSpan(refs []recordRef) (skey uint64, part int32, seq int64, value []byte, rest disclient.FileSpan, ok bool, err error) {
+// no more data than head; read then reads it whole. The kernel is told to
+// read ahead what the run of records at refs[0] holds, so that the spans
+// are in the page cache when they are sent.
+func (r *logReader) readSpan(refs []recordRef, skey uint64, part int32, seq int64) (rec logRecord, ok bool, err error) {
 	ref := refs[0]
 	want := min(int(ref.n), framePrefixLen+8+binary.MaxVarintLen64+spanKeyRoom+r.head)
+	if ref.member {
+		if int(ref.n) <= r.head {
+			return logRecord{}, false, nil
+		}
+		want = r.head
+	}
 	if cap(r.heads)-len(r.heads) < want {
 		r.heads = make([]byte, 0, max(want, spanHeadsPiece))
 	}
@@ -571,7 +639,7 @@ func (r *logReader) readSpan(refs []recordRef) (skey uint64, part int32, seq int
 	defer r.log.filesMu.RUnlock()
 	f := r.log.files[ref.seg]
 	if f == nil {
-		return 0, 0, 0, nil, rest, false, errSegmentGone
+		return logRecord{}, false, errSegmentGone
 	}
 	if ref.seg != r.advisedSeg || ref.off >= r.advisedEnd {
 		r.advisedSeg, r.advisedEnd = ref.seg, ref.off+contiguous(refs)
@@ -582,23 +650,32 @@ func (r *logReader) readSpan(refs []recordRef) (skey uint64, part int32, seq int
 		if rerr == nil || errors.Is(rerr, io.EOF) {
 			rerr = io.ErrUnexpectedEOF
 		}
-		return 0, 0, 0, nil, rest, false, fmt.Errorf("read record log segment %d at %d: %w", ref.seg, ref.off, rerr)
+		return logRecord{}, false, fmt.Errorf("read record log segment %d at %d: %w", ref.seg, ref.off, rerr)
+	}
+	if ref.member {
+		r.heads = r.heads[:len(r.heads)+want]
+		rest := disclient.FileSpan{File: f, Off: ref.off + int64(want), Len: int(ref.n) - want}
+		return logRecord{ts: ref.ts, data: buf[:want:want], rest: rest}, true, nil
 	}
 	if int(binary.BigEndian.Uint32(buf)) != int(ref.n)-frameHeaderLen {
-		return 0, 0, 0, nil, rest, false, fmt.Errorf("corrupt record in log segment %d at %d", ref.seg, ref.off)
+		return logRecord{}, false, errCorruptRecord(seq, ref)
 	}
 	payload := buf[frameHeaderLen:]
 	_, _, data, valid := decodeRecordValue(payload[20:])
 	at := want - len(data) // where the data starts in the frame
 	size := int(ref.n) - at
 	if !valid || len(data) < r.head || size <= r.head {
-		return 0, 0, 0, nil, rest, false, nil
+		return logRecord{}, false, nil
+	}
+	if binary.BigEndian.Uint64(payload) != skey || int32(binary.BigEndian.Uint32(payload[8:])) != part ||
+		int64(binary.BigEndian.Uint64(payload[12:])) != seq {
+		return logRecord{}, false, errCorruptRecord(seq, ref)
 	}
 	used := at + r.head
 	r.heads = r.heads[:len(r.heads)+used]
-	rest = disclient.FileSpan{File: f, Off: ref.off + int64(used), Len: size - r.head}
-	return binary.BigEndian.Uint64(payload), int32(binary.BigEndian.Uint32(payload[8:])),
-		int64(binary.BigEndian.Uint64(payload[12:])), payload[20 : used-frameHeaderLen : used-frameHeaderLen], rest, true, nil
+	rec.ts, rec.key, rec.data, _ = decodeRecordValue(payload[20 : used-frameHeaderLen : used-frameHeaderLen])
+	rec.rest = disclient.FileSpan{File: f, Off: ref.off + int64(used), Len: size - r.head}
+	return rec, true, nil
 }
 
 // readPiece reads the frames at the start of refs that lie one after the

@@ -72,10 +72,9 @@ func TestRecordLogTornTailRecovery(t *testing.T) {
 		disclient.PutRecordsEntry{Data: []byte("x"), PartitionID: "1", Timestamp: i64(100)},
 	)
 	e.clock.Advance(time.Second)
-	e.put("s",
-		disclient.PutRecordsEntry{Data: []byte("b"), PartitionID: "0", Timestamp: i64(200)},
-		disclient.PutRecordsEntry{Data: []byte("c"), PartitionID: "0", Timestamp: i64(300)},
-	)
+	// Two calls: in one, b and c would share a run frame, torn as one.
+	e.put("s", disclient.PutRecordsEntry{Data: []byte("b"), PartitionID: "0", Timestamp: i64(200)})
+	e.put("s", disclient.PutRecordsEntry{Data: []byte("c"), PartitionID: "0", Timestamp: i64(300)})
 	seg := e.lastSegment()
 	e.close()
 	// Cut into the frame of "c", the last record written.

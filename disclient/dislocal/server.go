@@ -358,8 +358,13 @@ func checkFormat(db *pebble.DB) (upgrade bool, err error) {
 			return false, nil
 		case len(v) == 8 && binary.BigEndian.Uint64(v) == 2:
 			return true, nil
+		case len(v) == 8 && binary.BigEndian.Uint64(v) == 3:
+			// Format 3 is format 4 without run frames: marked before
+			// anything is appended, so that a version reading only 3
+			// refuses it from then on.
+			return false, db.Set(formatKey, binary.BigEndian.AppendUint64(nil, dataFormat), pebble.Sync)
 		}
-		return false, fmt.Errorf("data directory format %x, this version reads only formats 2 and %d", v, dataFormat)
+		return false, fmt.Errorf("data directory format %x, this version reads only formats 2 to %d", v, dataFormat)
 	case !errors.Is(err, pebble.ErrNotFound):
 		return false, err
 	}
@@ -377,8 +382,8 @@ func checkFormat(db *pebble.DB) (upgrade bool, err error) {
 	return false, db.Set(formatKey, binary.BigEndian.AppendUint64(nil, dataFormat), pebble.Sync)
 }
 
-// upgradeFormat marks a format 2 directory as format 3 once its record log
-// is open: every record so far has its reference in pebble (format 2
+// upgradeFormat marks a format 2 directory as of this format once its
+// record log is open: every record so far has its reference in pebble (format 2
 // fsynced them), so the log position is the log's end, and reindexLog
 // reads nothing of what is there.
 func upgradeFormat(db *pebble.DB, lastSeg uint64, lastLen int64) error {

@@ -1,0 +1,285 @@
+package dislocal
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/disgw/disgw/disclient"
+)
+
+// A run frame reads back as written, and any change to its head, its
+// records' data or its length is caught.
+func TestRunFrameChecks(t *testing.T) {
+	recs := []runRecord{{ts: 100, data: []byte("first")}, {ts: -5, data: nil}, {ts: 300, data: []byte("third record")}}
+	f := appendRunFrame([]byte("before"), 7, 3, 42, recs)[len("before"):]
+	skey, part, first, members, ok := checkRunFrame(f)
+	if !ok || skey != 7 || part != 3 || first != 42 || len(members) != len(recs) {
+		t.Fatalf("checkRunFrame: %d %d %d %v %v", skey, part, first, members, ok)
+	}
+	for i, m := range members {
+		data := f[m.off : m.off+m.n]
+		if m.ts != recs[i].ts || m.crc != recs[i].crc || !bytes.Equal(data, recs[i].data) || recs[i].off != m.off+len("before") {
+			t.Errorf("member %d: %+v, data %q; built %+v", i, m, data, recs[i])
+		}
+	}
+	if !frameValid(f) {
+		t.Error("frameValid refuses a whole run frame")
+	}
+	// The three records' data lie back to back at the end.
+	if !bytes.HasSuffix(f, []byte("firstthird record")) {
+		t.Errorf("frame ends %q", f[len(f)-20:])
+	}
+	for _, at := range []int{0, 5, frameHeaderLen + 3, frameHeaderLen + runHeadFixed + 2, len(f) - 1, members[0].off} {
+		bad := slices.Clone(f)
+		bad[at] ^= 0x40
+		if frameValid(bad) {
+			t.Errorf("a run frame with byte %d changed passes", at)
+		}
+	}
+	if frameValid(f[:len(f)-1]) {
+		t.Error("a torn run frame passes")
+	}
+}
+
+// runPuts writes, in one call, three records without a key to partition 0
+// (a run), two to partition 1 of which one has a key (a frame each), and
+// returns the timestamps given to partition 0's.
+func runPuts(e *env, prefix string) []int64 {
+	e.tb.Helper()
+	ts := []int64{1_000_000, 1_005_000, 1_003_000}
+	resp := e.put("s",
+		disclient.PutRecordsEntry{Data: []byte(prefix + "-1|"), PartitionID: "0", Timestamp: &ts[0]},
+		disclient.PutRecordsEntry{Data: []byte("x"), PartitionID: "1", PartitionKey: "k"},
+		disclient.PutRecordsEntry{Data: []byte(prefix + "-2|"), PartitionID: "0", Timestamp: &ts[1]},
+		disclient.PutRecordsEntry{Data: []byte("y"), PartitionID: "1"},
+		disclient.PutRecordsEntry{Data: []byte(prefix + "-3|"), PartitionID: "0", Timestamp: &ts[2]},
+	)
+	if resp.FailedRecordCount != 0 {
+		e.tb.Fatalf("put: %+v", resp.Records)
+	}
+	return ts
+}
+
+// checkRunRecords checks partition 0 and 1 as runPuts wrote them, from
+// sequence number from on.
+func checkRunRecords(e *env, prefix string, ts []int64) {
+	e.tb.Helper()
+	got := e.readAll("s", 0)
+	if want := []string{prefix + "-1|", prefix + "-2|", prefix + "-3|"}; !slices.Equal(payloads(got), want) {
+		e.tb.Fatalf("partition 0: %v, want %v", payloads(got), want)
+	}
+	for i, r := range got {
+		if r.Timestamp != ts[i] || r.SequenceNumber != strconv.Itoa(i) || r.PartitionKey != "" {
+			e.tb.Errorf("record %d of partition 0: %+v", i, r)
+		}
+	}
+	p1 := e.readAll("s", 1)
+	if !slices.Equal(payloads(p1), []string{"x", "y"}) || p1[0].PartitionKey != "k" {
+		e.tb.Errorf("partition 1: %+v", p1)
+	}
+	// AT_TIMESTAMP finds the first record at or after a time by the
+	// timestamps a run keeps in its head and its references.
+	c := e.cursor("s", "0", disclient.CursorAtTimestamp, "timestamp", strconv.FormatInt(ts[2], 10))
+	if r := e.get(c).Records; len(r) == 0 || string(r[0].Data) != prefix+"-2|" {
+		e.tb.Errorf("AT_TIMESTAMP %d: %v", ts[2], payloads(r))
+	}
+}
+
+// The records one call writes to a partition without keys lie back to
+// back in the log, and read back with their timestamps; a partition with a
+// keyed record keeps a frame per record.
+func TestRunRecordsReadBack(t *testing.T) {
+	e := newEnv(t)
+	e.createStream("s", 2)
+	ts := runPuts(e, "run")
+	log, err := os.ReadFile(e.lastSegment())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(log, []byte("run-1|run-2|run-3|")) {
+		t.Error("a run's data does not lie back to back in the log")
+	}
+	checkRunRecords(e, "run", ts)
+	e.reopen()
+	checkRunRecords(e, "run", ts)
+}
+
+// Run frames whose references pebble lost in a power loss are indexed
+// again from the log, each record with its own sequence number and
+// timestamp.
+func TestRunFramesReindexed(t *testing.T) {
+	e := newEnv(t)
+	e.reopen()
+	e.createStream("s", 2)
+	durable := filepath.Join(t.TempDir(), "durable")
+	if err := e.srv.db.Checkpoint(durable, pebble.WithFlushedWAL()); err != nil {
+		t.Fatal(err)
+	}
+	ts := runPuts(e, "lost")
+	e.close()
+	if err := os.CopyFS(filepath.Join(durable, logDirName), os.DirFS(filepath.Join(e.dir, logDirName))); err != nil {
+		t.Fatal(err)
+	}
+	e.dir = durable
+	e.open()
+	checkRunRecords(e, "lost", ts)
+	if got := e.putTo("s", 0, "next"); got[0] != "3" {
+		t.Errorf("next sequence number %s, want 3", got[0])
+	}
+}
+
+// A run frame cut by a power loss goes whole, as its call was never
+// acknowledged; the partition goes on after the record before it.
+func TestTornRunFrameDropped(t *testing.T) {
+	e := newEnv(t)
+	e.createStream("s", 1)
+	e.putTo("s", 0, "kept")
+	e.putTo("s", 0, "torn-1", "torn-2", "torn-3")
+	seg := e.lastSegment()
+	e.close()
+	st, err := os.Stat(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Into the last record's data: the first two are whole on the disk.
+	if err := os.Truncate(seg, st.Size()-2); err != nil {
+		t.Fatal(err)
+	}
+	e.open()
+	if got := payloads(e.readAll("s", 0)); !slices.Equal(got, []string{"kept"}) {
+		t.Fatalf("after recovery: %v", got)
+	}
+	if got := e.putTo("s", 0, "after"); got[0] != "1" {
+		t.Errorf("next sequence number %s, want 1", got[0])
+	}
+}
+
+// A record of a run whose data changed on the disk is refused when read,
+// not served: its reference carries its checksum.
+func TestRunRecordChecksumOnRead(t *testing.T) {
+	e := newEnv(t)
+	e.createStream("s", 1)
+	e.putTo("s", 0, "good-1|", "good-2|")
+	seg := e.lastSegment()
+	log, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(log, []byte("good-2|"))
+	f, err := os.OpenFile(seg, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("B"), int64(at)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := e.cursor("s", "0", disclient.CursorTrimHorizon)
+	q := "/records?partition-cursor=" + c
+	if status, body := e.do("GET", v2("%s", q), nil); status == 200 {
+		t.Errorf("a changed record was served: %s", body)
+	}
+}
+
+// Records of a run read as spans (disclient.SpanGetter) lie one after the
+// other in the file, so that a reader can send them in one call, and join
+// their heads to the same bytes HTTP reads.
+func TestRunRecordsAsSpans(t *testing.T) {
+	e := newLogEnv(t, SyncAlways, 1<<20)
+	httpc, local := e.clients(disclient.EncodingProtobuf)
+	ctx := context.Background()
+	e.createStream("s", 1)
+	const head, spanMin = 61, 4096
+	recs := sizedRecords(100, spanMin, spanMin+1, 70000, 5000, 60)
+	e.put("s", recs...)
+	c := e.cursor("s", "0", disclient.CursorTrimHorizon)
+	hr, herr := httpc.GetRecords(ctx, c, 8<<20)
+	sr, serr := local.(disclient.SpanGetter).GetRecordsSpans(ctx, c, 8<<20, head, spanMin)
+	if herr != nil || serr != nil || len(sr.Records) != len(recs) || len(hr.Records) != len(recs) {
+		t.Fatalf("GetRecords: HTTP %v, spans %v, %v", herr, sr, serr)
+	}
+	var prev disclient.FileSpan
+	for i := range sr.Records {
+		r := &sr.Records[i]
+		data := len(recs[i].Data)
+		spanned := r.Rest.Len > 0
+		if spanned != (data > spanMin) || spanned && (len(r.Data) != head || r.Rest.Len != data-head) {
+			t.Errorf("record %d of %d bytes: %d bytes and a span of %d", i, data, len(r.Data), r.Rest.Len)
+		}
+		if !spanned {
+			if !bytes.Equal(r.Data, recs[i].Data) {
+				t.Errorf("record %d read whole differs", i)
+			}
+			prev = disclient.FileSpan{}
+			continue
+		}
+		w := r.Whole()
+		b, err := w.AppendTo(nil)
+		if err != nil || !bytes.Equal(b, recs[i].Data) || !bytes.Equal(b, hr.Records[i].Data) {
+			t.Errorf("record %d: its range reads %d bytes, %v", i, len(b), err)
+		}
+		if prev.Len > 0 && (prev.File != w.File || prev.Off+int64(prev.Len) != w.Off) {
+			t.Errorf("record %d starts at %d, not where record %d ends (%d)", i, w.Off, i-1, prev.Off+int64(prev.Len))
+		}
+		prev = w
+	}
+}
+
+// A directory of format 3 (no run frames) opens as it is and is marked
+// with the current format before anything is appended, so that a version
+// that reads only format 3 refuses it from then on.
+func TestFormatThreeMarked(t *testing.T) {
+	e := newEnv(t)
+	e.createStream("s", 1)
+	e.putTo("s", 0, "a")
+	if err := e.srv.db.Set(formatKey, binary.BigEndian.AppendUint64(nil, 3), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	v, closer, err := e.srv.db.Get(formatKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := binary.BigEndian.Uint64(v)
+	_ = closer.Close()
+	if got != dataFormat {
+		t.Errorf("format %d after opening, want %d", got, dataFormat)
+	}
+	e.putTo("s", 0, "b", "c")
+	if got := payloads(e.readAll("s", 0)); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("records: %v", got)
+	}
+}
+
+// checkRunFrame takes any bytes without panicking, and what it accepts
+// lies inside the frame, the members' data back to back to its end.
+func FuzzCheckRunFrame(f *testing.F) {
+	f.Add(appendRunFrame(nil, 1, 2, 3, []runRecord{{ts: 1, data: []byte("a")}, {ts: 2, data: []byte("bc")}}))
+	f.Add(appendFrame(nil, 1, 2, 3, 4, "", []byte("record")))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _, _, members, ok := checkRunFrame(b)
+		if !ok {
+			return
+		}
+		end := frameHeaderLen + runHeadFixed + len(members)*runEntryLen
+		for _, m := range members {
+			if m.off != end || m.n < 0 {
+				t.Fatalf("member %+v does not follow at %d", m, end)
+			}
+			end += m.n
+		}
+		if end != len(b) || !frameValid(b) {
+			t.Fatalf("members end at %d of %d", end, len(b))
+		}
+	})
+}
