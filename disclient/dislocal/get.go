@@ -224,6 +224,7 @@ func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, lim
 	// the other in the log (a request's records of one partition) are read
 	// with one read between them.
 	var refs []recordRef
+	var heads []byte // the copies of the references' heads
 	total := 0
 	for ok := it.First(); ok && len(refs) < limit && (len(refs) == 0 || total < fetchBytes); ok = it.Next() {
 		seq, valid := recordSeq(it.Key())
@@ -245,6 +246,14 @@ func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, lim
 		if !valid {
 			err = errors.New("corrupt record reference")
 			break
+		}
+		if len(ref.head) > 0 {
+			// v is the iterator's until it moves on.
+			if cap(heads)-len(heads) < len(ref.head) {
+				heads = make([]byte, 0, spanHeadsPiece)
+			}
+			heads = append(heads, ref.head...)
+			ref.head = heads[len(heads)-len(ref.head) : len(heads) : len(heads)]
 		}
 		refs = append(refs, ref)
 		total += ref.dataLen()

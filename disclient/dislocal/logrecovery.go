@@ -3,6 +3,7 @@ package dislocal
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -20,6 +21,7 @@ func (s *Server) recordRefAt(skey uint64, n int32, seq int64) (recordRef, error)
 	if !ok {
 		return recordRef{}, fmt.Errorf("record %d of partition %d: corrupt reference", seq, n)
 	}
+	ref.head = slices.Clone(ref.head) // v is pebble's until closed
 	return ref, nil
 }
 
@@ -194,7 +196,7 @@ func (s *Server) reindexLog() error {
 	second := floorDiv(s.nowMs(), 1000)
 	states := make(map[*partition]partitionState)
 	var key [indexKeyLen]byte
-	var ref [memberRefLen]byte
+	var ref [memberRefLen + memberHeadLen]byte
 	indexed, skipped := 0, 0
 	end := from
 	for _, id := range s.records.segments() {
@@ -220,7 +222,8 @@ func (s *Server) reindexLog() error {
 				var members []runMember
 				skey, n, first, members, _ = checkRunFrame(frame)
 				for _, m := range members {
-					refs = append(refs, recordRef{seg: id, off: off + int64(m.off), n: uint32(m.n), member: true, ts: m.ts, crc: m.crc})
+					refs = append(refs, recordRef{seg: id, off: off + int64(m.off), n: uint32(m.n), member: true, ts: m.ts, crc: m.crc,
+						head: memberHead(frame[m.off : m.off+m.n])})
 				}
 			} else {
 				var value []byte

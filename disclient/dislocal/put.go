@@ -292,7 +292,7 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 	seqs := make([]int64, len(recs))
 	stamps := make([]int64, len(recs))
 	var key [indexKeyLen]byte
-	b := s.db.NewBatchWithSize(len(touched)*(partitionPrefixLen+partitionStateLen) + len(recs)*(recordKeyLen+memberRefLen+2*indexKeyLen))
+	b := s.db.NewBatchWithSize(len(touched)*(partitionPrefixLen+partitionStateLen) + len(recs)*(recordKeyLen+memberRefLen+memberHeadLen+2*indexKeyLen))
 	defer b.Close()
 	for i := range recs {
 		n := targets[i]
@@ -329,14 +329,14 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 				runnable = runnable && inRun(recs[i].PartitionKey)
 			}
 		}
-		if runnable && len(members) >= 2 {
+		if runnable {
 			run = run[:0]
 			for _, i := range members {
 				run = append(run, runRecord{ts: stamps[i], data: recs[i].Data})
 			}
 			frames = appendRunFrame(frames, skey, n, seqs[members[0]], run)
 			for k, i := range members {
-				refs[i] = recordRef{off: int64(run[k].off), n: uint32(len(run[k].data)), member: true, ts: run[k].ts, crc: run[k].crc}
+				refs[i] = recordRef{off: int64(run[k].off), n: uint32(len(run[k].data)), member: true, ts: run[k].ts, crc: run[k].crc, head: memberHead(run[k].data)}
 			}
 			continue
 		}
@@ -347,7 +347,7 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 		}
 	}
 	index := func(seg uint64, base int64) error {
-		var enc [memberRefLen]byte
+		var enc [memberRefLen + memberHeadLen]byte
 		for i := range recs {
 			n := targets[i]
 			if n < 0 {

@@ -60,6 +60,10 @@ type recordRef struct {
 	member bool
 	ts     int64
 	crc    uint32
+	// head is the data's first memberHeadLen bytes, kept for a member
+	// of more than memberHeadMin bytes (memberHead). Decoded, it aliases
+	// the encoded reference.
+	head []byte
 }
 
 func (r recordRef) encode(b []byte) []byte {
@@ -69,12 +73,13 @@ func (r recordRef) encode(b []byte) []byte {
 	if r.member {
 		b = binary.BigEndian.AppendUint64(b, uint64(r.ts))
 		b = binary.BigEndian.AppendUint32(b, r.crc)
+		b = append(b, r.head...)
 	}
 	return b
 }
 
 func decodeRecordRef(v []byte) (recordRef, bool) {
-	if len(v) != recordRefLen && len(v) != memberRefLen {
+	if len(v) != recordRefLen && len(v) != memberRefLen && len(v) != memberRefLen+memberHeadLen {
 		return recordRef{}, false
 	}
 	r := recordRef{
@@ -82,8 +87,14 @@ func decodeRecordRef(v []byte) (recordRef, bool) {
 		off: int64(binary.BigEndian.Uint64(v[8:])),
 		n:   binary.BigEndian.Uint32(v[16:]),
 	}
-	if len(v) == memberRefLen {
+	if len(v) >= memberRefLen {
 		r.member, r.ts, r.crc = true, int64(binary.BigEndian.Uint64(v[20:])), binary.BigEndian.Uint32(v[28:])
+		if len(v) > memberRefLen {
+			if int(r.n) <= memberHeadMin {
+				return recordRef{}, false
+			}
+			r.head = v[memberRefLen:]
+		}
 	}
 	return r, true
 }
@@ -630,6 +641,15 @@ func (r *logReader) readSpan(refs []recordRef, skey uint64, part int32, seq int6
 			return logRecord{}, false, nil
 		}
 		want = r.head
+		if len(ref.head) >= want {
+			// The reference kept the head: nothing to read but advice.
+			f, err := r.advise(refs)
+			if err != nil {
+				return logRecord{}, false, err
+			}
+			rest := disclient.FileSpan{File: f, Off: ref.off + int64(want), Len: int(ref.n) - want}
+			return logRecord{ts: ref.ts, data: ref.head[:want:want], rest: rest}, true, nil
+		}
 	}
 	if cap(r.heads)-len(r.heads) < want {
 		r.heads = make([]byte, 0, max(want, spanHeadsPiece))
@@ -637,13 +657,9 @@ func (r *logReader) readSpan(refs []recordRef, skey uint64, part int32, seq int6
 	buf := r.heads[len(r.heads) : len(r.heads)+want]
 	r.log.filesMu.RLock()
 	defer r.log.filesMu.RUnlock()
-	f := r.log.files[ref.seg]
-	if f == nil {
-		return logRecord{}, false, errSegmentGone
-	}
-	if ref.seg != r.advisedSeg || ref.off >= r.advisedEnd {
-		r.advisedSeg, r.advisedEnd = ref.seg, ref.off+contiguous(refs)
-		adviseWillNeed(f, ref.off, r.advisedEnd-ref.off)
+	f, err := r.adviseLocked(refs)
+	if err != nil {
+		return logRecord{}, false, err
 	}
 	n, rerr := f.ReadAt(buf, ref.off)
 	if n < want {
@@ -676,6 +692,29 @@ func (r *logReader) readSpan(refs []recordRef, skey uint64, part int32, seq int6
 	rec.ts, rec.key, rec.data, _ = decodeRecordValue(payload[20 : used-frameHeaderLen : used-frameHeaderLen])
 	rec.rest = disclient.FileSpan{File: f, Off: ref.off + int64(used), Len: size - r.head}
 	return rec, true, nil
+}
+
+// advise returns the file of the segment refs[0] is in, having asked the
+// kernel to read ahead the run of records there unless it did for an
+// earlier record of the run.
+func (r *logReader) advise(refs []recordRef) (*os.File, error) {
+	r.log.filesMu.RLock()
+	defer r.log.filesMu.RUnlock()
+	return r.adviseLocked(refs)
+}
+
+// adviseLocked is advise for a caller holding the log's filesMu.
+func (r *logReader) adviseLocked(refs []recordRef) (*os.File, error) {
+	ref := refs[0]
+	f := r.log.files[ref.seg]
+	if f == nil {
+		return nil, errSegmentGone
+	}
+	if ref.seg != r.advisedSeg || ref.off >= r.advisedEnd {
+		r.advisedSeg, r.advisedEnd = ref.seg, ref.off+contiguous(refs)
+		adviseWillNeed(f, ref.off, r.advisedEnd-ref.off)
+	}
+	return f, nil
 }
 
 // readPiece reads the frames at the start of refs that lie one after the

@@ -6,11 +6,11 @@ import (
 )
 
 // Run frames. The records one append writes to one partition lie in the
-// log back to back, with no frame prefix between them, when there are two
-// or more and none has a partition key: a kafka stream's batches, which a
-// reader then sends from the file in one call per run rather than one per
-// record (docs/benchmarks.md, "Where the targets stand"). Such a run is one
-// frame:
+// log back to back, with no frame prefix between them, when none has a
+// partition key: a kafka stream's batches, which a reader then sends from
+// the file in one call per run rather than one per record
+// (docs/benchmarks.md, "Run frames"). Such a run, of one record or more,
+// is one frame:
 //
 //	<payload length | runFlag:4> <crc32c of head:4> <payload>
 //	payload = <head> <data 1> … <data count>
@@ -31,6 +31,25 @@ const (
 	runHeadFixed = 8 + 4 + 8 + 4
 	runEntryLen  = 8 + 4 + 4
 )
+
+// A member reference to a record of more than memberHeadMin bytes also
+// keeps the record's first memberHeadLen bytes: a reader that sends the
+// rest of it from the file (logReader.readSpan, the gateway's reads of
+// batches, whose 61-byte header it needs in memory) then reads nothing
+// from the log for it, where that read was a system call a batch
+// (docs/benchmarks.md).
+const (
+	memberHeadLen = 64
+	memberHeadMin = 4096
+)
+
+// memberHead is what a member reference keeps of data.
+func memberHead(data []byte) []byte {
+	if len(data) <= memberHeadMin {
+		return nil
+	}
+	return data[:memberHeadLen]
+}
 
 // runMember is one record of a run frame as its head describes it; off is
 // where its data starts in the frame.
@@ -55,7 +74,7 @@ type runRecord struct {
 }
 
 // appendRunFrame appends the run frame of records first, first+1, … of a
-// partition (two or more), filling in each one's off and crc.
+// partition (one or more), filling in each one's off and crc.
 func appendRunFrame(b []byte, skey uint64, part int32, first int64, recs []runRecord) []byte {
 	start := len(b)
 	b = append(b, make([]byte, frameHeaderLen)...)
@@ -93,7 +112,7 @@ func checkRunFrame(f []byte) (skey uint64, part int32, first int64, members []ru
 	}
 	count := int(binary.BigEndian.Uint32(f[frameHeaderLen+20:]))
 	headEnd := frameHeaderLen + runHeadFixed + count*runEntryLen
-	if count < 2 || count > (len(f)-frameHeaderLen-runHeadFixed)/runEntryLen {
+	if count < 1 || count > (len(f)-frameHeaderLen-runHeadFixed)/runEntryLen {
 		return 0, 0, 0, nil, false
 	}
 	head := f[frameHeaderLen:headEnd]

@@ -136,6 +136,38 @@ func TestRunFramesReindexed(t *testing.T) {
 	}
 }
 
+// A large member's reference keeps its head whether written with the
+// record or indexed again from the log.
+func TestMemberHeadsKept(t *testing.T) {
+	e := newEnv(t)
+	e.reopen()
+	e.createStream("s", 1)
+	e.put("s", sizedRecords(5000, 5000)...)
+	durable := filepath.Join(t.TempDir(), "durable")
+	if err := e.srv.db.Checkpoint(durable, pebble.WithFlushedWAL()); err != nil {
+		t.Fatal(err)
+	}
+	recs := sizedRecords(100, 6000, 4096)
+	e.put("s", recs...)
+	e.close()
+	if err := os.CopyFS(filepath.Join(durable, logDirName), os.DirFS(filepath.Join(e.dir, logDirName))); err != nil {
+		t.Fatal(err)
+	}
+	e.dir = durable
+	e.open()
+	skey := e.srv.streams[catalogKey(project, "s")].meta.Key
+	for i, want := range [][]byte{nil, recs[1].Data[:memberHeadLen], nil} {
+		ref, err := e.srv.recordRefAt(skey, 0, int64(2+i))
+		if err != nil || !ref.member || !bytes.Equal(ref.head, want) {
+			t.Errorf("record %d indexed again: %+v, %v; want the head %q", 2+i, ref, err, want)
+		}
+	}
+	ref, err := e.srv.recordRefAt(skey, 0, 0)
+	if err != nil || !bytes.Equal(ref.head, sizedRecords(5000)[0].Data[:memberHeadLen]) {
+		t.Errorf("record 0 as written: %+v, %v", ref, err)
+	}
+}
+
 // A run frame cut by a power loss goes whole, as its call was never
 // acknowledged; the partition goes on after the record before it.
 func TestTornRunFrameDropped(t *testing.T) {
@@ -193,45 +225,49 @@ func TestRunRecordChecksumOnRead(t *testing.T) {
 
 // Records of a run read as spans (disclient.SpanGetter) lie one after the
 // other in the file, so that a reader can send them in one call, and join
-// their heads to the same bytes HTTP reads.
+// their heads to the same bytes HTTP reads: heads the references keep
+// (head up to memberHeadLen) and heads read from the log.
 func TestRunRecordsAsSpans(t *testing.T) {
 	e := newLogEnv(t, SyncAlways, 1<<20)
 	httpc, local := e.clients(disclient.EncodingProtobuf)
 	ctx := context.Background()
 	e.createStream("s", 1)
-	const head, spanMin = 61, 4096
+	const spanMin = 4096
 	recs := sizedRecords(100, spanMin, spanMin+1, 70000, 5000, 60)
 	e.put("s", recs...)
-	c := e.cursor("s", "0", disclient.CursorTrimHorizon)
-	hr, herr := httpc.GetRecords(ctx, c, 8<<20)
-	sr, serr := local.(disclient.SpanGetter).GetRecordsSpans(ctx, c, 8<<20, head, spanMin)
-	if herr != nil || serr != nil || len(sr.Records) != len(recs) || len(hr.Records) != len(recs) {
-		t.Fatalf("GetRecords: HTTP %v, spans %v, %v", herr, sr, serr)
-	}
-	var prev disclient.FileSpan
-	for i := range sr.Records {
-		r := &sr.Records[i]
-		data := len(recs[i].Data)
-		spanned := r.Rest.Len > 0
-		if spanned != (data > spanMin) || spanned && (len(r.Data) != head || r.Rest.Len != data-head) {
-			t.Errorf("record %d of %d bytes: %d bytes and a span of %d", i, data, len(r.Data), r.Rest.Len)
+	for _, head := range []int{61, memberHeadLen, memberHeadLen + 1, 1000} {
+		c := e.cursor("s", "0", disclient.CursorTrimHorizon)
+		hr, herr := httpc.GetRecords(ctx, c, 8<<20)
+		sr, serr := local.(disclient.SpanGetter).GetRecordsSpans(ctx, c, 8<<20, head, spanMin)
+		if herr != nil || serr != nil || len(sr.Records) != len(recs) || len(hr.Records) != len(recs) {
+			t.Fatalf("head %d: GetRecords: HTTP %v, spans %v, %v", head, herr, sr, serr)
 		}
-		if !spanned {
-			if !bytes.Equal(r.Data, recs[i].Data) {
-				t.Errorf("record %d read whole differs", i)
+		var prev disclient.FileSpan
+		for i := range sr.Records {
+			r := &sr.Records[i]
+			data := len(recs[i].Data)
+			spanned := r.Rest.Len > 0
+			if spanned != (data > spanMin) || spanned && (len(r.Data) != head || r.Rest.Len != data-head) {
+				t.Errorf("head %d, record %d of %d bytes: %d bytes and a span of %d", head, i, data, len(r.Data), r.Rest.Len)
 			}
-			prev = disclient.FileSpan{}
-			continue
+			if !spanned {
+				if !bytes.Equal(r.Data, recs[i].Data) {
+					t.Errorf("head %d: record %d read whole differs", head, i)
+				}
+				prev = disclient.FileSpan{}
+				continue
+			}
+			w := r.Whole()
+			b, err := w.AppendTo(nil)
+			if err != nil || !bytes.Equal(b, recs[i].Data) || !bytes.Equal(b, hr.Records[i].Data) ||
+				!bytes.Equal(r.Data, recs[i].Data[:head]) {
+				t.Errorf("head %d, record %d: its range reads %d bytes, %v", head, i, len(b), err)
+			}
+			if prev.Len > 0 && (prev.File != w.File || prev.Off+int64(prev.Len) != w.Off) {
+				t.Errorf("head %d: record %d starts at %d, not where record %d ends (%d)", head, i, w.Off, i-1, prev.Off+int64(prev.Len))
+			}
+			prev = w
 		}
-		w := r.Whole()
-		b, err := w.AppendTo(nil)
-		if err != nil || !bytes.Equal(b, recs[i].Data) || !bytes.Equal(b, hr.Records[i].Data) {
-			t.Errorf("record %d: its range reads %d bytes, %v", i, len(b), err)
-		}
-		if prev.Len > 0 && (prev.File != w.File || prev.Off+int64(prev.Len) != w.Off) {
-			t.Errorf("record %d starts at %d, not where record %d ends (%d)", i, w.Off, i-1, prev.Off+int64(prev.Len))
-		}
-		prev = w
 	}
 }
 
