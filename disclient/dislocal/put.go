@@ -291,6 +291,8 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 	// Each routed record's sequence number and timestamp, by index.
 	seqs := make([]int64, len(recs))
 	stamps := make([]int64, len(recs))
+	// The indexes of each touched partition's records, in order.
+	byPart := make([][]int, len(touched))
 	var key [indexKeyLen]byte
 	b := s.db.NewBatchWithSize(len(touched)*(partitionPrefixLen+partitionStateLen) + len(recs)*(recordKeyLen+memberRefLen+memberHeadLen+2*indexKeyLen))
 	defer b.Close()
@@ -309,6 +311,7 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 			ts = *rec.Timestamp
 		}
 		seqs[i], stamps[i] = seq, ts
+		byPart[j] = append(byPart[j], i)
 		if err := ps.indexRecord(b, skey, n, seq, ts, second); err != nil {
 			return nil, err
 		}
@@ -319,15 +322,11 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 	// the records' references relative to where the frames will start.
 	refs := make([]recordRef, len(recs))
 	var run []runRecord
-	var members []int
-	for _, n := range touched {
-		members = members[:0]
+	for j, n := range touched {
+		members := byPart[j]
 		runnable := true
-		for i := range recs {
-			if targets[i] == n {
-				members = append(members, i)
-				runnable = runnable && inRun(recs[i].PartitionKey)
-			}
+		for _, i := range members {
+			runnable = runnable && inRun(recs[i].PartitionKey)
 		}
 		if runnable {
 			run = run[:0]

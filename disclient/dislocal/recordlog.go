@@ -570,10 +570,11 @@ func errCorruptRecord(seq int64, ref recordRef) error {
 	return fmt.Errorf("corrupt record %d in log segment %d at %d", seq, ref.seg, ref.off)
 }
 
-// read returns the record at refs[0], checked to be record seq of
-// partition part of the stream with key skey, its data against its
-// checksum unless it is read as a span (spanMin: then only a record
-// frame's length is checked). refs are the records the caller will read
+// read returns the record at refs[0]: a record frame checked to be record
+// seq of partition part of the stream with key skey and against its
+// checksum, a run member against its data's checksum, unless it is read
+// as a span (spanMin: then only a record frame's length and place are
+// checked). refs are the records the caller will read
 // next, in order: a window refilled here covers those that lie one after
 // the other in the log. Unless fresh, the record is valid until the next
 // read.
@@ -635,43 +636,35 @@ func (r *logReader) spans(ref recordRef) bool {
 // are in the page cache when they are sent.
 func (r *logReader) readSpan(refs []recordRef, skey uint64, part int32, seq int64) (rec logRecord, ok bool, err error) {
 	ref := refs[0]
-	want := min(int(ref.n), framePrefixLen+8+binary.MaxVarintLen64+spanKeyRoom+r.head)
-	if ref.member {
-		if int(ref.n) <= r.head {
-			return logRecord{}, false, nil
-		}
-		want = r.head
-		if len(ref.head) >= want {
-			// The reference kept the head: nothing to read but advice.
-			f, err := r.advise(refs)
-			if err != nil {
-				return logRecord{}, false, err
-			}
-			rest := disclient.FileSpan{File: f, Off: ref.off + int64(want), Len: int(ref.n) - want}
-			return logRecord{ts: ref.ts, data: ref.head[:want:want], rest: rest}, true, nil
-		}
+	if ref.member && int(ref.n) <= r.head {
+		return logRecord{}, false, nil
 	}
-	if cap(r.heads)-len(r.heads) < want {
-		r.heads = make([]byte, 0, max(want, spanHeadsPiece))
-	}
-	buf := r.heads[len(r.heads) : len(r.heads)+want]
 	r.log.filesMu.RLock()
 	defer r.log.filesMu.RUnlock()
-	f, err := r.adviseLocked(refs)
-	if err != nil {
-		return logRecord{}, false, err
+	f := r.log.files[ref.seg]
+	if f == nil {
+		return logRecord{}, false, errSegmentGone
 	}
-	n, rerr := f.ReadAt(buf, ref.off)
-	if n < want {
-		if rerr == nil || errors.Is(rerr, io.EOF) {
-			rerr = io.ErrUnexpectedEOF
-		}
-		return logRecord{}, false, fmt.Errorf("read record log segment %d at %d: %w", ref.seg, ref.off, rerr)
+	if ref.seg != r.advisedSeg || ref.off >= r.advisedEnd {
+		r.advisedSeg, r.advisedEnd = ref.seg, ref.off+contiguous(refs)
+		adviseWillNeed(f, ref.off, r.advisedEnd-ref.off)
 	}
 	if ref.member {
-		r.heads = r.heads[:len(r.heads)+want]
-		rest := disclient.FileSpan{File: f, Off: ref.off + int64(want), Len: int(ref.n) - want}
-		return logRecord{ts: ref.ts, data: buf[:want:want], rest: rest}, true, nil
+		head := ref.head
+		if len(head) < r.head {
+			// Not kept in the reference: read from the log.
+			if head, err = r.readHead(f, ref, r.head); err != nil {
+				return logRecord{}, false, err
+			}
+			r.heads = r.heads[:len(r.heads)+r.head]
+		}
+		rest := disclient.FileSpan{File: f, Off: ref.off + int64(r.head), Len: int(ref.n) - r.head}
+		return logRecord{ts: ref.ts, data: head[:r.head:r.head], rest: rest}, true, nil
+	}
+	want := min(int(ref.n), framePrefixLen+8+binary.MaxVarintLen64+spanKeyRoom+r.head)
+	buf, err := r.readHead(f, ref, want)
+	if err != nil {
+		return logRecord{}, false, err
 	}
 	if int(binary.BigEndian.Uint32(buf)) != int(ref.n)-frameHeaderLen {
 		return logRecord{}, false, errCorruptRecord(seq, ref)
@@ -694,27 +687,22 @@ func (r *logReader) readSpan(refs []recordRef, skey uint64, part int32, seq int6
 	return rec, true, nil
 }
 
-// advise returns the file of the segment refs[0] is in, having asked the
-// kernel to read ahead the run of records there unless it did for an
-// earlier record of the run.
-func (r *logReader) advise(refs []recordRef) (*os.File, error) {
-	r.log.filesMu.RLock()
-	defer r.log.filesMu.RUnlock()
-	return r.adviseLocked(refs)
-}
-
-// adviseLocked is advise for a caller holding the log's filesMu.
-func (r *logReader) adviseLocked(refs []recordRef) (*os.File, error) {
-	ref := refs[0]
-	f := r.log.files[ref.seg]
-	if f == nil {
-		return nil, errSegmentGone
+// readHead reads want bytes of f from ref.off on into the free end of the
+// reader's heads piece; the caller keeps what it uses by extending
+// r.heads over it.
+func (r *logReader) readHead(f *os.File, ref recordRef, want int) ([]byte, error) {
+	if cap(r.heads)-len(r.heads) < want {
+		r.heads = make([]byte, 0, max(want, spanHeadsPiece))
 	}
-	if ref.seg != r.advisedSeg || ref.off >= r.advisedEnd {
-		r.advisedSeg, r.advisedEnd = ref.seg, ref.off+contiguous(refs)
-		adviseWillNeed(f, ref.off, r.advisedEnd-ref.off)
+	buf := r.heads[len(r.heads) : len(r.heads)+want]
+	n, err := f.ReadAt(buf, ref.off)
+	if n < want {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("read record log segment %d at %d: %w", ref.seg, ref.off, err)
 	}
-	return f, nil
+	return buf, nil
 }
 
 // readPiece reads the frames at the start of refs that lie one after the
