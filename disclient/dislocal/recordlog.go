@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -183,6 +184,9 @@ type recordLog struct {
 	abandon     chan struct{}
 	prepared    sync.WaitGroup
 	log         zerolog.Logger
+	// lastAppend is when the last append began: the spare is zeroed at
+	// the disk's speed only while the log is idle (spareStep).
+	lastAppend time.Time
 
 	// files holds every segment open for reading, by id.
 	filesMu sync.RWMutex
@@ -447,6 +451,7 @@ func (l *recordLog) append(frames []byte, index func(seg uint64, off int64) erro
 	if err := l.stoppedLocked(); err != nil {
 		return 0, 0, err
 	}
+	l.lastAppend = time.Now()
 	full := l.size+int64(len(frames)) > l.segmentBytes
 	// A segment not made from a spare (the first after open, or one a
 	// spare was not ready for) rolls as soon as one is ready.

@@ -15,11 +15,20 @@ import (
 // already written and made durable commits only the data, and on the disks
 // measured took about half as long (docs/benchmarks.md, "Spare segments").
 // So while a segment fills, a goroutine prepares the next one: it writes a
-// file of segmentBytes zeros, a chunk at a time, keeping ahead of the active
-// segment's size by half as much again and spareLead more, so that the zeros
-// reach the disk in small pieces spread over the segment's life, between the
-// log's own fsyncs, rather than in one burst in front of them, and the spare
-// is ready when the segment is two-thirds full. Where the file system
+// file of segmentBytes zeros, a chunk at a time (spareStep). While no append
+// came for spareIdle it writes them at the disk's speed: nothing waits for
+// the disk then, and a burst of appends after the pause finds the spare
+// ready. While appends come, the zeros and the log's fsyncs share the disk,
+// and an fsync that queues behind a chunk of zeros waits for it: under a
+// producer of 1 KiB records in 16 KiB batches, zeros written alongside at
+// half again the appends' rate cost a quarter of its throughput
+// (docs/benchmarks.md, "Spares zeroed while the log is idle"). So then they
+// go in small chunks, at most spareBusyRate bytes a second, and only while
+// the spare is less than half as much again and spareLead ahead of the
+// active segment's size: a slow writer, whose fsyncs gain most from zeros
+// written before, finds the spare ready when its segment is two-thirds
+// full; a fast one fills segments faster than that and rolls onto the spare
+// when it is ready, as below. Where the file system
 // allows, the zeros are written with O_DIRECT, straight from one buffer to
 // the disk: through the page cache they cost a kernel copy and page
 // allocation per byte, up to a fifth of the gateway's CPU under a fast
@@ -49,8 +58,10 @@ const (
 	// spareName is the file a spare is prepared in. It is not a segment
 	// name, so open never takes a spare for data; open deletes it.
 	spareName = "spare"
-	// spareChunk is how many zeros are written at a time.
-	spareChunk = 1 << 20
+	// spareChunk is how many zeros are written at a time while the log is
+	// idle, spareBusyChunk while appends come.
+	spareChunk     = 1 << 20
+	spareBusyChunk = 128 << 10
 	// pageBytes is the alignment O_DIRECT writes need and the page size
 	// appends to a spare-made segment pad to.
 	pageBytes = 4096
@@ -69,9 +80,14 @@ const (
 	// segment's size.
 	spareLead = 8 << 20
 	// While the spare is far enough ahead, its preparation sleeps, from
-	// sparePauseMin doubling to sparePauseMax while the log is idle.
+	// sparePauseMin doubling to sparePauseMax while that lasts.
 	sparePauseMin = 5 * time.Millisecond
 	sparePauseMax = 100 * time.Millisecond
+	// spareIdle is how long after the last append the log counts as idle.
+	spareIdle = 50 * time.Millisecond
+	// spareBusyRate bounds, in bytes a second, the zeros written while
+	// appends come: 16 MB/s, a few percent of the disks measured.
+	spareBusyRate = 16 << 20
 )
 
 // errSpareAbandoned ends the preparation of a spare when the log closes.
@@ -126,13 +142,21 @@ func (l *recordLog) writeSpare() (f, appendFile *os.File, err error) {
 	zeros := alignedZeros(int(min(spareChunk, size)))
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	// sleep waits d unless the log closes first.
+	sleep := func(d time.Duration) bool {
+		timer.Reset(d)
+		select {
+		case <-timer.C:
+			return true
+		case <-l.abandon:
+			return false
+		}
+	}
 	pause := sparePauseMin
 	for off := int64(0); off < size; {
-		if l.spareAhead(off, size) {
-			timer.Reset(pause)
-			select {
-			case <-timer.C:
-			case <-l.abandon:
+		chunk, after := l.spareStep(off, size)
+		if chunk == 0 {
+			if !sleep(pause) {
 				return f, nil, errSpareAbandoned
 			}
 			pause = min(2*pause, sparePauseMax)
@@ -144,7 +168,7 @@ func (l *recordLog) writeSpare() (f, appendFile *os.File, err error) {
 		default:
 		}
 		pause = sparePauseMin
-		n := min(int64(len(zeros)), size-off)
+		n := min(chunk, size-off)
 		if _, err := f.WriteAt(zeros[:n], off); err != nil {
 			return f, nil, err
 		}
@@ -156,6 +180,9 @@ func (l *recordLog) writeSpare() (f, appendFile *os.File, err error) {
 			}
 		}
 		off += n
+		if after > 0 && !sleep(after) {
+			return f, nil, errSpareAbandoned
+		}
 	}
 	if err := f.Sync(); err != nil || !direct {
 		return f, nil, err
@@ -245,10 +272,26 @@ func closeFiles(files ...*os.File) {
 	}
 }
 
-// spareAhead reports whether a spare of size bytes, zeroed up to done, is
-// far enough ahead of the active segment for its preparation to wait.
-func (l *recordLog) spareAhead(done, size int64) bool {
+// spareStep decides the next step of preparing a spare of size bytes,
+// zeroed up to done (see the comment at the top of this file): how many
+// zeros to write next, none for a pause, and how long to wait after them.
+func (l *recordLog) spareStep(done, size int64) (chunk int64, after time.Duration) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return done >= min(size, l.size+l.size/2+spareLead)
+	idle := time.Since(l.lastAppend) >= spareIdle
+	active := l.size
+	l.mu.Unlock()
+	return spareStep(idle, done, size, active)
+}
+
+// spareStep is recordLog.spareStep for a log that is idle or not, whose
+// active segment holds active bytes.
+func spareStep(idle bool, done, size, active int64) (chunk int64, after time.Duration) {
+	switch {
+	case idle:
+		return spareChunk, 0
+	case done >= min(size, active+active/2+spareLead):
+		return 0, 0
+	default:
+		return spareBusyChunk, spareBusyChunk * time.Second / spareBusyRate
+	}
 }

@@ -313,3 +313,66 @@ func TestRecordLogDirectAppends(t *testing.T) {
 		}
 	}
 }
+
+// How a spare is zeroed: at the disk's speed while the log is idle,
+// whatever the active segment holds; while appends come, in small chunks
+// spaced to spareBusyRate and only until it is half as much again and
+// spareLead ahead of the active segment.
+func TestSpareStep(t *testing.T) {
+	const size = 256 << 20
+	busyWait := time.Duration(spareBusyChunk) * time.Second / spareBusyRate
+	for _, c := range []struct {
+		name         string
+		idle         bool
+		done, active int64
+		chunk        int64
+		after        time.Duration
+	}{
+		{"idle, just started", true, 0, 0, spareChunk, 0},
+		{"idle, far ahead of an empty segment", true, 200 << 20, 0, spareChunk, 0},
+		{"busy, behind", false, 0, 0, spareBusyChunk, busyWait},
+		{"busy, just short of the lead", false, spareLead - 1, 0, spareBusyChunk, busyWait},
+		{"busy, at the lead", false, spareLead, 0, 0, 0},
+		{"busy, ahead of a segment of 100 MiB", false, 160 << 20, 100 << 20, 0, 0},
+		{"busy, behind a segment of 100 MiB", false, 150 << 20, 100 << 20, spareBusyChunk, busyWait},
+		{"busy, segment nearly full, spare not done", false, size - 1, 250 << 20, spareBusyChunk, busyWait},
+	} {
+		chunk, after := spareStep(c.idle, c.done, size, c.active)
+		if chunk != c.chunk || after != c.after {
+			t.Errorf("%s: %d zeros then a wait of %v, want %d then %v", c.name, chunk, after, c.chunk, c.after)
+		}
+	}
+	if busyWait < 4*time.Millisecond {
+		t.Errorf("zeros written while appends come are spaced %v apart, want them at most %d bytes a second", busyWait, spareBusyRate)
+	}
+}
+
+// A log that takes no appends zeroes its whole spare, however far that is
+// ahead of the active segment: a burst of appends after a pause then lands
+// on blocks written before, with no zeros competing for the disk.
+func TestRecordLogIdleFinishesSpare(t *testing.T) {
+	const segmentBytes = 64 << 20
+	l, _, _, err := openRecordLog(t.TempDir(), segmentBytes, true, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.close() }()
+	frame := appendFrame(nil, 1, 0, 0, 1, "", []byte("a"))
+	seg, off, err := l.append(frame, func(uint64, int64) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.sync(seg, off+int64(len(frame))); err != nil {
+		t.Fatal(err)
+	}
+	// Ahead of one frame by spareLead, a busy log's spare would wait for
+	// the segment to grow; an idle one's is ready.
+	waitLogSpare(t, l)
+	fi, err := os.Stat(l.sparePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != segmentBytes {
+		t.Errorf("spare of %d bytes, want %d", fi.Size(), segmentBytes)
+	}
+}
