@@ -265,8 +265,9 @@ func (t *gnetTransport) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 
 func (t *gnetTransport) OnClose(c gnet.Conn, err error) gnet.Action {
 	if k, ok := c.Context().(*gnetSink); ok {
-		k.s.onClosed()
+		// Its slot goes first, as for TLS (serveTLSConn).
 		t.gw.releaseConn(k.ip)
+		k.s.onClosed()
 	}
 	return gnet.None
 }

@@ -62,8 +62,7 @@ func (gw *Gateway) startTLS(l *listener) error {
 			conns.Add(1)
 			gw.goSafe("TLS connection", func() {
 				defer conns.Done()
-				gw.serveTLSConn(l, c)
-				gw.releaseConn(ip)
+				gw.serveTLSConn(l, c, ip)
 				mu.Lock()
 				delete(open, c)
 				mu.Unlock()
@@ -224,14 +223,15 @@ func (k *tlsSink) writeFrame(f []byte) error {
 
 // serveTLSConn handshakes one TLS connection and reads its frames into a
 // session. When it returns, the session, the writer and the connection are
-// gone.
-func (gw *Gateway) serveTLSConn(l *listener, raw net.Conn) {
+// gone, and the connection's admission (ip, admitConn) is released.
+func (gw *Gateway) serveTLSConn(l *listener, raw net.Conn, ip string) {
 	c := tls.Server(raw, l.TLS)
 	_ = c.SetDeadline(time.Now().Add(gw.cfg.TLSHandshakeTimeout))
 	if err := c.HandshakeContext(gw.ctx); err != nil {
 		gw.metrics.connsClosed.WithLabelValues("tls_handshake").Inc()
 		gw.log.Warn().Err(err).Str("remote", raw.RemoteAddr().String()).Msg("TLS handshake failed")
 		_ = c.Close()
+		gw.releaseConn(ip)
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
@@ -240,6 +240,10 @@ func (gw *Gateway) serveTLSConn(l *listener, raw net.Conn) {
 	sink.s = s
 	gw.goSafe("TLS writer", sink.writeLoop)
 	defer func() {
+		// The connection's slot goes before the connection count drops,
+		// so that one seen closed in disgw_connections is never still
+		// held against MaxConnections and MaxConnectionsPerIP.
+		gw.releaseConn(ip)
 		s.onClosed()
 		close(sink.stop)
 		<-sink.done
