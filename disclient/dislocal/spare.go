@@ -86,7 +86,7 @@ const (
 	// spareIdle is how long after the last append the log counts as idle.
 	spareIdle = 50 * time.Millisecond
 	// spareBusyRate bounds, in bytes a second, the zeros written while
-	// appends come: 16 MB/s, a few percent of the disks measured.
+	// appends come: 16 MiB/s, a few percent of the disks measured.
 	spareBusyRate = 16 << 20
 )
 
