@@ -184,9 +184,11 @@ type recordLog struct {
 	abandon     chan struct{}
 	prepared    sync.WaitGroup
 	log         zerolog.Logger
-	// lastAppend is when the last append began: the spare is zeroed at
-	// the disk's speed only while the log is idle (spareStep).
+	// lastAppend is when the last append began, appended the bytes
+	// written since open: the spare is zeroed at the disk's speed only
+	// while a log that has taken some is idle (spareStep).
 	lastAppend time.Time
+	appended   int64
 
 	// files holds every segment open for reading, by id.
 	filesMu sync.RWMutex
@@ -470,6 +472,7 @@ func (l *recordLog) append(frames []byte, index func(seg uint64, off int64) erro
 	seg, off = l.activeID, l.size
 	n, err := l.writeFrames(frames, off)
 	l.size += int64(n)
+	l.appended += int64(n)
 	if err == nil {
 		if err = index(seg, off); err == nil {
 			return seg, off, nil

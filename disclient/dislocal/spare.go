@@ -16,7 +16,8 @@ import (
 // measured took about half as long (docs/benchmarks.md, "Spare segments").
 // So while a segment fills, a goroutine prepares the next one: it writes a
 // file of segmentBytes zeros, a chunk at a time (spareStep). While no append
-// came for spareIdle it writes them at the disk's speed: nothing waits for
+// came for spareIdle, to a log that has taken a quarter of a segment since
+// it opened, it writes them at the disk's speed: nothing waits for
 // the disk then, and a burst of appends after the pause finds the spare
 // ready. While appends come, the zeros and the log's fsyncs share the disk,
 // and an fsync that queues behind a chunk of zeros waits for it: under a
@@ -83,8 +84,12 @@ const (
 	// sparePauseMin doubling to sparePauseMax while that lasts.
 	sparePauseMin = 5 * time.Millisecond
 	sparePauseMax = 100 * time.Millisecond
-	// spareIdle is how long after the last append the log counts as idle.
-	spareIdle = 50 * time.Millisecond
+	// spareIdle is how long after the last append the log counts as idle,
+	// once it has taken a segment's 1/spareIdleShare since it opened: a
+	// server that takes little (a quiet topic, a test) writes no whole
+	// segment of zeros it may never use.
+	spareIdle      = 50 * time.Millisecond
+	spareIdleShare = 4
 	// spareBusyRate bounds, in bytes a second, the zeros written while
 	// appends come: 16 MiB/s, a few percent of the disks measured.
 	spareBusyRate = 16 << 20
@@ -277,7 +282,7 @@ func closeFiles(files ...*os.File) {
 // zeros to write next, none for a pause, and how long to wait after them.
 func (l *recordLog) spareStep(done, size int64) (chunk int64, after time.Duration) {
 	l.mu.Lock()
-	idle := time.Since(l.lastAppend) >= spareIdle
+	idle := l.appended >= l.segmentBytes/spareIdleShare && time.Since(l.lastAppend) >= spareIdle
 	active := l.size
 	l.mu.Unlock()
 	return spareStep(idle, done, size, active)

@@ -347,9 +347,12 @@ func TestSpareStep(t *testing.T) {
 	}
 }
 
-// A log that takes no appends zeroes its whole spare, however far that is
-// ahead of the active segment: a burst of appends after a pause then lands
-// on blocks written before, with no zeros competing for the disk.
+// A log that has taken a quarter of a segment and takes no more appends
+// zeroes its whole spare, however far that is ahead of the active segment:
+// a burst of appends after a pause then lands on blocks written before,
+// with no zeros competing for the disk. One that has taken less keeps to
+// the pace of its appends, so that a server that takes little writes no
+// whole segment of zeros.
 func TestRecordLogIdleFinishesSpare(t *testing.T) {
 	const segmentBytes = 64 << 20
 	l, _, _, err := openRecordLog(t.TempDir(), segmentBytes, true, zerolog.Nop())
@@ -357,19 +360,33 @@ func TestRecordLogIdleFinishesSpare(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = l.close() }()
-	frame := appendFrame(nil, 1, 0, 0, 1, "", []byte("a"))
-	seg, off, err := l.append(frame, func(uint64, int64) error { return nil })
-	if err != nil {
-		t.Fatal(err)
+	appendFrames := func(n, size int) {
+		t.Helper()
+		for range n {
+			frame := appendFrame(nil, 1, 0, 0, 1, "", bytes.Repeat([]byte{'a'}, size))
+			seg, off, err := l.append(frame, func(uint64, int64) error { return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.sync(seg, off+int64(len(frame))); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	if err := l.sync(seg, off+int64(len(frame))); err != nil {
-		t.Fatal(err)
-	}
-	// Ahead of one frame by spareLead, a busy log's spare would wait for
-	// the segment to grow; an idle one's is ready.
-	waitLogSpare(t, l)
+	appendFrames(1, 100)
+	time.Sleep(500 * time.Millisecond)
 	fi, err := os.Stat(l.sparePath())
 	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > spareLead+spareChunk {
+		t.Fatalf("after one small append and a pause the spare holds %d bytes of zeros, want at most %d", fi.Size(), spareLead+spareChunk)
+	}
+	appendFrames(segmentBytes/spareIdleShare>>20, 1<<20)
+	// 1.5 times the active segment and spareLead ahead, a busy log's
+	// spare would wait for the segment to grow; an idle one's is ready.
+	waitLogSpare(t, l)
+	if fi, err = os.Stat(l.sparePath()); err != nil {
 		t.Fatal(err)
 	}
 	if fi.Size() != segmentBytes {
