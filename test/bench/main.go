@@ -295,9 +295,9 @@ func run(s settings) (err error) {
 		}
 	}
 
-	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s dis-transport=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d direct-client-inflight=%d rounds=%d max-steal=%g steal-retries=%d GOMAXPROCS=%d NumCPU=%d\n",
+	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s dis-transport=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d direct-client-inflight=%d rounds=%d max-steal=%g steal-retries=%d page-reporting=%s GOMAXPROCS=%d NumCPU=%d\n",
 		s.mode, s.records, s.warmup, joinInts(s.sizes), joinInts(s.batches), s.partitions, s.sync, s.encoding, s.transport, kafkaLine,
-		s.latencyRate, s.latencyDuration, s.latencySize, s.unloaded, s.directBatch, s.directClientInflight, s.rounds, s.maxSteal, s.stealRetries, runtime.GOMAXPROCS(0), runtime.NumCPU())
+		s.latencyRate, s.latencyDuration, s.latencySize, s.unloaded, s.directBatch, s.directClientInflight, s.rounds, s.maxSteal, s.stealRetries, pageReporting(), runtime.GOMAXPROCS(0), runtime.NumCPU())
 	return b.runAll(ctx)
 }
 
