@@ -182,9 +182,9 @@ func runClusters(ctx context.Context, s settings) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("settings mode=cluster gateways=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s latency-rate=%d latency-duration=%s latency-size=%d GOMAXPROCS=%d NumCPU=%d\n",
+	fmt.Printf("settings mode=cluster gateways=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s latency-rate=%d latency-duration=%s latency-size=%d page-reporting=%s GOMAXPROCS=%d NumCPU=%d\n",
 		joinInts(s.gateways), s.records, s.warmup, joinInts(s.sizes), joinInts(s.batches), s.partitions, s.sync, s.encoding,
-		s.latencyRate, s.latencyDuration, s.latencySize, runtime.GOMAXPROCS(0), runtime.NumCPU())
+		s.latencyRate, s.latencyDuration, s.latencySize, pageReporting(), runtime.GOMAXPROCS(0), runtime.NumCPU())
 	var runs []clusterRun
 	for _, n := range s.gateways {
 		r, err := runCluster(ctx, bin, s, n)
