@@ -60,9 +60,7 @@ func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.Meta
 		if err != nil {
 			gw.log.Warn().Err(err).Msg("metadata: ListStreams failed")
 		}
-		names = slices.DeleteFunc(list, func(n string) bool {
-			return n == offsetsTopic || !gw.permits(r, authz.OpDescribe, authz.ResourceTopic, n)
-		})
+		names = slices.DeleteFunc(gw.describable(r, list), func(n string) bool { return n == offsetsTopic })
 		if gw.permits(r, authz.OpDescribe, authz.ResourceTopic, offsetsTopic) {
 			resp.Topics = append(resp.Topics, gw.offsetsTopicMetadata())
 		}
@@ -80,7 +78,11 @@ func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.Meta
 		switch {
 		case t.Topic != nil && *t.Topic == offsetsTopic,
 			(t.Topic == nil || *t.Topic == "") && t.TopicID == offsetsTopicID:
-			resp.Topics = append(resp.Topics, gw.offsetsTopicMetadata())
+			if gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, offsetsTopic) {
+				resp.Topics = append(resp.Topics, gw.offsetsTopicMetadata())
+			} else {
+				resp.Topics = append(resp.Topics, deniedTopicMetadata(offsetsTopic, t.TopicID, t.Topic == nil || *t.Topic == ""))
+			}
 		case t.Topic != nil && *t.Topic != "":
 			names = append(names, *t.Topic)
 		case t.TopicID != [16]byte{}:

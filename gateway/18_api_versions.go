@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/gateway/cluster"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -31,6 +32,10 @@ func apiVersionsError(req *kmsg.ApiVersionsRequest, code int16) kmsg.Response {
 func handleApiVersions(gw *Gateway, _ *request, req *kmsg.ApiVersionsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = supportedKeys(gw)
+	if challenge := cluster.PeerChallenge(&req.UnknownTags); challenge != nil && gw.cfg.PeerSecret != nil {
+		// A peer's probe: prove this gateway holds the cluster's secret.
+		resp.UnknownTags.Set(cluster.PeerProofTag, cluster.PeerProof(gw.cfg.PeerSecret, challenge))
+	}
 	return resp, nil
 }
 

@@ -110,7 +110,11 @@ func (gw *Gateway) deleteTopic(ctx context.Context, tn *tenant, name string) (in
 	}
 	err = tn.dis.DeleteStream(ctx, streamNameFor(name))
 	tn.catalog.invalidate(name)
-	if t != nil {
+	gone := err == nil || disclient.IsCode(err, disclient.CodeStreamNotFound)
+	if t != nil && gone {
+		// Only a stream DIS says is gone: a refused delete (this tenant's
+		// keys may not delete it) leaves every tenant's writers, readers
+		// and cached records as they were.
 		gw.forgetStream(t.streamID)
 	}
 	switch {

@@ -45,7 +45,7 @@ func handleConsumerGroupHeartbeat(ctx context.Context, gw *Gateway, r *request, 
 	}
 	var sub groupcoord.Subscription
 	gw.groups.with(r.s.tenant, func(c *groupcoord.Coordinator) { sub = c.ConsumerSubscription(req) })
-	topics, err := gw.consumerTopics(ctx, r.s.tenant, sub)
+	topics, err := gw.consumerTopics(ctx, r, sub)
 	if err != nil {
 		gw.log.Warn().Err(err).Str("group", req.Group).Msg("consumer group heartbeat: listing topics failed")
 		return consumerGroupHeartbeatError(req, kafkaCodeForDIS(err)), nil
@@ -55,17 +55,23 @@ func handleConsumerGroupHeartbeat(ctx context.Context, gw *Gateway, r *request, 
 
 // consumerTopics looks up what a consumer heartbeat needs: the topics
 // subscribed by name and, when a subscription is a regex, every topic
-// listed and those it matches. A topic whose lookup failed is left out, so
-// the coordinator keeps what it knew of it.
-func (gw *Gateway) consumerTopics(ctx context.Context, tn *tenant, sub groupcoord.Subscription) (groupcoord.Topics, error) {
+// listed that the member may describe and those it matches, so that a regex
+// never reveals a topic the ACLs hide, as Kafka filters them. A topic whose
+// lookup failed is left out, so the coordinator keeps what it knew of it.
+func (gw *Gateway) consumerTopics(ctx context.Context, r *request, sub groupcoord.Subscription) (groupcoord.Topics, error) {
 	var out groupcoord.Topics
+	tn := r.s.tenant
 	names := sub.Names
 	if len(sub.Regexes) > 0 {
 		all, err := tn.catalog.list(ctx)
 		if err != nil {
 			return out, err
 		}
-		out.All = all
+		out.All = gw.describable(r, all)
+		if hidden := len(all) - len(out.All); hidden > 0 {
+			r.s.log.Info().Str("principal", r.principal()).Str("api", r.h.name).Int("topics", hidden).
+				Msg("denied by ACLs: topics the member may not describe are left out of its regex subscription's matches")
+		}
 		names = append(slices.Clone(names), sub.Matches(all)...)
 	}
 	found := tn.catalog.getMany(ctx, names, newCallBudget(gw.cfg.MaxDescribesPerRequest))

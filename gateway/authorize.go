@@ -151,15 +151,34 @@ func (gw *Gateway) describableTopics(r *request, resp *kmsg.MetadataResponse, na
 		if gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, name) {
 			return false
 		}
-		mt := kmsg.NewMetadataResponseTopic()
-		mt.ErrorCode = topicDenied
-		if id, ok := byID[name]; ok {
-			mt.TopicID = id
-		} else {
-			mt.Topic = kmsg.StringPtr(name)
-		}
-		resp.Topics = append(resp.Topics, mt)
+		id, asked := byID[name]
+		resp.Topics = append(resp.Topics, deniedTopicMetadata(name, id, asked))
 		return true
+	})
+}
+
+// deniedTopicMetadata answers for a topic the client may not describe,
+// under the name or the id it was asked by, so an id reveals no name.
+func deniedTopicMetadata(name string, id [16]byte, byID bool) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.ErrorCode = topicDenied
+	if byID {
+		mt.TopicID = id
+	} else {
+		mt.Topic = kmsg.StringPtr(name)
+	}
+	return mt
+}
+
+// describable is the topics of names that r's principal may describe, in
+// order, for answers that list topics rather than name them (a denial
+// there is not logged: every listing would log one).
+func (gw *Gateway) describable(r *request, names []string) []string {
+	if gw.acls == nil {
+		return names
+	}
+	return slices.DeleteFunc(slices.Clone(names), func(n string) bool {
+		return !gw.permits(r, authz.OpDescribe, authz.ResourceTopic, n)
 	})
 }
 

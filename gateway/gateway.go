@@ -56,6 +56,10 @@ type Config struct {
 	AllowEveryoneIfNoACLFound bool
 	// NodeID is this gateway's broker id in Metadata.
 	NodeID int32
+	// PeerSecret is the secret the gateways of one cluster share: this one
+	// proves it holds it to the peers that probe it (cluster.PeerProof),
+	// so that they count it as a peer. Nil answers no probe's challenge.
+	PeerSecret []byte
 	// Membership is the cluster of gateways this one belongs to
 	// (docs/design.md §6); nil means a gateway alone, which owns every
 	// partition and group.
@@ -469,6 +473,11 @@ func (gw *Gateway) Start() error {
 		}
 		if spec.Protocol.usesSASL() && gw.cfg.SASL == nil && !gw.cfg.SASLPassthrough {
 			return fmt.Errorf("gateway: %s listener %s needs SASL users or passthrough", spec.Protocol, spec.Addr)
+		}
+	}
+	if gw.cfg.SASLPassthrough {
+		if err := gw.requireSignatureChecks(); err != nil {
+			return err
 		}
 	}
 	if err := gw.startACLs(specs); err != nil {

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"errors"
+	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,7 +25,11 @@ var (
 	errSignInsBusy   = errors.New("authentication failed: the gateway is checking as many sign-ins with DIS as it may; wait before trying again")
 )
 
-// authLimiter throttles sign-ins; it is safe for concurrent use.
+// authLimiter throttles sign-ins; it is safe for concurrent use. A
+// sign-in counts against its buckets from the moment it starts: one whose
+// check is still under way (a passthrough sign-in waits for DIS) holds an
+// attempt, so guesses sent in parallel are refused as soon as the attempts
+// under way and the failures already made use up a bucket.
 type authLimiter struct {
 	every rate.Limit
 	burst int
@@ -31,8 +37,15 @@ type authLimiter struct {
 	checks *rate.Limiter
 
 	mu    sync.Mutex
-	addrs map[string]*rate.Limiter
-	users map[string]*rate.Limiter
+	addrs map[string]*authBucket
+	users map[string]*authBucket
+}
+
+// authBucket is one address's, network's or user's failed sign-ins and the
+// sign-ins under way.
+type authBucket struct {
+	failures *rate.Limiter
+	pending  int
 }
 
 func newAuthLimiter(cfg *Config) *authLimiter {
@@ -40,62 +53,103 @@ func newAuthLimiter(cfg *Config) *authLimiter {
 		every:  rate.Limit(float64(cfg.AuthFailuresPerMinute) / 60),
 		burst:  cfg.AuthFailureBurst,
 		checks: rate.NewLimiter(rate.Limit(cfg.SignInChecksPerSecond), cfg.SignInChecksPerSecond),
-		addrs:  make(map[string]*rate.Limiter),
-		users:  make(map[string]*rate.Limiter),
+		addrs:  make(map[string]*authBucket),
+		users:  make(map[string]*authBucket),
 	}
 }
 
-// throttled reports whether addr or user (either may be "") has used up its
-// failed sign-ins.
-func (l *authLimiter) throttled(addr, user string, now time.Time) bool {
+// signInAttempt is a sign-in under way: the buckets it holds an attempt
+// of, to settle with end.
+type signInAttempt struct {
+	buckets []*authBucket
+}
+
+// begin starts a sign-in from addr (Kafka's "/host" form) as user (either
+// may be ""): it holds one attempt of the address's bucket, of its IPv6
+// /64's (one machine may own the whole network) and of the user's, and
+// reports false, holding none, when any bucket has no attempt left.
+func (l *authLimiter) begin(addr, user string, now time.Time) (*signInAttempt, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.empty(l.addrs, addr, now) || l.empty(l.users, user, now)
-}
-
-func (l *authLimiter) empty(m map[string]*rate.Limiter, key string, now time.Time) bool {
-	lim := m[key]
-	return key != "" && lim != nil && lim.TokensAt(now) < 1
-}
-
-// failed spends one failed sign-in of addr's and of user's.
-func (l *authLimiter) failed(addr, user string, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.spend(l.addrs, addr, now)
-	l.spend(l.users, user, now)
-}
-
-func (l *authLimiter) spend(m map[string]*rate.Limiter, key string, now time.Time) {
-	if key == "" {
-		return
+	var a signInAttempt
+	for _, k := range []struct {
+		m   map[string]*authBucket
+		key string
+	}{{l.addrs, addr}, {l.addrs, ipv6Network(addr)}, {l.users, user}} {
+		if k.key == "" {
+			continue
+		}
+		b := l.bucket(k.m, k.key, now)
+		if b.failures.TokensAt(now)-float64(b.pending) < 1 {
+			return nil, false
+		}
+		a.buckets = append(a.buckets, b)
 	}
-	lim := m[key]
-	if lim == nil {
+	for _, b := range a.buckets {
+		b.pending++
+	}
+	return &a, true
+}
+
+// end settles a sign-in begin started; a failed one spends an attempt of
+// every bucket it held.
+func (l *authLimiter) end(a *signInAttempt, failed bool, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, b := range a.buckets {
+		b.pending--
+		if failed {
+			b.failures.AllowN(now, 1)
+		}
+	}
+}
+
+// ipv6Network is the /64 of an IPv6 address in Kafka's "/host" form, ""
+// for anything else.
+func ipv6Network(addr string) string {
+	ip, err := netip.ParseAddr(strings.TrimPrefix(addr, "/"))
+	if err != nil || !ip.Is6() || ip.Is4In6() {
+		return ""
+	}
+	p, err := ip.Prefix(64)
+	if err != nil {
+		return ""
+	}
+	return p.String()
+}
+
+// bucket is key's bucket in m, made when there is none.
+func (l *authLimiter) bucket(m map[string]*authBucket, key string, now time.Time) *authBucket {
+	b := m[key]
+	if b == nil {
 		l.makeRoom(m, now)
-		lim = rate.NewLimiter(l.every, l.burst)
-		m[key] = lim
+		b = &authBucket{failures: rate.NewLimiter(l.every, l.burst)}
+		m[key] = b
 	}
-	lim.AllowN(now, 1)
+	return b
 }
 
 // makeRoom keeps m under maxAuthLimitEntries: buckets that have refilled
-// say nothing a new one would not, so they go first; when none has, random
-// ones go (map order), down to nine tenths, so the sweep is rare.
-func (l *authLimiter) makeRoom(m map[string]*rate.Limiter, now time.Time) {
+// with no sign-in under way say nothing a new one would not, so they go
+// first; when none has, random idle ones go (map order), down to nine
+// tenths, so the sweep is rare. A bucket with a sign-in under way stays,
+// for its end to settle.
+func (l *authLimiter) makeRoom(m map[string]*authBucket, now time.Time) {
 	if len(m) < maxAuthLimitEntries {
 		return
 	}
-	for k, lim := range m {
-		if lim.TokensAt(now) >= float64(l.burst) {
+	for k, b := range m {
+		if b.pending == 0 && b.failures.TokensAt(now) >= float64(l.burst) {
 			delete(m, k)
 		}
 	}
-	for k := range m {
+	for k, b := range m {
 		if len(m) < maxAuthLimitEntries*9/10 {
 			break
 		}
-		delete(m, k)
+		if b.pending == 0 {
+			delete(m, k)
+		}
 	}
 }
 

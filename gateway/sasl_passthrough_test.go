@@ -3,10 +3,14 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/disgw/disgw/disclient"
 )
@@ -89,5 +93,88 @@ func TestPassthroughSignInNeedsDISProof(t *testing.T) {
 				t.Fatalf("error %v, %d tenants cached", err, len(gw.tenants))
 			}
 		})
+	}
+}
+
+// Passthrough starts only in front of a DIS that refuses a call signed
+// with made-up keys: where DIS takes it (an embedded DIS without keys, or
+// one that checks no signatures), any password would sign in as any
+// access key, so Start fails saying what to set.
+func TestPassthroughNeedsDISThatChecksSignatures(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+		starts bool
+	}{
+		{"DIS takes any signature", 200, `{"total_number":0,"stream_names":[],"has_more_streams":false}`, false},
+		{"DIS checks the signature and denies on RBAC", 403, `{"errorCode":"DIS.4116","message":"RBAC denied"}`, false},
+		{"DIS refuses the signature", 441, `{"errorCode":"DIS.4107","message":"bad AK"}`, true},
+		{"IAM refuses the key", 401, `{"error_code":"APIGW.0301","error_msg":"Incorrect IAM authentication information"}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int64
+			srv := newFakeDISServer(t, tc.status, tc.body, &calls)
+			gw, err := New(Config{
+				Listen:          "127.0.0.1:0",
+				SASLPassthrough: true,
+				Listeners:       []Listener{{Addr: "127.0.0.1:0", Protocol: SASLPlaintext}},
+				NewTenantDIS: func(ak, sk string) (disclient.API, error) {
+					return disclient.New(disclient.Config{Endpoint: srv, ProjectID: "p",
+						Signer: disclient.AKSKSigner{AccessKey: ak, SecretKey: sk}, Retry: disclient.RetryPolicy{MaxAttempts: 1}})
+				},
+			}, localDIS(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = gw.Start()
+			t.Cleanup(func() { _ = gw.Close(context.Background()) })
+			if calls.Load() != 1 {
+				t.Fatalf("%d DIS calls, want the one that checks signatures", calls.Load())
+			}
+			switch {
+			case tc.starts && err != nil:
+				t.Fatalf("Start: %v", err)
+			case !tc.starts && (err == nil || !errors.Is(err, disclient.ErrSignaturesNotChecked) || !strings.Contains(err.Error(), "--embedded-dis-ak")):
+				t.Fatalf("Start = %v, want a refusal naming what to set", err)
+			}
+		})
+	}
+}
+
+// Guesses sent in parallel count as they start, not when DIS has answered:
+// with a burst of three and DIS slow to answer, ten sign-ins at once from
+// one address reach DIS at most three times.
+func TestParallelSignInGuessesCountedAtStart(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) > 1 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(441)
+		_, _ = w.Write([]byte(`{"errorCode":"DIS.4100","message":"Authorization error."}`))
+	}))
+	t.Cleanup(srv.Close)
+	gw := startGateway(t, Config{
+		SASLPassthrough:       true,
+		AuthFailureBurst:      3,
+		AuthFailuresPerMinute: 1,
+		SignInChecksPerSecond: 1000,
+		Listeners:             []Listener{{Addr: "127.0.0.1:0", Protocol: SASLPlaintext}},
+		NewTenantDIS: func(ak, sk string) (disclient.API, error) {
+			return disclient.New(disclient.Config{Endpoint: srv.URL, ProjectID: "p",
+				Signer: disclient.AKSKSigner{AccessKey: ak, SecretKey: sk}, Retry: disclient.RetryPolicy{MaxAttempts: 1}})
+		},
+	}, localDIS(t))
+	calls.Store(1) // the start-up check; every later call is slow
+	addr := gw.ListenerAddr(SASLPlaintext)
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Go(func() { signIn(t, addr, fmt.Sprintf("AKGUESS%d", i), randomKey(t)) })
+	}
+	wg.Wait()
+	if got := calls.Load() - 1; got > 3 {
+		t.Fatalf("ten parallel guesses reached DIS %d times, want at most the burst of 3", got)
 	}
 }

@@ -159,9 +159,8 @@ func (gw *Gateway) passthroughTenant(ctx context.Context, accessKey, secretKey s
 	ctx, cancel := context.WithTimeout(ctx, tenantVerifyTimeout)
 	defer cancel()
 	_, err := tn.dis.ListStreams(ctx, 1, "")
-	var de *disclient.Error
 	switch {
-	case signatureAccepted(err):
+	case disclient.IsSignatureAccepted(err):
 		// IAM does not let these keys list streams; DIS decides per call
 		// from here on.
 	case err != nil:
@@ -170,8 +169,8 @@ func (gw *Gateway) passthroughTenant(ctx context.Context, accessKey, secretKey s
 		} else {
 			gw.releaseTenant(tn)
 		}
-		if errors.As(err, &de) && (de.Status == 441 || de.Status == 401) {
-			return nil, fmt.Errorf("%w: %s", errDISAuth, de.Code)
+		if disclient.IsAuthRefused(err) {
+			return nil, fmt.Errorf("%w: %s", errDISAuth, disclient.ErrorCode(err))
 		}
 		return nil, err
 	}
@@ -192,6 +191,43 @@ func (gw *Gateway) passthroughTenant(ctx context.Context, accessKey, secretKey s
 	tn.conns = 1
 	gw.tenants[id] = tn
 	return tn, nil
+}
+
+// signatureCheckTimeout bounds how long Start waits for DIS to show that
+// it checks signatures.
+const signatureCheckTimeout = 30 * time.Second
+
+// requireSignatureChecks refuses passthrough in front of a DIS that checks
+// no signatures: there the one call a sign-in makes succeeds with any
+// secret, so a client could sign in as any access key, a super user's
+// included (docs/security.md, "Passthrough"). A call signed with made-up
+// keys must be refused; while DIS gives no answer about them it is asked
+// again, up to signatureCheckTimeout.
+func (gw *Gateway) requireSignatureChecks() error {
+	keys := disclient.ProbeSigner()
+	probe, err := gw.cfg.NewTenantDIS(keys.AccessKey, keys.SecretKey)
+	if err != nil {
+		return fmt.Errorf("gateway: building the DIS client that checks signatures: %w", err)
+	}
+	defer closeDIS(probe)
+	ctx, cancel := context.WithTimeout(gw.ctx, signatureCheckTimeout)
+	defer cancel()
+	for {
+		err := disclient.ChecksSignatures(ctx, probe)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, disclient.ErrSignaturesNotChecked):
+			return fmt.Errorf("gateway: SASL passthrough needs a DIS that verifies signatures, or any password signs in: %w; "+
+				"start the embedded DIS with keys (--embedded-dis-ak, and its secret in DISGW_EMBEDDED_DIS_SK) or point --dis-endpoint at a DIS that checks them", err)
+		}
+		gw.log.Warn().Err(err).Msg("SASL passthrough: asking DIS whether it checks signatures failed; asking again")
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gateway: SASL passthrough needs proof that DIS verifies signatures, and DIS gave none within %s: %w", signatureCheckTimeout, err)
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // releaseTenant ends one connection of tn's.

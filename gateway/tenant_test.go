@@ -533,3 +533,40 @@ func TestTopicListingShared(t *testing.T) {
 		t.Fatalf("topics %v after DeleteTopics, want listed-b and listed-c", got)
 	}
 }
+
+// refusingDeleteDIS is the local DIS with DeleteStream refused on RBAC
+// grounds, as for a passthrough tenant whose keys may not delete streams.
+type refusingDeleteDIS struct{ disclient.API }
+
+func (refusingDeleteDIS) DeleteStream(context.Context, string) error {
+	return &disclient.Error{Status: 403, Code: disclient.CodeRBACDenied, Message: "not allowed"}
+}
+
+// A DeleteTopics that DIS refuses leaves the topic's partition state in
+// place for every tenant; one DIS confirms drops it.
+func TestDeleteTopicForgetsStateOnlyOnceDISDeleted(t *testing.T) {
+	local := localDIS(t)
+	gw := newIdleTestGateway(t, refusingDeleteDIS{local}, nil)
+	ctx := context.Background()
+	if err := gw.createTopic(ctx, gw.tenant, "doomed", 1, nil, FormatKafka); err != nil {
+		t.Fatal(err)
+	}
+	topic, err := gw.tenant.catalog.get(ctx, "doomed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw.writerFor(partitionKey{tenant: gw.tenant, topic: "doomed", stream: topic.streamID, partition: 0})
+	if code, _ := gw.deleteTopic(ctx, gw.tenant, "doomed"); code == 0 {
+		t.Fatal("a delete DIS refused answered success")
+	}
+	if len(gw.tenant.parts.m) != 1 {
+		t.Fatal("a refused delete dropped the topic's partition state")
+	}
+	gw.tenant.dis = local
+	if code, msg := gw.deleteTopic(ctx, gw.tenant, "doomed"); code != 0 {
+		t.Fatalf("delete: error %d %v", code, msg)
+	}
+	if len(gw.tenant.parts.m) != 0 {
+		t.Fatal("a delete DIS confirmed kept the topic's partition state")
+	}
+}

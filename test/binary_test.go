@@ -90,7 +90,9 @@ func startBinaryAt(t *testing.T, dataDir, kafkaAddr string, args ...string) *pro
 	}
 	p := &process{kafka: kafkaAddr, admin: freeAddr(t), logs: &safeBuffer{}}
 	p.cmd = exec.Command(bin, append([]string{"--listen", p.kafka, "--log-format", "json"}, args...)...)
-	p.cmd.Env = append(os.Environ(), "DISGW_ADMIN_LISTEN="+p.admin, "DISGW_DATA_DIR="+dataDir)
+	// The peer secret matters only with --peers; as an environment
+	// variable it is there for every gateway a test starts.
+	p.cmd.Env = append(os.Environ(), "DISGW_ADMIN_LISTEN="+p.admin, "DISGW_DATA_DIR="+dataDir, "DISGW_PEER_SECRET=test-peer-secret-0123456789")
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

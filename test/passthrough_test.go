@@ -234,3 +234,35 @@ func TestSASLPassthroughOffersPlainOnly(t *testing.T) {
 		t.Fatalf("handshake for SCRAM: error %d, mechanisms %q; want UNSUPPORTED_SASL_MECHANISM and [PLAIN]", resp.ErrorCode, resp.SupportedMechanisms)
 	}
 }
+
+// TestSASLPassthroughNeedsSignatureChecks: passthrough in front of an
+// embedded DIS without keys does not start (any password would sign in as
+// any access key, a super user's included); in front of one that checks
+// signatures, a real client signing in as the super user's access key
+// with a made-up secret is refused, and cannot grant itself ACLs.
+func TestSASLPassthroughNeedsSignatureChecks(t *testing.T) {
+	_, err := Start(Options{Dir: t.TempDir(), Gateway: func(cfg *gateway.Config) {
+		cfg.SASLPassthrough = true
+		cfg.Listeners = []gateway.Listener{{Addr: "127.0.0.1:0", Protocol: gateway.SASLPlaintext}}
+	}})
+	if err == nil || !errors.Is(err, disclient.ErrSignaturesNotChecked) {
+		t.Fatalf("passthrough over a DIS without keys: %v, want a refusal to start", err)
+	}
+
+	c, _, _ := startPassthroughCluster(t, func(cfg *gateway.Config) {
+		cfg.Authorizer = gateway.AuthorizerACL
+		cfg.SuperUsers = []string{"User:" + gatewayAK}
+	})
+	ctx := testContext(t, 30*time.Second)
+	forger := passthroughClient(t, c, gatewayAK, "anything")
+	if err := forger.Ping(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("the super user's access key with a made-up secret: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+	if _, err := kadm.NewClient(forger).CreateACLs(ctx, kadm.NewACLs().Allow("User:ATTACKER").AnyResource().Operations(kadm.OpAll)); err == nil {
+		t.Fatal("a client with a made-up secret created ACLs")
+	}
+	admin := kadm.NewClient(passthroughClient(t, c, gatewayAK, gatewaySK))
+	if _, err := admin.CreateTopic(ctx, 1, -1, nil, "signed-in"); err != nil {
+		t.Fatalf("the real keys: %v", err)
+	}
+}

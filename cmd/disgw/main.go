@@ -88,8 +88,11 @@ type options struct {
 	memoryLimit                       int64
 	nodeID                            int
 	nodeIDSet                         bool
-	peers, peersDNS                   string
+	peers, peersDNS, peerSecret       string
 	peerProbeInterval, peerDeadAfter  time.Duration
+	// secretsOnCommandLine are the secretFlags given as flags, not in
+	// their environment variables.
+	secretsOnCommandLine []string
 }
 
 func main() {
@@ -172,6 +175,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Int64Var(&o.memoryLimit, "memory-limit", 200<<20, "soft limit in bytes on the Go runtime's memory, past which the GC works harder (runtime/debug.SetMemoryLimit); 0 for none; GOMEMLIMIT in the environment wins")
 	fs.IntVar(&o.nodeID, "node-id", 0, "this gateway's node id, its broker id in Metadata; with --peers, its entry there")
 	fs.StringVar(&o.peers, "peers", "", "the gateways sharing this DIS project, itself included, as ID=host:port,... with each one's advertised address of its first listener")
+	fs.StringVar(&o.peerSecret, "peer-secret", "", "secret every gateway of --peers or --peers-dns shares; a peer must prove it holds it (prefer DISGW_PEER_SECRET)")
 	fs.StringVar(&o.peersDNS, "peers-dns", "", "NAME:PORT: the gateways are the addresses NAME resolves to, each at PORT, with node ids derived from the addresses (instead of --peers and --node-id)")
 	fs.DurationVar(&o.peerProbeInterval, "peer-probe-interval", cluster.DefaultProbeInterval, "how often each peer gateway is probed")
 	fs.DurationVar(&o.peerDeadAfter, "peer-dead-after", cluster.DefaultDeadAfter, "a peer gateway without a successful probe for this long is dead and its partitions and groups move")
@@ -184,7 +188,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		env := "DISGW_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		env := envName(f.Name)
 		if v, ok := os.LookupEnv(env); ok && !set[f.Name] {
 			if err := f.Value.Set(v); err != nil && envErr == nil {
 				envErr = fmt.Errorf("%s: %w", env, err)
@@ -193,7 +197,17 @@ func parseFlags(args []string) (*options, error) {
 	})
 	_, envNodeID := os.LookupEnv("DISGW_NODE_ID")
 	o.nodeIDSet = set["node-id"] || envNodeID
+	for _, name := range secretFlags {
+		if set[name] {
+			o.secretsOnCommandLine = append(o.secretsOnCommandLine, name)
+		}
+	}
 	return o, envErr
+}
+
+// envName is the environment variable that sets flag name.
+func envName(name string) string {
+	return "DISGW_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
 // defaultDataDir is $XDG_DATA_HOME/disgw, else ~/.local/share/disgw.
@@ -259,6 +273,7 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 	if err != nil {
 		return err
 	}
+	warnSecretFlags(o, log)
 	if limit, from := applyMemoryLimit(o.memoryLimit, os.Getenv("GOMEMLIMIT")); from != "" {
 		log.Info().Int64("bytes", limit).Str("from", from).Msg("Go memory limit set")
 	} else {
@@ -397,9 +412,11 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 	if o.superUsers != "" {
 		cfg.SuperUsers = strings.Split(o.superUsers, ";")
 	}
-	if err := applySASLMode(o, &cfg, disCfg); err != nil {
+	if err := applySASLMode(o, &cfg, disCfg, embedded); err != nil {
 		return err
 	}
+	warnUnsafeListeners(&cfg, log)
+	warnUnsignedACLs(ctx, o, embedded, disCfg, log)
 	if r.cluster, err = newCluster(o, &cfg, log.With().Str("component", "cluster").Logger()); err != nil {
 		return err
 	}
@@ -484,6 +501,10 @@ func (r *running) closeCluster() {
 // advertised address of its first listener (--listen, or the first of
 // --listeners with --listen -): with --peers this gateway's own entry is
 // that address, and becomes it when none is advertised.
+// minPeerSecret is the shortest --peer-secret taken: 16 random characters
+// are already beyond guessing by probes.
+const minPeerSecret = 16
+
 func newCluster(o *options, cfg *gateway.Config, log zerolog.Logger) (*cluster.Cluster, error) {
 	if o.nodeID < 0 || o.nodeID > math.MaxInt32 {
 		return nil, fmt.Errorf("--node-id must be from 0 to %d", math.MaxInt32)
@@ -499,7 +520,11 @@ func newCluster(o *options, cfg *gateway.Config, log zerolog.Logger) (*cluster.C
 		return nil, errors.New("--node-id cannot go with --peers-dns: node ids come from the peers' addresses")
 	case o.peerProbeInterval <= 0 || o.peerDeadAfter <= o.peerProbeInterval:
 		return nil, errors.New("--peer-probe-interval must be positive and --peer-dead-after longer")
+	case len(o.peerSecret) < minPeerSecret:
+		return nil, fmt.Errorf("--peers and --peers-dns need a shared secret of at least %d characters in DISGW_PEER_SECRET (--peer-secret), the same on every gateway: "+
+			"a peer must prove it holds it, or any address that answers like Kafka would become a peer that clients are sent to", minPeerSecret)
 	}
+	cfg.PeerSecret = []byte(o.peerSecret)
 	listen, advertised, protocol := &cfg.Listen, &cfg.AdvertisedAddr, gateway.Plaintext
 	if cfg.Listen == "-" {
 		if len(cfg.Listeners) == 0 {
@@ -511,7 +536,7 @@ func newCluster(o *options, cfg *gateway.Config, log zerolog.Logger) (*cluster.C
 	ccfg := cluster.Config{
 		ProbeInterval: o.peerProbeInterval,
 		DeadAfter:     o.peerDeadAfter,
-		Prober:        &cluster.KafkaProber{TLS: protocol == gateway.SSL || protocol == gateway.SASLSSL},
+		Prober:        &cluster.KafkaProber{TLS: protocol == gateway.SSL || protocol == gateway.SASLSSL, Secret: cfg.PeerSecret},
 		Logger:        log,
 	}
 	if o.peers != "" {
@@ -590,8 +615,10 @@ func checkCredentials(o *options) error {
 // applySASLMode sets how the SASL listeners authenticate. In passthrough
 // mode each client's DIS client is the gateway's own configuration signed
 // with the client's AK/SK; a users file would be ignored there, so it is
-// refused, as is passthrough without a SASL listener to use it.
-func applySASLMode(o *options, cfg *gateway.Config, disCfg disclient.Config) error {
+// refused, as is passthrough without a SASL listener to use it, or in front
+// of an embedded DIS that checks no signatures, where any password would
+// sign in (the gateway checks a remote DIS when it starts).
+func applySASLMode(o *options, cfg *gateway.Config, disCfg disclient.Config, embedded bool) error {
 	switch o.saslMode {
 	case "users":
 		if o.saslUsersFile == "" {
@@ -599,6 +626,9 @@ func applySASLMode(o *options, cfg *gateway.Config, disCfg disclient.Config) err
 		}
 		var err error
 		cfg.SASL, err = gateway.LoadSASLUsers(o.saslUsersFile)
+		if err == nil {
+			warnOpenFile(o.saslUsersFile, "the SASL users file", cfg.Logger)
+		}
 		return err
 	case "passthrough":
 		if o.saslUsersFile != "" {
@@ -608,6 +638,10 @@ func applySASLMode(o *options, cfg *gateway.Config, disCfg disclient.Config) err
 			return l.Protocol == gateway.SASLPlaintext || l.Protocol == gateway.SASLSSL
 		}) {
 			return errors.New("--sasl-mode passthrough needs a SASL_PLAINTEXT or SASL_SSL listener in --listeners")
+		}
+		if embedded && o.embeddedAK == "" {
+			return errors.New("--sasl-mode passthrough needs a DIS that verifies signatures, and the embedded DIS checks none without keys, so any password would sign in: " +
+				"set --embedded-dis-ak and its secret in DISGW_EMBEDDED_DIS_SK, or use --dis-endpoint with a DIS that checks signatures")
 		}
 		cfg.SASLPassthrough = true
 		cfg.NewTenantDIS = func(accessKey, secretKey string) (disclient.API, error) {
@@ -682,9 +716,13 @@ func initialDelay(d time.Duration) time.Duration {
 
 // startEmbedded opens the embedded DIS server and serves its REST API.
 func startEmbedded(o *options, log zerolog.Logger) (*dislocal.Server, *http.Server, string, error) {
+	// Every file the embedded DIS writes (records, its index, the ACL key)
+	// is for this user alone.
+	ownerOnlyFiles()
 	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return nil, nil, "", fmt.Errorf("data directory: %w", err)
 	}
+	warnOpenFile(o.dataDir, "the data directory", log)
 	quotas, err := dislocal.ParseQuotaMode(o.embeddedQuotas)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("--embedded-dis-quotas: %w", err)
@@ -775,7 +813,9 @@ func checkWrites(ready func(context.Context) (bool, string), stopped func() erro
 }
 
 // adminHandler routes health, metrics and, with pprof, Go's profiling
-// handlers; without it /debug/pprof/ is not served at all. /healthz is
+// handlers; without it /debug/pprof/ is not served at all. The command
+// line is never served: it shows whatever secret was passed as a flag to
+// anyone who reaches the admin listener. /healthz is
 // about the process alone; /readyz answers 503 with ready's reason.
 func adminHandler(reg *prometheus.Registry, ready func(context.Context) (bool, string), pprof bool) http.Handler {
 	mux := http.NewServeMux()
@@ -792,7 +832,6 @@ func adminHandler(reg *prometheus.Registry, ready func(context.Context) (bool, s
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	if pprof {
 		mux.HandleFunc("/debug/pprof/", httppprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", httppprof.Cmdline)
 		mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", httppprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", httppprof.Trace)

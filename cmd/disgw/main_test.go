@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -128,7 +129,8 @@ func TestParseListeners(t *testing.T) {
 
 // TestSASLMode checks --sasl-mode: a users file with an empty password is
 // refused at start-up; passthrough refuses a users file and needs a SASL
-// listener, and gives a factory signing with the client's keys.
+// listener and, with the embedded DIS, the keys that make it check
+// signatures, and gives a factory signing with the client's keys.
 func TestSASLMode(t *testing.T) {
 	sasl := []gateway.Listener{{Addr: "127.0.0.1:0", Protocol: gateway.SASLPlaintext}}
 	dir := t.TempDir()
@@ -145,6 +147,7 @@ func TestSASLMode(t *testing.T) {
 		name      string
 		o         options
 		listeners []gateway.Listener
+		embedded  bool
 		ok        bool
 	}{
 		{name: "users", o: options{saslMode: "users", saslUsersFile: users}, listeners: sasl, ok: true},
@@ -152,11 +155,13 @@ func TestSASLMode(t *testing.T) {
 		{name: "passthrough", o: options{saslMode: "passthrough"}, listeners: sasl, ok: true},
 		{name: "passthrough with users file", o: options{saslMode: "passthrough", saslUsersFile: users}, listeners: sasl},
 		{name: "passthrough without SASL listener", o: options{saslMode: "passthrough"}},
+		{name: "passthrough over an embedded DIS without keys", o: options{saslMode: "passthrough"}, listeners: sasl, embedded: true},
+		{name: "passthrough over an embedded DIS with keys", o: options{saslMode: "passthrough", embeddedAK: "AK", embeddedSK: "SK"}, listeners: sasl, embedded: true, ok: true},
 		{name: "unknown mode", o: options{saslMode: "ldap"}, listeners: sasl},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := gateway.Config{Listeners: tc.listeners}
-			err := applySASLMode(&tc.o, &cfg, base)
+			err := applySASLMode(&tc.o, &cfg, base, tc.embedded)
 			if (err == nil) != tc.ok {
 				t.Fatalf("err = %v, want ok %v", err, tc.ok)
 			}
@@ -173,7 +178,8 @@ func TestSASLMode(t *testing.T) {
 }
 
 // TestAdminPprof checks that /debug/pprof/ is served only with --pprof,
-// while the admin endpoints are served either way.
+// never its command line (which shows secrets passed as flags), while the
+// admin endpoints are served either way.
 func TestAdminPprof(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	for _, on := range []bool{false, true} {
@@ -185,7 +191,7 @@ func TestAdminPprof(t *testing.T) {
 		for path, want := range map[string]int{
 			"/debug/pprof/":        profiles,
 			"/debug/pprof/heap":    profiles,
-			"/debug/pprof/cmdline": profiles,
+			"/debug/pprof/cmdline": http.StatusNotFound,
 			"/healthz":             http.StatusOK,
 			"/metrics":             http.StatusOK,
 		} {
@@ -242,10 +248,11 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
-// clusterFrom runs newCluster over the gateway settings args give.
+// clusterFrom runs newCluster over the gateway settings args give, with a
+// peer secret unless args set one.
 func clusterFrom(t *testing.T, args ...string) (gateway.Config, *cluster.Cluster, error) {
 	t.Helper()
-	o, err := parseFlags(args)
+	o, err := parseFlags(append([]string{"--peer-secret", "0123456789abcdef"}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,6 +311,8 @@ func TestClusterFlags(t *testing.T) {
 		"DNS without a port":            {"--listen", "10.0.0.1:9092", "--peers-dns", "gw"},
 		"zero probe interval":           {"--peers", "0=gw0:9092", "--peer-probe-interval", "0s"},
 		"dead before a probe":           {"--peers", "0=gw0:9092", "--peer-probe-interval", "2s", "--peer-dead-after", "1s"},
+		"no peer secret":                {"--peer-secret", "", "--peers", "0=gw0:9092"},
+		"a short peer secret":           {"--peer-secret", "short", "--peers-dns", "gw:9092", "--listen", "10.0.0.1:9092"},
 	} {
 		if _, c, err := clusterFrom(t, args...); err == nil {
 			t.Errorf("%s: %v accepted (%v)", name, args, c.Live())
@@ -316,15 +325,18 @@ func TestClusterFlags(t *testing.T) {
 
 // TestEmbeddedDISAlone runs disgw with no Kafka listener: it serves the
 // embedded DIS REST API alone, which a DIS client can use, with health on
-// the admin listener, and stops when told.
+// the admin listener, and stops when told. Every file and directory it
+// made in its data directory is its owner's alone.
 func TestEmbeddedDISAlone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	up := make(chan serving, 1)
 	done := make(chan error, 1)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	defer checkOwnerOnly(t, dataDir)
 	go func() {
 		done <- serve(ctx, []string{"--listen", "-", "--embedded-dis-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-			"--data-dir", t.TempDir(), "--fsync", "none", "--log-level", "warn"}, func(s serving) { up <- s })
+			"--data-dir", dataDir, "--fsync", "none", "--log-level", "warn"}, func(s serving) { up <- s })
 	}()
 	var s serving
 	select {
@@ -444,5 +456,29 @@ func TestEmbeddedDISLimits(t *testing.T) {
 	o := options{dataDir: t.TempDir(), fsync: "none", embeddedListen: "127.0.0.1:0", embeddedLimits: "lots"}
 	if _, _, _, err := startEmbedded(&o, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "--embedded-dis-limits") {
 		t.Errorf("--embedded-dis-limits=lots: %v", err)
+	}
+}
+
+// checkOwnerOnly fails t for anything under dir that users other than its
+// owner may read, write or enter.
+func checkOwnerOnly(t *testing.T, dir string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n++
+		if info.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s has mode %s, want owner-only", path, info.Mode().Perm())
+		}
+		return nil
+	})
+	if err != nil || n < 3 {
+		t.Fatalf("walking %s: %v, %d entries", dir, err, n)
 	}
 }

@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/tls"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,12 +21,18 @@ import (
 // KafkaProber probes a peer with a Kafka ApiVersions request on a
 // connection it keeps open between probes and opens again after a failure.
 // ApiVersions is answered before SASL authentication, so it works on every
-// listener type. With TLS it speaks TLS but verifies nothing: a probe
-// trusts only that a Kafka listener answered at the peer's address, and
-// sends nothing secret. The zero value probes plaintext listeners.
+// listener type. A peer proves itself with the shared Secret: the probe
+// carries a fresh challenge (PeerProofTag) and only an answer with its
+// PeerProof counts, so an address that merely speaks Kafka (found through
+// DNS, or taken over) never becomes a peer that clients are sent to. With
+// TLS the certificate is not verified: the proof is what is trusted, and
+// the probe sends nothing secret. The zero value probes plaintext listeners
+// with no proof, for tests of the probing alone.
 type KafkaProber struct {
 	// TLS is set when the peers' first listener is SSL or SASL_SSL.
 	TLS bool
+	// Secret is the peers' shared secret; nil asks for no proof.
+	Secret []byte
 
 	mu     sync.Mutex
 	conns  map[int32]*probeConn
@@ -63,7 +72,7 @@ func (k *KafkaProber) Probe(ctx context.Context, p Peer) error {
 		}
 		pc = &probeConn{addr: addr, conn: conn}
 	}
-	if err := pc.roundTrip(ctx); err != nil {
+	if err := pc.roundTrip(ctx, k.Secret); err != nil {
 		_ = pc.conn.Close()
 		return err
 	}
@@ -81,7 +90,7 @@ func (k *KafkaProber) Probe(ctx context.Context, p Peer) error {
 
 func (k *KafkaProber) dial(ctx context.Context, addr string) (net.Conn, error) {
 	if k.TLS {
-		// Not verified on purpose: see KafkaProber.
+		// Not verified on purpose: the peer proof is (see KafkaProber).
 		d := &tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}
 		return d.DialContext(ctx, "tcp", addr)
 	}
@@ -101,8 +110,9 @@ func (k *KafkaProber) Close() error {
 	return nil
 }
 
-// roundTrip sends one ApiVersions request and checks the answer.
-func (pc *probeConn) roundTrip(ctx context.Context) error {
+// roundTrip sends one ApiVersions request and checks the answer and, with
+// a secret, the peer's proof.
+func (pc *probeConn) roundTrip(ctx context.Context, secret []byte) error {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(time.Second)
@@ -115,6 +125,12 @@ func (pc *probeConn) roundTrip(ctx context.Context) error {
 	req.Version = 3
 	req.ClientSoftwareName = "disgw-peer-probe"
 	req.ClientSoftwareVersion = "1"
+	var challenge []byte
+	if secret != nil {
+		challenge = make([]byte, 16)
+		_, _ = rand.Read(challenge)
+		req.UnknownTags.Set(PeerProofTag, challenge)
+	}
 	if _, err := pc.conn.Write(probeFormatter.AppendRequest(nil, req, pc.corr)); err != nil {
 		return err
 	}
@@ -135,8 +151,23 @@ func (pc *probeConn) roundTrip(ctx context.Context) error {
 	if corr := int32(binary.BigEndian.Uint32(buf)); corr != pc.corr {
 		return fmt.Errorf("ApiVersions answer to correlation id %d, want %d", corr, pc.corr)
 	}
-	if code := int16(binary.BigEndian.Uint16(buf[4:])); code != 0 && code != kerr.UnsupportedVersion.Code {
+	if code := int16(binary.BigEndian.Uint16(buf[4:])); code != 0 && (secret != nil || code != kerr.UnsupportedVersion.Code) {
 		return fmt.Errorf("ApiVersions answered: %w", kerr.ErrorForCode(code))
+	}
+	if secret == nil {
+		return nil
+	}
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = req.Version
+	if err := resp.ReadFrom(buf[4:]); err != nil {
+		return fmt.Errorf("ApiVersions answer: %w", err)
+	}
+	if !hmac.Equal(PeerChallenge(&resp.UnknownTags), PeerProof(secret, challenge)) {
+		return errNoPeerProof
 	}
 	return nil
 }
+
+// errNoPeerProof is a probe's failure when a Kafka listener answered
+// without proving it holds the peers' secret.
+var errNoPeerProof = errors.New("the listener answered without proof that it holds the peers' secret (--peer-secret): not a peer")

@@ -107,6 +107,9 @@ func spawn(bin string, args []string, logPath string) (*disgwProcess, error) {
 	}
 	p := &disgwProcess{log: logFile, done: make(chan error, 1)}
 	p.cmd = exec.Command(bin, args...)
+	// The gateways of the cluster mode prove themselves to each other
+	// with it (--peer-secret); a lone gateway ignores it.
+	p.cmd.Env = append(os.Environ(), "DISGW_PEER_SECRET=bench-peer-secret-0123456789")
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	if err := p.cmd.Start(); err != nil {
 		logFile.Close()
