@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -105,6 +106,9 @@ func newACLPolicy(cfg *Config) (authz.Policy, error) {
 	supers, err := authz.ParseSuperUsers(strings.Join(cfg.SuperUsers, ";"))
 	if err != nil {
 		return authz.Policy{}, err
+	}
+	if cfg.Authorizer == AuthorizerACL && len(cfg.ACLKey) == 0 {
+		return authz.Policy{}, errors.New("gateway: the ACL authorizer needs Config.ACLKey, the key every gateway of the DIS project signs and verifies the stored ACLs with")
 	}
 	return authz.Policy{SuperUsers: supers, AllowIfNoACL: cfg.AllowEveryoneIfNoACLFound}, nil
 }

@@ -12,8 +12,9 @@ import (
 func TestAuthorizerConfigRefused(t *testing.T) {
 	for name, cfg := range map[string]Config{
 		"unknown authorizer": {Authorizer: "kafka"},
-		"super user no type": {Authorizer: AuthorizerACL, SuperUsers: []string{"admin"}},
-		"super user no name": {Authorizer: AuthorizerACL, SuperUsers: []string{"User:"}},
+		"super user no type": {Authorizer: AuthorizerACL, SuperUsers: []string{"admin"}, ACLKey: []byte("k")},
+		"super user no name": {Authorizer: AuthorizerACL, SuperUsers: []string{"User:"}, ACLKey: []byte("k")},
+		"ACLs without a key": {Authorizer: AuthorizerACL, SuperUsers: []string{"User:admin"}},
 	} {
 		if _, err := New(cfg, localDIS(t)); err == nil {
 			t.Errorf("%s: accepted", name)

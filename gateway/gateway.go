@@ -54,6 +54,12 @@ type Config struct {
 	Authorizer                string
 	SuperUsers                []string
 	AllowEveryoneIfNoACLFound bool
+	// ACLKey signs and verifies the ACL records in DIS; required with
+	// AuthorizerACL. Whoever else can write the ACL stream cannot grant
+	// anything without it, so every gateway sharing the DIS project holds
+	// the same key and nobody else does (docs/security.md, "Where ACLs
+	// live").
+	ACLKey []byte
 	// NodeID is this gateway's broker id in Metadata.
 	NodeID int32
 	// PeerSecret is the secret the gateways of one cluster share: this one
@@ -455,7 +461,10 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	gw.disDown.Store(&notChecked)
 	gw.groups = newGroupDriver(gw)
 	if cfg.Authorizer == AuthorizerACL {
-		gw.acls = authz.NewDISStore(gw.tenant.dis, gw.log, cfg.MaxRecordBytes)
+		if gw.acls, err = authz.NewDISStore(gw.tenant.dis, gw.log, cfg.MaxRecordBytes, cfg.ACLKey); err != nil {
+			cancel()
+			return nil, err
+		}
 	}
 	return gw, nil
 }

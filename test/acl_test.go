@@ -3,6 +3,8 @@ package test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"os/exec"
 	"slices"
 	"strings"
@@ -16,7 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway"
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // aclUsers are the SASL users of the ACL tests: admin is a super user.
@@ -471,5 +475,47 @@ func TestACLsHideNamesOfTopicIDs(t *testing.T) {
 	})
 	if details, err := adm.ListTopics(ctx, "hidden"); err != nil || details["hidden"].Err != nil {
 		t.Fatalf("the topic after bob's deletes: %v %+v", err, details)
+	}
+}
+
+// TestACLRecordsForgedInDISAreRefused: someone who can write the DIS
+// stream of the ACLs but lacks the gateways' key appends a snapshot of
+// the highest version granting bob everything. The gateway takes none of
+// it: bob stays denied, and a super user's CreateAcls still works.
+func TestACLRecordsForgedInDISAreRefused(t *testing.T) {
+	c := startACLCluster(t)
+	ctx := context.Background()
+	adm := kadm.NewClient(aclClient(t, c, "admin"))
+	if _, err := adm.CreateTopics(ctx, 1, 1, nil, "orders", "secret"); err != nil {
+		t.Fatal(err)
+	}
+	created, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:bob").Topics("orders").Operations(kadm.OpWrite))
+	if err != nil || len(created) != 1 || created[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, created)
+	}
+	forged := fmt.Sprintf(`{"version":%d,"acls":[`+
+		`{"resource_type":2,"resource_name":"*","pattern_type":3,"principal":"User:bob","host":"*","operation":2,"permission":3},`+
+		`{"resource_type":4,"resource_name":"kafka-cluster","pattern_type":3,"principal":"User:bob","host":"*","operation":2,"permission":3}]}`,
+		int64(math.MaxInt64))
+	resp, err := c.Client.PutRecords(ctx, &disclient.PutRecordsRequest{StreamName: authz.StreamName,
+		Records: []disclient.PutRecordsEntry{{Data: []byte(forged), PartitionID: disclient.PartitionID(0)}}})
+	if err != nil || resp.FailedRecordCount != 0 {
+		t.Fatalf("appending the forged snapshot: %v %+v", err, resp)
+	}
+	// CreateAcls reads the stream up to the forged record before it
+	// writes, so what follows is decided after the gateway saw it.
+	created, err = adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:bob").Topics("payments").Operations(kadm.OpWrite))
+	if err != nil || len(created) != 1 || created[0].Err != nil {
+		t.Fatalf("CreateACLs after the forged snapshot: %v %+v", err, created)
+	}
+	if err := produceAs(t, c, "bob", "secret"); !isTopicDenied(err) {
+		t.Fatalf("bob produced to secret after the forged snapshot: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if err := produceAs(t, c, "bob", "orders"); err != nil {
+		t.Fatalf("bob's own grant stopped working: %v", err)
+	}
+	described, err := adm.DescribeACLs(ctx, kadm.NewACLs().Allow("User:bob").AllowHosts().AnyResource().ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny))
+	if err != nil || len(described) != 1 || len(described[0].Described) != 2 {
+		t.Fatalf("DescribeACLs: %v %+v, want bob's two grants", err, described)
 	}
 }

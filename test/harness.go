@@ -72,6 +72,11 @@ type Options struct {
 	LocalDIS bool
 }
 
+// testACLKey is the ACL key of the gateways a test runs with the ACL
+// authorizer and no key of its own: every gateway of a Cluster shares it,
+// as every gateway of a DIS project must.
+var testACLKey = []byte("the ACL key of the gateways under test")
+
 // Cluster is one gateway, or several, in front of one embedded DIS server.
 type Cluster struct {
 	DIS     *dislocal.Server
@@ -124,6 +129,9 @@ func Start(o Options) (*Cluster, error) {
 	}
 	if o.Gateway != nil {
 		o.Gateway(&cfg)
+	}
+	if cfg.Authorizer == gateway.AuthorizerACL && cfg.ACLKey == nil {
+		cfg.ACLKey = testACLKey
 	}
 	if cfg.SASLPassthrough && cfg.NewTenantDIS == nil {
 		cfg.NewTenantDIS = func(accessKey, secretKey string) (disclient.API, error) {

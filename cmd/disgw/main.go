@@ -8,10 +8,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"math"
 	"net"
 	"net/http"
@@ -42,7 +48,7 @@ type options struct {
 	listeners, advertisedListeners    string
 	tlsCertFile, tlsKeyFile           string
 	saslUsersFile, saslMode           string
-	authorizer, superUsers            string
+	authorizer, superUsers, aclKey    string
 	allowEveryoneIfNoACL              bool
 	listen, advertised, adminListen   string
 	dataDir, fsync, embeddedListen    string
@@ -115,6 +121,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.saslMode, "sasl-mode", "users", "how SASL listeners authenticate: users (--sasl-users-file, the gateway's own DIS credentials) or passthrough (PLAIN user name and password are the client's DIS AK/SK)")
 	fs.StringVar(&o.authorizer, "authorizer", gateway.AuthorizerNone, "none (every client may do everything, as Kafka without an authorizer) or acl (Kafka ACLs, kept in DIS: docs/security.md)")
 	fs.StringVar(&o.superUsers, "super-users", "", "principals the ACLs never restrict, as Kafka's super.users: User:name;User:other")
+	fs.StringVar(&o.aclKey, "acl-key", "", "with --authorizer=acl, the key (16 characters or more) the ACL records in DIS are signed with, the same for every gateway of the DIS project (prefer the DISGW_ACL_KEY environment variable); default: derived from the DIS secret key, else kept in the embedded DIS's data directory")
 	fs.BoolVar(&o.allowEveryoneIfNoACL, "allow-everyone-if-no-acl-found", false, "with --authorizer=acl, allow what no ACL on the resource decides (Kafka's allow.everyone.if.no.acl.found)")
 	fs.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:9094", "admin HTTP address serving /healthz, /readyz and /metrics (empty disables)")
 	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "embedded DIS data directory")
@@ -300,6 +307,14 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 	if err != nil {
 		return err
 	}
+	var aclKey []byte
+	if o.authorizer == gateway.AuthorizerACL && !disOnly {
+		var from string
+		if aclKey, from, err = chooseACLKey(o, embedded); err != nil {
+			return err
+		}
+		log.Info().Str("acl_key_from", from).Msg("ACL key chosen")
+	}
 	var r running
 	projectID := o.disProjectID
 	if embedded {
@@ -408,7 +423,7 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 	if cfg.Listeners, err = parseListeners(o.listeners, o.advertisedListeners, tlsCfg); err != nil {
 		return err
 	}
-	cfg.Authorizer, cfg.AllowEveryoneIfNoACLFound = o.authorizer, o.allowEveryoneIfNoACL
+	cfg.Authorizer, cfg.AllowEveryoneIfNoACLFound, cfg.ACLKey = o.authorizer, o.allowEveryoneIfNoACL, aclKey
 	if o.superUsers != "" {
 		cfg.SuperUsers = strings.Split(o.superUsers, ";")
 	}
@@ -610,6 +625,93 @@ func checkCredentials(o *options) error {
 		return errors.New("use either --dis-ak/--dis-sk or --dis-auth-token, not both")
 	}
 	return nil
+}
+
+// The ACL key (docs/security.md, "Where ACLs live"): minACLKeyLen bounds
+// how short --acl-key may be; aclKeyLabel is what a key derived from a DIS
+// secret key is the HMAC of, so that it is no secret key itself; aclKeyFile
+// is where in the data directory a key of the embedded DIS is kept.
+const (
+	minACLKeyLen = 16
+	aclKeyLabel  = "disgw ACL record key"
+	aclKeyFile   = "acl.key"
+)
+
+// chooseACLKey picks the key the ACL records in DIS are signed with, and
+// names where it comes from for the log. Every gateway of a DIS project
+// needs the same one: --acl-key; else one derived from the gateway's DIS
+// secret key, the same for gateways signing with the same key; else, with
+// the embedded DIS, a random key kept in its data directory. A DIS
+// endpoint without a secret key (an IAM token, or unsigned) leaves nothing
+// to derive from.
+func chooseACLKey(o *options, embedded bool) ([]byte, string, error) {
+	switch {
+	case o.aclKey != "":
+		if len(o.aclKey) < minACLKeyLen {
+			return nil, "", fmt.Errorf("--acl-key must be %d characters or more", minACLKeyLen)
+		}
+		return []byte(o.aclKey), "--acl-key", nil
+	case embedded && o.embeddedSK != "":
+		return deriveACLKey(o.embeddedSK), "--embedded-dis-sk", nil
+	case !embedded && o.disSK != "":
+		return deriveACLKey(o.disSK), "--dis-sk", nil
+	case embedded:
+		path := filepath.Join(o.dataDir, aclKeyFile)
+		key, err := dataDirACLKey(path)
+		return key, path, err
+	}
+	return nil, "", errors.New("--authorizer acl with a DIS endpoint and no --dis-sk needs --acl-key (prefer DISGW_ACL_KEY): the key the ACL records in DIS are signed with, the same for every gateway sharing the DIS project")
+}
+
+// deriveACLKey is the ACL key of gateways signing their DIS calls with
+// secretKey.
+func deriveACLKey(secretKey string) []byte {
+	h := hmac.New(sha256.New, []byte(secretKey))
+	h.Write([]byte(aclKeyLabel))
+	return h.Sum(nil)
+}
+
+// dataDirACLKey reads the ACL key kept at path, first making one of 32
+// random bytes in hex there, readable by its owner only. The key is the
+// file's text, so --acl-key set to it gives other gateways the same key.
+func dataDirACLKey(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err == nil {
+		if key := bytes.TrimSpace(data); len(key) >= minACLKeyLen {
+			return key, nil
+		}
+		return nil, fmt.Errorf("ACL key file %s holds fewer than %d characters", path, minACLKeyLen)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("ACL key file: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	key := []byte(hex.EncodeToString(raw))
+	// Written whole under another name first, so that a crash leaves no
+	// empty key file behind. CreateTemp makes the file 0600.
+	f, err := os.CreateTemp(filepath.Dir(path), aclKeyFile+".*")
+	if err != nil {
+		return nil, fmt.Errorf("ACL key file: %w", err)
+	}
+	_, err = f.Write(append(key, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return nil, fmt.Errorf("ACL key file: %w", err)
+	}
+	return key, nil
 }
 
 // applySASLMode sets how the SASL listeners authenticate. In passthrough

@@ -482,3 +482,120 @@ func checkOwnerOnly(t *testing.T, dir string) {
 		t.Fatalf("walking %s: %v, %d entries", dir, err, n)
 	}
 }
+
+// TestChooseACLKey: --acl-key (or DISGW_ACL_KEY) wins; else the key is
+// derived from the DIS secret key the gateway signs with, the same for
+// the same secret key and never the secret key itself; else, with the
+// embedded DIS, it is a random key kept in the data directory, made
+// owner-only once and read on every later start; a DIS endpoint with no
+// secret key is refused with what to set.
+func TestChooseACLKey(t *testing.T) {
+	t.Setenv("DISGW_ACL_KEY", "a key from the environment")
+	o, err := parseFlags([]string{"--authorizer", "acl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key, from, err := chooseACLKey(o, true); err != nil || string(key) != "a key from the environment" || from != "--acl-key" {
+		t.Errorf("DISGW_ACL_KEY: %q from %s, %v", key, from, err)
+	}
+	if _, _, err := chooseACLKey(&options{aclKey: "short"}, true); err == nil {
+		t.Error("a 5-character --acl-key was taken")
+	}
+
+	remote, _, err := chooseACLKey(&options{disSK: "the DIS secret key"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _, _ := chooseACLKey(&options{disSK: "the DIS secret key"}, false)
+	embedded, _, _ := chooseACLKey(&options{embeddedSK: "the DIS secret key", dataDir: t.TempDir()}, true)
+	other, _, _ := chooseACLKey(&options{disSK: "another secret key"}, false)
+	switch {
+	case len(remote) != 32 || !bytes.Equal(remote, again) || !bytes.Equal(remote, embedded):
+		t.Errorf("keys derived from one secret key differ or are short: %x %x %x", remote, again, embedded)
+	case bytes.Equal(remote, other) || bytes.Contains(remote, []byte("the DIS secret key")):
+		t.Error("the derived key does not depend on the secret key, or is it")
+	}
+
+	dir := filepath.Join(t.TempDir(), "data")
+	first, from, err := chooseACLKey(&options{dataDir: dir}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "acl.key")
+	fi, err := os.Stat(path)
+	if err != nil || from != path {
+		t.Fatalf("no key file at %s (from %s): %v", path, from, err)
+	}
+	if mode := fi.Mode().Perm(); mode != 0o600 {
+		t.Errorf("key file mode %o, want 600", mode)
+	}
+	text, _ := os.ReadFile(path)
+	if len(first) != 64 || string(bytes.TrimSpace(text)) != string(first) {
+		t.Errorf("key %q, file %q: want the file's 64 hex characters", first, text)
+	}
+	second, _, err := chooseACLKey(&options{dataDir: dir}, true)
+	if err != nil || !bytes.Equal(first, second) {
+		t.Errorf("on the second start the key changed: %q, %v", second, err)
+	}
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := chooseACLKey(&options{dataDir: dir}, true); err == nil {
+		t.Error("an empty key file was taken")
+	}
+
+	for name, o := range map[string]*options{
+		"IAM token": {disAuthToken: "token"},
+		"unsigned":  {},
+	} {
+		_, _, err := chooseACLKey(o, false)
+		if err == nil || !strings.Contains(err.Error(), "--acl-key") || !strings.Contains(err.Error(), "DISGW_ACL_KEY") || !strings.Contains(err.Error(), "every gateway") {
+			t.Errorf("%s: %v, want an error naming --acl-key, DISGW_ACL_KEY and that every gateway needs it", name, err)
+		}
+	}
+}
+
+// TestACLKeyAtStart: disgw with --authorizer acl in front of a DIS
+// endpoint and no secret key does not start, saying what to set; with the
+// embedded DIS it keeps its ACL key in the data directory, owner-only,
+// and takes the same one when it starts again.
+func TestACLKeyAtStart(t *testing.T) {
+	err := serve(context.Background(), []string{"--authorizer", "acl", "--dis-endpoint", "http://127.0.0.1:1", "--dis-project-id", "p",
+		"--listen", "127.0.0.1:0", "--admin-listen", "", "--request-timeout", "1s", "--log-level", "error"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "--acl-key") {
+		t.Errorf("a DIS endpoint without a secret key: %v, want an error naming --acl-key", err)
+	}
+	dir := t.TempDir()
+	var keys []string
+	for range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		up, done := make(chan serving, 1), make(chan error, 1)
+		go func() {
+			done <- serve(ctx, []string{"--authorizer", "acl", "--listen", "127.0.0.1:0", "--embedded-dis-listen", "127.0.0.1:0",
+				"--admin-listen", "", "--data-dir", dir, "--fsync", "none", "--log-level", "error"}, func(s serving) { up <- s })
+		}()
+		select {
+		case <-up:
+		case err := <-done:
+			cancel()
+			t.Fatalf("serve: %v", err)
+		case <-time.After(30 * time.Second):
+			cancel()
+			t.Fatal("not serving after 30s")
+		}
+		fi, err := os.Stat(filepath.Join(dir, "acl.key"))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			cancel()
+			t.Fatalf("the ACL key file: %v, %v", fi, err)
+		}
+		key, _ := os.ReadFile(filepath.Join(dir, "acl.key"))
+		keys = append(keys, string(key))
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	}
+	if keys[0] != keys[1] {
+		t.Error("the ACL key changed at the second start")
+	}
+}

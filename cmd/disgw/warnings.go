@@ -16,7 +16,7 @@ import (
 // secretFlags are the flags that carry a secret. Given on the command line
 // they show in the process list and in shell history to anyone on the
 // machine, so each has an environment variable to prefer.
-var secretFlags = []string{"dis-sk", "dis-security-token", "dis-auth-token", "embedded-dis-sk", "peer-secret"}
+var secretFlags = []string{"dis-sk", "dis-security-token", "dis-auth-token", "embedded-dis-sk", "peer-secret", "acl-key"}
 
 // warnSecretFlags names every secret flag given on the command line
 // rather than in its environment variable; never its value.

@@ -23,10 +23,14 @@ const StreamName = "disgw-acls"
 
 // Retention and refresh: DIS drops records after the stream's retention,
 // so a gateway writes the newest version again once it is older than
-// refreshAfter, long before it could expire.
+// refreshAfter, long before it could expire. A newest version written
+// longer ago than replayAfter (the retention and a margin for clocks that
+// disagree) would have expired: it can only be an old record appended
+// again.
 const (
 	streamRetentionHours = 72
 	refreshAfter         = 12 * time.Hour
+	replayAfter          = streamRetentionHours*time.Hour + time.Hour
 )
 
 // updateAttempts bounds how often Update retries after losing a race, and
@@ -46,11 +50,14 @@ const (
 // the same version at once the first in the partition wins; the other
 // reads it and applies its change again on top. Reads poll the partition's
 // tail, so a change through one gateway is enforced by the others within
-// one poll interval.
+// one poll interval. Records are signed with a key only the gateways
+// hold, and a reader takes none it cannot verify (docs/security.md, "Where
+// ACLs live"): whoever else can write the stream cannot grant anything.
 type DISStore struct {
 	dis      disclient.API
 	log      zerolog.Logger
 	maxBytes int
+	key      []byte
 	now      func() time.Time
 
 	current atomic.Pointer[Set]
@@ -62,12 +69,17 @@ type DISStore struct {
 	next int64
 }
 
-// NewDISStore returns a store over dis; records larger than maxBytes (DIS's
-// record limit) are refused, which bounds how many ACLs the store holds.
-func NewDISStore(dis disclient.API, log zerolog.Logger, maxBytes int) *DISStore {
-	s := &DISStore{dis: dis, log: log, maxBytes: maxBytes, now: time.Now, chain: newChain(), next: -1}
+// NewDISStore returns a store over dis whose records are signed with key,
+// which every gateway sharing the DIS project must hold; records larger
+// than maxBytes (DIS's record limit) are refused, which bounds how many
+// ACLs the store holds.
+func NewDISStore(dis disclient.API, log zerolog.Logger, maxBytes int, key []byte) (*DISStore, error) {
+	if len(key) == 0 {
+		return nil, errors.New("authz: the ACL store needs a key to sign and verify its records")
+	}
+	s := &DISStore{dis: dis, log: log, maxBytes: maxBytes, key: key, now: time.Now, chain: newChain(key), next: -1}
 	s.current.Store(s.chain.set)
-	return s
+	return s, nil
 }
 
 // Current implements Store.
@@ -97,8 +109,10 @@ func (s *DISStore) Run(ctx context.Context, interval time.Duration) {
 			}
 			continue
 		}
+		// Lost ACLs are not written again: only a super user's change
+		// ends the loss.
 		s.mu.Lock()
-		stale := s.chain.version > 0 && s.now().Sub(time.UnixMilli(s.chain.stamp)) > refreshAfter
+		stale := !s.Current().Lost() && s.chain.version > 0 && s.now().Sub(time.UnixMilli(s.chain.stamp)) > refreshAfter
 		s.mu.Unlock()
 		if stale {
 			if _, err := s.Update(ctx, func(cur *Set) (*Set, error) { return cur, nil }); err != nil && ctx.Err() == nil {
@@ -123,19 +137,28 @@ func (s *DISStore) Update(ctx context.Context, change func(*Set) (*Set, error)) 
 		if err := s.readLocked(ctx); err != nil {
 			return nil, err
 		}
-		next, err := change(s.chain.set)
+		// Lost ACLs are not built on: the first change after the loss
+		// starts a new set.
+		base := s.chain.set
+		if s.Current().Lost() {
+			base = NewSet(nil)
+		}
+		next, err := change(base)
 		if err != nil {
 			return nil, err
 		}
+		// feed takes no version from maxVersion on, so this cannot
+		// overflow.
 		version := s.chain.version + 1
-		data, err := encodeSnapshot(version, next)
+		stamp := s.now().UnixMilli()
+		data, err := encodeSnapshot(s.key, version, stamp, next)
 		if err != nil {
 			return nil, err
 		}
 		if len(data) > s.maxBytes {
 			return nil, fmt.Errorf("authz: %d ACLs take %d bytes, more than a DIS record holds (%d)", next.Len(), len(data), s.maxBytes)
 		}
-		at, err := s.append(ctx, data)
+		at, err := s.append(ctx, data, stamp)
 		if err != nil {
 			return nil, err
 		}
@@ -152,8 +175,7 @@ func (s *DISStore) Update(ctx context.Context, change func(*Set) (*Set, error)) 
 
 // append writes data to the stream, creating the stream first when it
 // does not exist, and returns its sequence number.
-func (s *DISStore) append(ctx context.Context, data []byte) (int64, error) {
-	stamp := s.now().UnixMilli()
+func (s *DISStore) append(ctx context.Context, data []byte, stamp int64) (int64, error) {
 	req := &disclient.PutRecordsRequest{StreamName: StreamName, Records: []disclient.PutRecordsEntry{{
 		Data: data, PartitionID: disclient.PartitionID(0), Timestamp: &stamp,
 	}}}
@@ -197,40 +219,151 @@ func (s *DISStore) createStream(ctx context.Context) error {
 	return err
 }
 
-// readLocked feeds every record after the last one read to the chain and
-// publishes the newest set.
+// errNoStream and errMoved are what scan found instead of records: no
+// stream, or not the position asked for (retention dropped it, or the
+// stream was made anew).
+var (
+	errNoStream = errors.New("authz: no ACL stream")
+	errMoved    = errors.New("authz: the ACL stream moved on")
+)
+
+// readLocked brings the chain up to date with the stream and publishes
+// the newest set, or the loss of the ACLs. It follows the stream from the
+// last record read while the snapshot taken last is still in place, and
+// reads it all again otherwise.
 func (s *DISStore) readLocked(ctx context.Context) error {
-	cur := &disclient.GetCursorRequest{StreamName: StreamName, PartitionID: disclient.PartitionID(0), CursorType: disclient.CursorTrimHorizon}
+	err := errMoved
 	if s.next >= 0 {
-		cur.CursorType, cur.StartingSequenceNumber = disclient.CursorAtSequenceNumber, strconv.FormatInt(s.next, 10)
+		err = s.follow(ctx)
 	}
-	c, err := s.dis.GetCursor(ctx, cur)
-	if disclient.IsCode(err, disclient.CodeSequenceOutOfRange) || disclient.IsCode(err, disclient.CodeInvalidSequence) {
-		// Retention dropped what was read already, or nothing new was
-		// written: read from the oldest record still there.
-		cur.CursorType, cur.StartingSequenceNumber = disclient.CursorTrimHorizon, ""
-		c, err = s.dis.GetCursor(ctx, cur)
+	if errors.Is(err, errMoved) {
+		err = s.reread(ctx)
 	}
-	if disclient.IsCode(err, disclient.CodeStreamNotFound) {
+	if errors.Is(err, errNoStream) {
+		// Never made, the ACLs are not set yet; deleted after this store
+		// took a version, they are lost.
+		if s.chain.version > 0 {
+			s.chain, s.next = newChain(s.key), -1
+			s.lose("the ACL stream was deleted")
+		}
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	switch {
+	case s.chain.version == 0:
+		// The stream is made by the first change, so a stream without a
+		// snapshot lost its ACLs: DIS retention dropped them while no
+		// gateway ran to write them again, or someone replaced them.
+		s.lose("the ACL stream holds no valid snapshot: DIS retention dropped the ACLs, or someone replaced them")
+	case s.now().Sub(time.UnixMilli(s.chain.stamp)) > replayAfter:
+		s.lose("the newest ACL snapshot was written longer ago than the stream keeps records, so it was appended again: a replay")
+	default:
+		s.current.Store(s.chain.set)
+	}
+	return nil
+}
+
+// lose publishes the loss of the ACLs, logging why when it is news.
+func (s *DISStore) lose(why string) {
+	if !s.Current().Lost() {
+		s.log.Error().Str("stream", StreamName).Int64("version", s.chain.version).
+			Msg(why + ": only super users are allowed until a super user creates ACLs again")
+	}
+	s.current.Store(lostSet())
+}
+
+// follow feeds the chain the records after the last one read. It reads
+// from the snapshot taken last and returns errMoved when that is no
+// longer there.
+func (s *DISStore) follow(ctx context.Context) error {
+	from, checked := s.next, s.chain.version == 0
+	if !checked {
+		from = s.chain.at
+	}
+	err := s.scan(ctx, from, func(seq int64, data []byte) error {
+		if !checked {
+			if seq != s.chain.at || !s.chain.holds(data) {
+				return errMoved
+			}
+			checked = true
+		}
+		if seq >= s.next {
+			s.next = seq + 1
+			s.feedLogged(&s.chain, seq, data)
+		}
+		return nil
+	})
+	if err == nil && !checked {
+		err = errMoved
+	}
+	return err
+}
+
+// reread builds the chain anew from the oldest record in the stream.
+// Records refused before are not logged again.
+func (s *DISStore) reread(ctx context.Context) error {
+	ch, next, logged := newChain(s.key), int64(0), s.next
+	err := s.scan(ctx, -1, func(seq int64, data []byte) error {
+		if seq < next {
+			return nil
+		}
+		next = seq + 1
+		if seq >= logged {
+			s.feedLogged(&ch, seq, data)
+		} else {
+			_, _ = ch.feed(seq, data)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.chain, s.next = ch, next
+	return nil
+}
+
+// feedLogged feeds ch the record at seq, logging it when it is refused.
+func (s *DISStore) feedLogged(ch *chain, seq int64, data []byte) {
+	if _, err := ch.feed(seq, data); err != nil {
+		s.log.Error().Err(err).Str("stream", StreamName).Int64("sequence_number", seq).Msg("refusing an ACL record; the ACLs in force stay")
+	}
+}
+
+// scan calls visit with every record of the partition from sequence
+// number from on (-1: from the oldest), until visit returns an error,
+// which scan returns.
+func (s *DISStore) scan(ctx context.Context, from int64, visit func(seq int64, data []byte) error) error {
+	cur := &disclient.GetCursorRequest{StreamName: StreamName, PartitionID: disclient.PartitionID(0), CursorType: disclient.CursorTrimHorizon}
+	if from >= 0 {
+		cur.CursorType, cur.StartingSequenceNumber = disclient.CursorAtSequenceNumber, strconv.FormatInt(from, 10)
+	}
+	c, err := s.dis.GetCursor(ctx, cur)
+	switch {
+	case disclient.IsCode(err, disclient.CodeStreamNotFound):
+		return errNoStream
+	case disclient.IsCode(err, disclient.CodeSequenceOutOfRange) || disclient.IsCode(err, disclient.CodeInvalidSequence):
+		return errMoved
+	case err != nil:
+		return err
+	}
 	cursor := c.PartitionCursor
 	for cursor != "" {
 		resp, err := s.dis.GetRecords(ctx, cursor, 0)
+		if disclient.IsCode(err, disclient.CodeStreamNotFound) {
+			return errNoStream
+		}
 		if err != nil {
 			return err
 		}
 		for _, rec := range resp.Records {
 			seq, err := strconv.ParseInt(rec.SequenceNumber, 10, 64)
-			if err != nil || seq < s.next {
+			if err != nil {
 				continue
 			}
-			s.next = seq + 1
-			if _, err := s.chain.feed(seq, rec.Timestamp, rec.Data); err != nil {
-				s.log.Error().Err(err).Str("stream", StreamName).Msg("skipping an ACL record that is no snapshot")
+			if err := visit(seq, rec.Data); err != nil {
+				return err
 			}
 		}
 		if len(resp.Records) == 0 {
@@ -238,16 +371,5 @@ func (s *DISStore) readLocked(ctx context.Context) error {
 		}
 		cursor = resp.NextPartitionCursor
 	}
-	if s.chain.version == 0 {
-		// The stream is made by the first change, so a stream without a
-		// snapshot lost its ACLs: DIS retention dropped them while no
-		// gateway ran to write them again.
-		if !s.Current().Lost() {
-			s.log.Error().Str("stream", StreamName).Msg("the ACL stream holds no ACLs, so DIS retention dropped them: only super users are allowed until a super user creates ACLs again")
-		}
-		s.current.Store(lostSet())
-		return nil
-	}
-	s.current.Store(s.chain.set)
 	return nil
 }
