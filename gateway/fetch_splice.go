@@ -13,7 +13,7 @@ import (
 // batches, each its own slice. Copying them into one slice per partition
 // and then into the encoded frame cost two copies of every byte served,
 // the largest share of a consumer's CPU in the gateway after the DIS read
-// (docs/benchmarks.md). Instead the response is encoded with a marker in
+// (docs/design.md §10). Instead the response is encoded with a marker in
 // place of each partition's record batches, and the frame is written as
 // its pieces with the batches between them (writev): the batches are
 // copied once, by the kernel, into the socket. The records of a batch read
@@ -42,7 +42,7 @@ func (p *framePart) appendTo(b []byte) ([]byte, error) {
 // another, the batches one call wrote to a partition (the embedded DIS
 // keeps them back to back), become one part: one sendfile call between
 // them, where a call each cost the gateway a third of its CPU under a
-// consumer of 16 KiB batches (docs/benchmarks.md).
+// consumer of 16 KiB batches (docs/design.md §10).
 func batchParts(parts []framePart, batches []cachedBatch) []framePart {
 	for i := range batches {
 		f := batches[i].file
@@ -77,7 +77,7 @@ const spliceMarkerLen = 16
 // transport writes a frame of more pieces than one writev takes in several
 // (writevParts). Compressed batches of compressible data are small: a
 // fetch of 1 MiB of a partition then holds hundreds of them, and under a
-// bound of one writev's pieces they were copied twice (docs/benchmarks.md).
+// bound of one writev's pieces they were copied twice (docs/design.md §10).
 const maxSpliceParts = 1 << 14
 
 var (

@@ -9,7 +9,7 @@ import (
 // the frame a response is encoded into and the concatenated batches of a
 // partition. Allocating them fresh would zero megabytes per fetch and hand
 // the collector the same again, which a profile of consumers reading at
-// full speed showed as a fifth of all CPU (docs/benchmarks.md). A buffer
+// full speed showed as a fifth of all CPU (docs/design.md §10). A buffer
 // goes back only where its one user is known to be done with it: a
 // transport once the frame is written or copied into its own buffer, the
 // fetch handler once its response is encoded.

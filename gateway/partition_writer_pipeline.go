@@ -17,7 +17,7 @@ import (
 // completer waits, then publishes each call's batches to readers and
 // answers its producers, in order. Without it each batch that arrives
 // during an fsync waited for that fsync to end before being appended, and
-// then for another (docs/benchmarks.md). The order in DIS is still the
+// then for another (docs/design.md §10). The order in DIS is still the
 // order of the calls, since a call is made only after the one before has
 // its sequence numbers; what a reader sees and what a producer is told
 // stays behind the fsync.
@@ -119,7 +119,7 @@ func (w *partitionWriter) completeCall(c *pipelinedCall) {
 	// letting them append first puts the whole request under the fsync
 	// this wait may start. Without the yield a 1 KiB, 16 KiB franz-go
 	// produce ran at 119 000-126 000 records/s, with it at 135 000-137 000
-	// (docs/benchmarks.md).
+	// (docs/design.md §10).
 	runtime.Gosched()
 	if err := c.wait(); err != nil {
 		w.failUndurable(c.ops, err)

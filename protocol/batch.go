@@ -430,7 +430,7 @@ func (b *Batch) decodeRecord(src []byte, i int, keep bool) (Record, []byte, erro
 // timestamp and the rest of src; ok is false for any other record, valid
 // or not, which decodeRecord then reads. Checking the records of a batch
 // is the gateway's main cost per record under small records, and most of
-// decodeRecord's is its calls (docs/benchmarks.md).
+// decodeRecord's is its calls (docs/design.md §10).
 func (b *Batch) skimRecord(src []byte, i int) (timestamp int64, rest []byte, ok bool) {
 	length, p := shortVarint(src, 0)
 	if p < 0 || length < 0 || int(length) > len(src)-p {

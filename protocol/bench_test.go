@@ -7,7 +7,7 @@ import (
 )
 
 // benchValueSizes are the value sizes the batch benchmarks run with: the
-// small and the 1 KiB records of the throughput bench (docs/benchmarks.md).
+// small and the 1 KiB records of the throughput bench (test/bench's -sizes).
 var benchValueSizes = []int{100, 1024}
 
 // benchRecords returns 1 MiB of records, a batch of the bench's larger

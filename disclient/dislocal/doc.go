@@ -19,13 +19,16 @@
 //     4100 (signature or token does not match). A key bound to a project
 //     gets 403 DIS.4116 on other projects. X-Security-Token is signed but
 //     not checked. Each project id is its own namespace of streams and
-//     apps. Only JSON bodies are served, not protobuf.
+//     apps. Bodies are JSON; PutRecords and GetRecords also take the DIS
+//     Java SDK's protobuf bodies (protobuf.go). Errors are always JSON.
 //   - Streams have 1 to 1000 partitions. data_schema, compression_format
 //     and the auto_scale_* bounds are accepted and ignored. Scaling in marks
 //     the highest partitions DELETED (readable, not writable); scaling out
 //     reactivates them before adding new ones, so a partition number always
-//     means the same records. DIS's limits on how often a stream may be
-//     scaled are not enforced, nor is throttling (DIS.4303) or any quota.
+//     means the same records. DIS's account and scaling limits
+//     (Config.Limits, limits.go) and its per-partition traffic limits
+//     (Config.Quotas, DIS.4303, quotas.go) are enforced only when
+//     configured; by default none is.
 //   - PutRecords takes up to 10000 records and a 16 MiB body; a record's
 //     data is at most 1 MiB. A record's optional timestamp (ms) is kept as
 //     its timestamp; otherwise the server's write time is. Retention always

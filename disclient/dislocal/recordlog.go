@@ -716,8 +716,7 @@ func (r *logReader) readHead(f *os.File, ref recordRef, want int) ([]byte, error
 // readPiece reads the frames at the start of refs that lie one after the
 // other in one segment, as many whole ones as fit in freshPiece bytes
 // (refs[0]'s at least) and up to one to be read as a span, straight into a
-// new kept piece: read through the window they would be copied once more
-// (docs/benchmarks.md).
+// new kept piece: read through the window they would be copied once more.
 func (r *logReader) readPiece(refs []recordRef) error {
 	n := int64(refs[0].n)
 	for i := 1; i < len(refs) && refs[i].seg == refs[0].seg && refs[i].off == refs[0].off+n && n+int64(refs[i].n) <= freshPiece && !r.spans(refs[i]); i++ {

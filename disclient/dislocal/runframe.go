@@ -9,7 +9,7 @@ import (
 // log back to back, with no frame prefix between them, when none has a
 // partition key: a kafka stream's batches, which a reader then sends from
 // the file in one call per run rather than one per record
-// (docs/benchmarks.md, "Run frames"). Such a run, of one record or more,
+// (docs/design.md §10). Such a run, of one record or more,
 // is one frame:
 //
 //	<payload length | runFlag:4> <crc32c of head:4> <payload>
@@ -36,8 +36,8 @@ const (
 // keeps the record's first memberHeadLen bytes: a reader that sends the
 // rest of it from the file (logReader.readSpan, the gateway's reads of
 // batches, whose 61-byte header it needs in memory) then reads nothing
-// from the log for it, where that read was a system call a batch
-// (docs/benchmarks.md).
+// from the log for it, where that read was a system call a batch: 13 440
+// preads for one consume of 200 000 records of 1 KiB in 16 KiB batches.
 const (
 	memberHeadLen = 64
 	memberHeadMin = 4096

@@ -13,7 +13,7 @@ import (
 // also commits the file's new size and its newly allocated blocks through
 // the file system's journal; an fsync after overwriting blocks that were
 // already written and made durable commits only the data, and on the disks
-// measured took about half as long (docs/benchmarks.md, "Spare segments").
+// measured took about half as long (docs/design.md §10).
 // So while a segment fills, a goroutine prepares the next one: it writes a
 // file of segmentBytes zeros, a chunk at a time (spareStep). While no append
 // came for spareIdle, to a log that has taken a quarter of a segment since
@@ -23,7 +23,7 @@ import (
 // and an fsync that queues behind a chunk of zeros waits for it: under a
 // producer of 1 KiB records in 16 KiB batches, zeros written alongside at
 // half again the appends' rate cost a quarter of its throughput
-// (docs/benchmarks.md, "Spares zeroed while the log is idle"). So then they
+// (docs/design.md §10). So then they
 // go in small chunks, at most spareBusyRate bytes a second, and only while
 // the spare is less than half as much again and spareLead ahead of the
 // active segment's size: a slow writer, whose fsyncs gain most from zeros
@@ -32,8 +32,8 @@ import (
 // when it is ready, as below. Where the file system
 // allows, the zeros are written with O_DIRECT, straight from one buffer to
 // the disk: through the page cache they cost a kernel copy and page
-// allocation per byte, up to a fifth of the gateway's CPU under a fast
-// producer (docs/benchmarks.md), and each chunk would have to be written
+// allocation per byte, about a quarter of the gateway's CPU under a fast
+// producer (docs/design.md §10), and each chunk would have to be written
 // back before the next. Appends to such a segment are written as whole pages
 // from an aligned staging buffer (writeDirect): the segment's last, partial
 // page again, then the frames, then zeros to the next page boundary, so that
@@ -71,7 +71,7 @@ const (
 	// until the disk has the bytes, so the small appends of several
 	// partitions would wait for each other's writes instead of sharing
 	// one fsync; against the page cache, gateway runs with 16 KiB batches
-	// measured no gain from it (docs/benchmarks.md).
+	// measured no gain from it (docs/design.md §10).
 	directMin = 256 << 10
 	// stageUnit is the step the staging buffer of appends grows by, and
 	// stageKeep the most it keeps between appends that need no more.

@@ -6,7 +6,7 @@ import "os"
 // cache leaves the records there for the consumers that read them next; a
 // direct append (writeDirect) leaves them on the disk only, and consumers
 // reading right behind a producer of 1 MB batches then read them from the
-// disk at about 0.6 times the speed (docs/benchmarks.md). So each range a
+// disk at about 0.6 times the speed (docs/design.md §10). So each range a
 // direct append wrote is handed to a goroutine that asks the kernel to read
 // it back into the page cache (POSIX_FADV_WILLNEED, readahead without a
 // copy to user space), off the append's path and outside the log's lock.

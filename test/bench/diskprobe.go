@@ -11,8 +11,8 @@ import (
 // The end-to-end latency of disgw under --fsync=always is bounded below by
 // how long the disk takes to flush, and the virtual disks of shared
 // machines stall now and then for tens or hundreds of milliseconds, most
-// often while the host writes back what earlier phases wrote
-// (docs/benchmarks.md). A disk probe writes one page and fsyncs it every
+// often while the host writes back what earlier phases wrote (up to 274 ms
+// beside a latency phase). A disk probe writes one page and fsyncs it every
 // diskProbeInterval beside a latency phase, so that the bench prints the
 // disk's own flush latency next to each server's and a reader can tell a
 // stall of the disk from one of the server.

@@ -14,8 +14,8 @@ import (
 // its data is first touched by a CPU: Kafka in its produce (its writes
 // copy into the page cache), disgw's consumers in their receive copy
 // (the embedded DIS's direct appends and read-ahead fill pages without
-// the CPU, and sendfile never touches them). docs/benchmarks.md has the
-// figures. The settings line says whether it was on.
+// the CPU, and sendfile never touches them): about 10 µs a page, enough to
+// halve some rounds. The settings line says whether it was on.
 
 // virtioBalloonReporting is VIRTIO_BALLOON_F_REPORTING, the feature bit of
 // a balloon device that takes free page reports.

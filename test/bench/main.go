@@ -9,7 +9,7 @@
 // record and one DIS record per Kafka batch, the latter also in the shape
 // of a Kafka client's requests, and watches the resident memory
 // of the disgw process. It prints one greppable line per figure;
-// docs/benchmarks.md explains them and records measured numbers.
+// docs/benchmarks.md explains them and has today's figures.
 //
 //	go -C test run ./bench [-records N] [-sizes 100,1024] [-batches 16384,1000000] [-kafka auto|on|off] [-kafka-flush default|always] [-mode binary|inprocess]
 //

@@ -85,7 +85,7 @@ func (b *bench) runAll(ctx context.Context) error {
 // -records records, or for smaller values as many as carry the value
 // bytes of -records records of 1 KiB. 200 000 records of 100 B were read
 // in 56-108 ms, short enough for one scheduling delay to halve a phase's
-// rate (docs/benchmarks.md).
+// rate.
 func (b *bench) forSize(size int) *bench {
 	sb := *b
 	sb.s.records = max(b.s.records, int(int64(b.s.records)*1024/int64(size)))
@@ -99,7 +99,7 @@ func (b *bench) forSize(size int) *bench {
 // as its batches come: warmed with 100 000 records in 1 MB batches only,
 // Kafka's 1 KiB, 16 KiB produce rounds ran at 52 082, 100 216 and
 // 138 134 records/s one after the other, its CPU time per round falling
-// from 6.3 s to 2.0 s (docs/benchmarks.md).
+// from 6.3 s to 2.0 s.
 func (b *bench) warmUp(ctx context.Context) error {
 	if b.s.warmup == 0 {
 		return nil
