@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/disclient/dislocal/recordlog/logfs"
 )
 
 // fakeClock is the injected Config.Now.
@@ -50,8 +51,10 @@ type env struct {
 	limits Limits
 	// segmentBytes, when set, is the record log's Config.segmentBytes.
 	segmentBytes int64
-	srv          *Server
-	hs           *httptest.Server
+	// logFS, when set, is the record log's file system.
+	logFS logfs.FS
+	srv   *Server
+	hs    *httptest.Server
 }
 
 const project = "proj1"
@@ -81,6 +84,7 @@ func (e *env) open() {
 		Quotas:                 e.quotas,
 		Limits:                 e.limits,
 		segmentBytes:           e.segmentBytes,
+		logFS:                  e.logFS,
 	})
 	if err != nil {
 		e.tb.Fatalf("Open: %v", err)
