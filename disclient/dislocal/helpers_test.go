@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/disclient/dislocal/recordlog/logfs"
 )
@@ -51,10 +53,12 @@ type env struct {
 	limits Limits
 	// segmentBytes, when set, is the record log's Config.segmentBytes.
 	segmentBytes int64
-	// logFS, when set, is the record log's file system.
-	logFS logfs.FS
-	srv   *Server
-	hs    *httptest.Server
+	// logFS and pebbleFS, when set, are the record log's and pebble's
+	// file systems.
+	logFS    logfs.FS
+	pebbleFS vfs.FS
+	srv      *Server
+	hs       *httptest.Server
 }
 
 const project = "proj1"
@@ -85,6 +89,7 @@ func (e *env) open() {
 		Limits:                 e.limits,
 		segmentBytes:           e.segmentBytes,
 		logFS:                  e.logFS,
+		pebbleFS:               e.pebbleFS,
 	})
 	if err != nil {
 		e.tb.Fatalf("Open: %v", err)
