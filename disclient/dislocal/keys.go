@@ -77,7 +77,7 @@ func decodeLogPosition(v []byte) (seg uint64, end int64, ok bool) {
 // Version 2 moved record data out of pebble into the record log; version 3
 // stopped fsyncing pebble for records and added the l key, from which
 // reindexLog finds the frames to index again; version 4 added run frames
-// and member references (runframe.go). A version 2 directory is upgraded
+// and member references (recordlog's runframe.go). A version 2 directory is upgraded
 // when opened (pebble was fsynced then, so nothing is missing), a version
 // 3 one is marked 4 (it has no run frames); one without the f key was
 // written by an older version and is refused rather than misread, as a

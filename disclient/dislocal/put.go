@@ -319,7 +319,7 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 		results[i] = disclient.PutRecordsResult{PartitionID: parts[j].id, SequenceNumber: strconv.FormatInt(seq, 10)}
 	}
 	// The frames, a partition at a time: its records in one run frame
-	// when they may go in one (runframe.go), else a frame each. refs are
+	// when they may go in one (recordlog's runframe.go), else a frame each. refs are
 	// the records' references relative to where the frames will start.
 	refs := make([]recordlog.Ref, len(recs))
 	var run []recordlog.RunRecord

@@ -16,7 +16,7 @@ import (
 
 // Recovery. A bad frame (a length that runs past the end, a wrong
 // checksum) is one of two things, and recovery tells them apart
-// (docs/dis-embedded.md, "What recovery does"):
+// (docs/dis-embedded.md, "Crashes and recovery"):
 //
 //   - A torn tail: the end of the newest segment, written after its last
 //     successful fsync, that a crash left partly on the disk. Nothing in it
