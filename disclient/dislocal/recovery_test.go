@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/disgw/disgw/disclient"
@@ -105,10 +106,11 @@ func TestFailedFsyncCutOnRestart(t *testing.T) {
 			t.Cleanup(e.close)
 			e.createStream("s", 1)
 			e.putTo("s", 0, "acked")
-			failing := true
+			var failing atomic.Bool
+			failing.Store(true)
 			mem.Inject(func(op logfs.Op, name string) error {
 				switch {
-				case !failing:
+				case !failing.Load():
 				case op == logfs.OpSync && strings.HasSuffix(name, ".log"):
 					return errors.New("injected EIO")
 				case markFails && strings.HasSuffix(name, "synced"):
@@ -118,7 +120,7 @@ func TestFailedFsyncCutOnRestart(t *testing.T) {
 			})
 			e.fails("POST", v2("/records"), disclient.PutRecordsRequest{StreamName: "s",
 				Records: []disclient.PutRecordsEntry{{Data: []byte("failed"), PartitionID: "0"}}}, 500, disclient.CodeSystemError)
-			failing = false
+			failing.Store(false)
 			e.reopen()
 			if got := payloads(e.readAll("s", 0)); len(got) != 1 || got[0] != "acked" {
 				t.Fatalf("after restart: %q, want only the acknowledged record", got)
@@ -176,9 +178,10 @@ func TestRollFailureStopsWrites(t *testing.T) {
 	e.open()
 	t.Cleanup(e.close)
 	e.createStream("s", 1)
-	failing := true
+	var failing atomic.Bool
+	failing.Store(true)
 	mem.Inject(func(op logfs.Op, _ string) error {
-		if failing && op == logfs.OpSyncDir {
+		if failing.Load() && op == logfs.OpSyncDir {
 			return errors.New("injected EIO")
 		}
 		return nil
@@ -202,7 +205,7 @@ func TestRollFailureStopsWrites(t *testing.T) {
 	}
 	e.fails("POST", v2("/records"), disclient.PutRecordsRequest{StreamName: "s",
 		Records: []disclient.PutRecordsEntry{{Data: []byte("after"), PartitionID: "0"}}}, 500, disclient.CodeSystemError)
-	failing = false
+	failing.Store(false)
 	e.reopen()
 	if got := payloads(e.readAll("s", 0)); strings.Join(got, ",") != strings.Join(acked, ",") {
 		t.Fatalf("after restart %d records, want the %d acknowledged", len(got), len(acked))
@@ -220,16 +223,17 @@ func TestFailedWriteCleanupStopsWrites(t *testing.T) {
 	t.Cleanup(e.close)
 	e.createStream("s", 1)
 	e.putTo("s", 0, "acked")
-	failing := true
+	var failing atomic.Bool
+	failing.Store(true)
 	mem.Inject(func(op logfs.Op, name string) error {
-		if failing && strings.HasSuffix(name, ".log") && (op == logfs.OpWrite || op == logfs.OpTruncate) {
+		if failing.Load() && strings.HasSuffix(name, ".log") && (op == logfs.OpWrite || op == logfs.OpTruncate) {
 			return errors.New("injected EIO")
 		}
 		return nil
 	})
 	e.fails("POST", v2("/records"), disclient.PutRecordsRequest{StreamName: "s",
 		Records: []disclient.PutRecordsEntry{{Data: []byte("failed"), PartitionID: "0"}}}, 500, disclient.CodeSystemError)
-	failing = false
+	failing.Store(false)
 	if e.srv.WritesStopped() == nil {
 		t.Fatal("writes not stopped after a failed write left its frames")
 	}
