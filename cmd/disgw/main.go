@@ -322,6 +322,14 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 		if err != nil {
 			return err
 		}
+		local := r.local
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "disgw_dis_corrupt_records_total",
+			Help: "Damaged ranges found in the embedded DIS's record log, each holding one record or more that reads answer with an error (docs/dis-embedded.md, Damaged records).",
+		}, func() float64 {
+			found, _ := local.LogDamage()
+			return float64(found)
+		}))
 		if projectID == "" {
 			projectID = "disgw"
 		}
@@ -898,19 +906,29 @@ func (r *running) readiness(dis disclient.API) func(context.Context) (bool, stri
 	if r.local == nil {
 		return ready
 	}
-	return checkWrites(ready, r.local.WritesStopped)
+	return checkWrites(ready, r.local.WritesStopped, func() []string {
+		_, known := r.local.LogDamage()
+		return known
+	})
 }
 
 // checkWrites makes ready unready while stopped reports why the embedded
-// DIS takes no more writes (a failed fsync of its record log): it answers
-// every other call, so the DIS probe alone would not notice, and only a
-// restart brings writes back.
-func checkWrites(ready func(context.Context) (bool, string), stopped func() error) func(context.Context) (bool, string) {
+// DIS takes no more writes (a failed fsync of its record log, a failed
+// segment roll): it answers every other call, so the DIS probe alone would
+// not notice, and only a restart brings writes back. Damage in its record
+// log (damaged) is a detail of a ready answer: every other record is
+// served, and a restart would not mend it; an operator moves readers past
+// it (docs/dis-embedded.md, Damaged records).
+func checkWrites(ready func(context.Context) (bool, string), stopped func() error, damaged func() []string) func(context.Context) (bool, string) {
 	return func(ctx context.Context) (bool, string) {
 		if err := stopped(); err != nil {
 			return false, "embedded DIS takes no writes until restarted: " + err.Error()
 		}
-		return ready(ctx)
+		ok, reason := ready(ctx)
+		if d := damaged(); ok && len(d) > 0 {
+			reason = "embedded DIS record log damaged: " + strings.Join(d, "; ")
+		}
+		return ok, reason
 	}
 }
 
@@ -925,11 +943,15 @@ func adminHandler(reg *prometheus.Registry, ready func(context.Context) (bool, s
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if ok, reason := ready(r.Context()); !ok {
+		ok, reason := ready(r.Context())
+		if !ok {
 			http.Error(w, reason, http.StatusServiceUnavailable)
 			return
 		}
-		_, _ = w.Write([]byte("ok\n"))
+		if reason != "" {
+			reason += "\n"
+		}
+		_, _ = w.Write([]byte("ok\n" + reason))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	if pprof {

@@ -114,7 +114,18 @@ func TestReadyzWhenWritesStop(t *testing.T) {
 		{"stopped, otherwise ready", verdict(true, ""), errors.New("injected EIO"), false, "embedded DIS takes no writes until restarted: injected EIO"},
 	}
 	for _, c := range cases {
-		ok, reason := checkWrites(c.base, func() error { return c.stopped })(ctx)
+		ok, reason := checkWrites(c.base, func() error { return c.stopped }, func() []string { return nil })(ctx)
+		if ok != c.ok || reason != c.wantReason {
+			t.Errorf("%s: ready = %v %q, want %v %q", c.name, ok, reason, c.ok, c.wantReason)
+		}
+	}
+	// Damage is a detail of a ready answer, not a reason to be unready.
+	damaged := func() []string { return []string{"00000000000000000001.log bytes 10 to 20"} }
+	for _, c := range cases {
+		if c.ok {
+			c.wantReason = "embedded DIS record log damaged: 00000000000000000001.log bytes 10 to 20"
+		}
+		ok, reason := checkWrites(c.base, func() error { return c.stopped }, damaged)(ctx)
 		if ok != c.ok || reason != c.wantReason {
 			t.Errorf("%s: ready = %v %q, want %v %q", c.name, ok, reason, c.ok, c.wantReason)
 		}

@@ -3,7 +3,7 @@
 // their expiry, dense sequence numbers) closely enough that disgw's own
 // client and the official Huawei Cloud Go SDK work against it unchanged.
 // It is the default backend when no DIS account is configured, so it keeps
-// record data in an append-only record log (recordlog.go) and everything
+// record data in an append-only record log (package recordlog) and everything
 // else in a pebble database (key schema in keys.go), and acknowledges
 // writes only once they are as durable as Config.Sync asks.
 //

@@ -227,7 +227,7 @@ func TestCrashDurability(t *testing.T) {
 	e := &env{tb: t, dir: dir, clock: newFakeClock(), sync: SyncAlways}
 	e.open()
 	defer e.close()
-	if n := len(e.srv.records.segments()); n < 3 {
+	if n := len(e.srv.records.Segments()); n < 3 {
 		t.Errorf("%d record log segments: the writes did not roll the small segments", n)
 	}
 	stored := map[int32][]disclient.Record{0: e.readAll("s", 0), 1: e.readAll("s", 1)}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/disclient/dislocal/recordlog"
 )
 
 // apiError is an error answer in DIS's shape. Handlers return it; anything
@@ -43,9 +44,14 @@ func errPartitionNotFound(id string) *apiError {
 }
 
 // answerFor is the DIS error answer to a handler's error: an apiError as
-// it is, anything else DIS.5000.
+// it is, anything else DIS.5000; a read of a damaged record names it, so
+// that an operator can move readers past it (docs/dis-embedded.md).
 func answerFor(err error) *apiError {
 	var ae *apiError
+	var ce *recordlog.CorruptError
+	if errors.As(err, &ce) {
+		return errorf(disclient.CodeSystemError, "System error. [%s]", ce)
+	}
 	if !errors.As(err, &ae) {
 		ae = &apiError{status: http.StatusInternalServerError, code: disclient.CodeSystemError, message: "System error."}
 	}

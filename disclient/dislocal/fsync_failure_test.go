@@ -3,19 +3,24 @@ package dislocal
 import (
 	"context"
 	"errors"
-	"os"
+	"strings"
 	"testing"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/disclient/dislocal/recordlog"
+	"github.com/disgw/disgw/disclient/dislocal/recordlog/logfs"
 )
 
 // TestFailedFsyncStopsWrites checks that after an fsync fails, the call it
 // was for fails with DIS.5000 and so does every later write, even when the
 // next fsync would succeed: the kernel may have dropped the failed pages,
 // and a later write acknowledged durable must not follow records that are
-// gone (recordLog.failed). Reopening the server writes again.
+// gone (recordlog.Log.failed). Reopening the server writes again.
 func TestFailedFsyncStopsWrites(t *testing.T) {
-	e := newEnv(t)
+	mem := logfs.NewMemFS()
+	e := &env{tb: t, dir: t.TempDir(), clock: newFakeClock(), sync: SyncAlways, logFS: mem}
+	e.open()
+	t.Cleanup(e.close)
 	e.createStream("s", 1)
 	_, local := e.clients(disclient.EncodingProtobuf)
 	ctx := context.Background()
@@ -31,13 +36,13 @@ func TestFailedFsyncStopsWrites(t *testing.T) {
 		t.Fatalf("WritesStopped before any failure = %v", err)
 	}
 	failures := 0
-	e.srv.records.fsync = func(f *os.File) error {
-		if failures == 0 {
+	mem.Inject(func(op logfs.Op, name string) error {
+		if op == logfs.OpSync && strings.HasSuffix(name, ".log") && failures == 0 {
 			failures++
 			return errors.New("injected EIO")
 		}
-		return f.Sync()
-	}
+		return nil
+	})
 	for _, data := range []string{"failed", "after"} {
 		err := put(data)
 		if !disclient.IsCode(err, disclient.CodeSystemError) {
@@ -47,8 +52,8 @@ func TestFailedFsyncStopsWrites(t *testing.T) {
 	if failures != 1 {
 		t.Fatalf("%d fsyncs failed, want the one", failures)
 	}
-	if err := e.srv.WritesStopped(); !errors.Is(err, errLogFailed) {
-		t.Fatalf("WritesStopped after the failure = %v, want %v", err, errLogFailed)
+	if err := e.srv.WritesStopped(); !errors.Is(err, recordlog.ErrStopped) {
+		t.Fatalf("WritesStopped after the failure = %v, want %v", err, recordlog.ErrStopped)
 	}
 	e.reopen()
 	if err := e.srv.WritesStopped(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/disclient/dislocal/recordlog"
 )
 
 // GetRecords limits. DIS documents neither a default nor a maximum for
@@ -113,7 +114,7 @@ type answerWriter interface {
 // readOpts says how readRecords reads the record log.
 type readOpts struct {
 	// fresh reads records into memory of their own that the answer may
-	// keep (logReader); otherwise through one reused buffer.
+	// keep (recordlog.Reader); otherwise through one reused buffer.
 	fresh bool
 	// With fresh and spanMin > 0, a record of more than spanMin bytes of
 	// data is read only up to its first head bytes of data; the rest is
@@ -159,7 +160,7 @@ func (s *Server) readRecords(project string, c *cursor, pos, now int64, limit, f
 	if pos < visible {
 		var cost int
 		next, cost, err = s.readAnswerRecords(st.meta.Key, n, pos, visible, limit, fetchBytes, opts, a)
-		if errors.Is(err, errSegmentGone) {
+		if errors.Is(err, recordlog.ErrSegmentGone) {
 			earliest, _ := part.bounds()
 			return "", errPositionGone(pos, earliest)
 		}
@@ -210,7 +211,7 @@ func (b *bodyAnswer) add(key []byte, seq int64, data []byte, _ disclient.FileSpa
 // stopping at limit records or before the record that would take the key
 // and data handed over past fetchBytes, the first record included. It returns the position after the last
 // record handed over and the read quota they cost. Records are read from
-// the record log as opts says (logReader).
+// the record log as opts says (recordlog.Reader).
 func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, limit, fetchBytes int, opts readOpts, a answerWriter) (int64, int, error) {
 	var lower, upper [recordKeyLen]byte
 	it, err := s.db.NewIter(&pebble.IterOptions{
@@ -223,7 +224,7 @@ func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, lim
 	// First the references, then the frames: frames that lie one after
 	// the other in the log (a request's records of one partition) are read
 	// with one read between them.
-	var refs []recordRef
+	var refs []recordlog.Ref
 	var heads []byte // the copies of the references' heads
 	total := 0
 	for ok := it.First(); ok && len(refs) < limit && (len(refs) == 0 || total < fetchBytes); ok = it.Next() {
@@ -242,21 +243,21 @@ func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, lim
 			err = verr
 			break
 		}
-		ref, valid := decodeRecordRef(v)
+		ref, valid := recordlog.DecodeRef(v)
 		if !valid {
 			err = errors.New("corrupt record reference")
 			break
 		}
-		if len(ref.head) > 0 {
+		if len(ref.Head) > 0 {
 			// v is the iterator's until it moves on.
-			if cap(heads)-len(heads) < len(ref.head) {
-				heads = make([]byte, 0, spanHeadsPiece)
+			if cap(heads)-len(heads) < len(ref.Head) {
+				heads = make([]byte, 0, recordlog.HeadsPiece)
 			}
-			heads = append(heads, ref.head...)
-			ref.head = heads[len(heads)-len(ref.head) : len(heads) : len(heads)]
+			heads = append(heads, ref.Head...)
+			ref.Head = heads[len(heads)-len(ref.Head) : len(heads) : len(heads)]
 		}
 		refs = append(refs, ref)
-		total += ref.dataLen()
+		total += ref.DataLen()
 	}
 	if cerr := it.Close(); err == nil {
 		err = cerr
@@ -265,14 +266,14 @@ func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, lim
 		return pos, 0, err
 	}
 
-	lr := logReader{log: s.records, fresh: opts.fresh}
+	lr := recordlog.Reader{Log: s.records, Fresh: opts.fresh}
 	if opts.fresh {
-		lr.spanMin, lr.head = opts.spanMin, opts.head
+		lr.SpanMin, lr.Head = opts.spanMin, opts.head
 	} else {
 		bufp := responseBuffers.Get().(*[]byte)
-		lr.buf = (*bufp)[:0]
+		lr.Buf = (*bufp)[:0]
 		defer func() {
-			*bufp = lr.buf
+			*bufp = lr.Buf
 			recycleBuffer(bufp)
 		}()
 	}
@@ -281,8 +282,8 @@ func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, lim
 	size, cost := 0, 0
 	for i := range refs {
 		seq := pos + int64(i)
-		rec, err := lr.read(refs[i:], skey, n, seq)
-		if errors.Is(err, errSegmentGone) {
+		rec, err := lr.Read(refs[i:], skey, n, seq)
+		if errors.Is(err, recordlog.ErrSegmentGone) {
 			// Retention deleted the segment after the references were read.
 			if i == 0 {
 				return pos, 0, err
@@ -292,24 +293,14 @@ func (s *Server) readAnswerRecords(skey uint64, n int32, pos, visible int64, lim
 		if err != nil {
 			return next, cost, err
 		}
-		if size+len(rec.key)+len(rec.data)+rec.rest.Len > fetchBytes {
+		if size+len(rec.Key)+len(rec.Data)+rec.Rest.Len > fetchBytes {
 			break
 		}
-		size += len(rec.key) + len(rec.data) + rec.rest.Len
-		cost += a.add(rec.key, seq, rec.data, rec.rest, rec.ts)
+		size += len(rec.Key) + len(rec.Data) + rec.Rest.Len
+		cost += a.add(rec.Key, seq, rec.Data, rec.Rest, rec.TS)
 		next = seq + 1
 	}
 	return next, cost, nil
-}
-
-// contiguous is the length of the run of frames at the start of refs
-// that lie one after the other in one segment.
-func contiguous(refs []recordRef) int64 {
-	n := int64(refs[0].n)
-	for i := 1; i < len(refs) && refs[i].seg == refs[0].seg && refs[i].off == refs[0].off+n; i++ {
-		n += int64(refs[i].n)
-	}
-	return n
 }
 
 // appendRecordJSON appends one record as a JSON object.

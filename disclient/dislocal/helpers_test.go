@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/disclient/dislocal/recordlog/logfs"
 )
 
 // fakeClock is the injected Config.Now.
@@ -50,8 +53,12 @@ type env struct {
 	limits Limits
 	// segmentBytes, when set, is the record log's Config.segmentBytes.
 	segmentBytes int64
-	srv          *Server
-	hs           *httptest.Server
+	// logFS and pebbleFS, when set, are the record log's and pebble's
+	// file systems.
+	logFS    logfs.FS
+	pebbleFS vfs.FS
+	srv      *Server
+	hs       *httptest.Server
 }
 
 const project = "proj1"
@@ -81,6 +88,8 @@ func (e *env) open() {
 		Quotas:                 e.quotas,
 		Limits:                 e.limits,
 		segmentBytes:           e.segmentBytes,
+		logFS:                  e.logFS,
+		pebbleFS:               e.pebbleFS,
 	})
 	if err != nil {
 		e.tb.Fatalf("Open: %v", err)

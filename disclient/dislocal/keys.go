@@ -17,7 +17,7 @@ import (
 //	a <project> 0x00 <app name>                  → app metadata (JSON, appMeta)
 //	c <project> 0x00 <app> 0x00 <skey:8> <p:4>   → checkpoint: sequence number (int64) + metadata
 //	p <skey:8> <p:4>                             → partition state: earliest, next, maxTimestamp, lastWriteSecond (4 × int64)
-//	r <skey:8> <p:4> <seq:8>                     → record: where its frame is in the record log (recordRef: segment, offset, length)
+//	r <skey:8> <p:4> <seq:8>                     → record: where its frame is in the record log (recordlog.Ref: segment, offset, length)
 //	t <skey:8> <p:4> <maxTimestamp:8> <seq:8>    → empty: seq is the first record that raised the partition's running maximum timestamp to maxTimestamp
 //	w <skey:8> <p:4> <second:8> <seq:8>          → empty: seq is the first record written in that second (Unix seconds, server clock)
 //
@@ -27,7 +27,7 @@ import (
 // keeps the 0x00 separators unambiguous.
 //
 // Record data itself (timestamp, partition key, data) is in the record log
-// beside pebble (recordlog.go), in the form appendRecordValue writes.
+// beside pebble (package recordlog).
 //
 // The t index answers AT_TIMESTAMP: producer timestamps need not be
 // monotonic, but the running maximum is, and the first record whose own
@@ -77,7 +77,7 @@ func decodeLogPosition(v []byte) (seg uint64, end int64, ok bool) {
 // Version 2 moved record data out of pebble into the record log; version 3
 // stopped fsyncing pebble for records and added the l key, from which
 // reindexLog finds the frames to index again; version 4 added run frames
-// and member references (runframe.go). A version 2 directory is upgraded
+// and member references (recordlog's runframe.go). A version 2 directory is upgraded
 // when opened (pebble was fsynced then, so nothing is missing), a version
 // 3 one is marked 4 (it has no run frames); one without the f key was
 // written by an older version and is refused rather than misread, as a
@@ -173,38 +173,6 @@ func prefixEnd(prefix []byte) []byte {
 		}
 	}
 	return nil
-}
-
-// appendRecordValue appends the stored form of a record, as the payload
-// of its record log frame ends.
-func appendRecordValue(b []byte, timestamp int64, key string, data []byte) []byte {
-	b = binary.BigEndian.AppendUint64(b, uint64(timestamp))
-	b = binary.AppendUvarint(b, uint64(len(key)))
-	b = append(b, key...)
-	return append(b, data...)
-}
-
-// recordValueLen is the length appendRecordValue produces.
-func recordValueLen(key string, data []byte) int {
-	n := 8 + 1 + len(key) + len(data)
-	for l := uint64(len(key)); l >= 0x80; l >>= 7 {
-		n++
-	}
-	return n
-}
-
-// decodeRecordValue splits a stored record; the slices alias v.
-func decodeRecordValue(v []byte) (timestamp int64, key, data []byte, ok bool) {
-	if len(v) < 9 {
-		return 0, nil, nil, false
-	}
-	timestamp = int64(binary.BigEndian.Uint64(v))
-	kl, n := binary.Uvarint(v[8:])
-	if n <= 0 || kl > uint64(len(v)-8-n) {
-		return 0, nil, nil, false
-	}
-	rest := v[8+n:]
-	return timestamp, rest[:kl], rest[kl:], true
 }
 
 // partitionState is the durable state of one partition.

@@ -304,7 +304,7 @@ func TestLocalClientReadsPieces(t *testing.T) {
 		return recs
 	}
 	e.put("s", distinct(0, 300, 1000)...)
-	e.put("s", distinct(300, 2, freshPiece+1)...)
+	e.put("s", distinct(300, 2, 64<<10+1)...)
 	e.put("s", distinct(302, 50, 7)...)
 	c := e.cursor("s", "0", disclient.CursorTrimHorizon)
 	hr, herr := httpc.GetRecords(ctx, c, 8<<20)
@@ -342,7 +342,7 @@ func TestLocalClientSpans(t *testing.T) {
 	// The keyed record keeps them all in frames of their own (a run has
 	// no room for keys; TestRunRecordsAsSpans reads a run).
 	recs := append(sizedRecords(100, spanMin, spanMin+1, 70000, 5000, 300000),
-		disclient.PutRecordsEntry{Data: bytes.Repeat([]byte{'k'}, 9000), PartitionID: "0", PartitionKey: strings.Repeat("key", spanKeyRoom)})
+		disclient.PutRecordsEntry{Data: bytes.Repeat([]byte{'k'}, 9000), PartitionID: "0", PartitionKey: strings.Repeat("key", 64)})
 	e.put("s", recs...)
 	c := e.cursor("s", "0", disclient.CursorTrimHorizon)
 	hr, herr := httpc.GetRecords(ctx, c, 8<<20)
@@ -382,7 +382,7 @@ func TestLocalClientSpans(t *testing.T) {
 	for range 4 {
 		e.put("s", disclient.PutRecordsEntry{Data: bytes.Repeat([]byte{'z'}, 600000), PartitionID: "0"})
 	}
-	if err := e.srv.records.removeBefore(e.srv.records.activeSegment()); err != nil {
+	if err := e.srv.records.RemoveBefore(e.srv.records.ActiveSegment()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(span.File.Name()); !os.IsNotExist(err) {

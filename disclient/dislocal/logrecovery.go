@@ -7,30 +7,34 @@ import (
 	"sort"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/disgw/disgw/disclient/dislocal/recordlog"
 )
 
 // recordRefAt reads the reference of record seq of a partition.
-func (s *Server) recordRefAt(skey uint64, n int32, seq int64) (recordRef, error) {
+func (s *Server) recordRefAt(skey uint64, n int32, seq int64) (recordlog.Ref, error) {
 	var k [recordKeyLen]byte
 	v, closer, err := s.db.Get(appendRecordKey(k[:0], skey, n, seq))
 	if err != nil {
-		return recordRef{}, fmt.Errorf("record %d of partition %d: %w", seq, n, err)
+		return recordlog.Ref{}, fmt.Errorf("record %d of partition %d: %w", seq, n, err)
 	}
 	defer closer.Close()
-	ref, ok := decodeRecordRef(v)
+	ref, ok := recordlog.DecodeRef(v)
 	if !ok {
-		return recordRef{}, fmt.Errorf("record %d of partition %d: corrupt reference", seq, n)
+		return recordlog.Ref{}, fmt.Errorf("record %d of partition %d: corrupt reference", seq, n)
 	}
-	ref.head = slices.Clone(ref.head) // v is pebble's until closed
+	ref.Head = slices.Clone(ref.Head) // v is pebble's until closed
 	return ref, nil
 }
 
 // recoverLog drops, from every partition, the records whose frames are not
-// whole in the record log: those referenced beyond lastLen in lastSeg, the
-// newest segment openRecordLog found (or in a later one). Only a power loss
-// leaves such references (pebble's WAL reached the disk, the log did not),
-// and with SyncAlways only for writes never acknowledged, since the log is
-// fsynced before pebble's answer is awaited. A partition's references grow
+// in the record log: those referenced beyond lastLen in lastSeg, the
+// newest segment recordlog.Open found (or in a later one), where it cut a
+// torn tail. Only a crash leaves such references (pebble's WAL reached the
+// disk, the log's tail did not), and with SyncAlways only for writes never
+// acknowledged, since the log is fsynced before the answer. Records in
+// damaged bytes before lastLen keep their references: they are
+// quarantined, not dropped (recordlog's recovery.go). A partition's references grow
 // with its sequence numbers, so the valid records are a prefix.
 func (s *Server) recoverLog(lastSeg uint64, lastLen int64) error {
 	for _, st := range s.streamsByKey {
@@ -47,7 +51,7 @@ func (s *Server) recoverLog(lastSeg uint64, lastLen int64) error {
 					failed = err
 					return false
 				}
-				return ref.seg < lastSeg || ref.seg == lastSeg && ref.off+int64(ref.n) <= lastLen
+				return ref.Seg < lastSeg || ref.Seg == lastSeg && ref.Off+int64(ref.N) <= lastLen
 			}
 			if whole(next - 1) {
 				continue
@@ -128,7 +132,7 @@ func (s *Server) truncateIndex(b *pebble.Batch, kind byte, skey uint64, n int32,
 // The active segment is read first, so that records written meanwhile, in
 // it or later ones, are never below the floor.
 func (s *Server) dropSegments() error {
-	floor := s.records.activeSegment()
+	floor := s.records.ActiveSegment()
 	s.mu.RLock()
 	streams := make([]*stream, 0, len(s.streams))
 	for _, st := range s.streams {
@@ -146,11 +150,11 @@ func (s *Server) dropSegments() error {
 				if earliest == next {
 					continue
 				}
-				var ref recordRef
+				var ref recordlog.Ref
 				if ref, err = s.recordRefAt(st.meta.Key, p.n, earliest); err != nil {
 					break
 				}
-				floor = min(floor, ref.seg)
+				floor = min(floor, ref.Seg)
 			}
 		}
 		st.mu.RUnlock()
@@ -158,21 +162,26 @@ func (s *Server) dropSegments() error {
 			return err
 		}
 	}
-	return s.records.removeBefore(floor)
+	return s.records.RemoveBefore(floor)
 }
 
 // reindexLog indexes the frames that reached the record log after the last
 // ones pebble holds references for: pebble's writes of records are not
 // fsynced (appendRecords), so a power loss, or a kill before pebble's WAL
 // writer wrote them out, can lose the references of records that were
-// acknowledged, whose frames the log's fsync made durable. It scans the log from the position the l key gives (the end of
-// the frames of the last PutRecords pebble kept; references are applied
-// in log order, so every earlier frame has its reference) and gives each
-// frame that continues its partition its reference and index entries
-// again. A frame of a stream since deleted, or behind its partition's next
-// sequence number, is skipped. The w index of a frame indexed again uses
-// the time of the recovery, later than the write: retention keeps such
-// records a little longer, never shorter.
+// acknowledged, whose frames the log's fsync made durable. It scans the
+// log from the position the l key gives (the end of the frames of the last
+// PutRecords pebble kept; references are applied in log order, so every
+// earlier frame has its reference) and gives each frame that continues its
+// partition its reference and index entries again. A frame of a stream
+// since deleted, or behind its partition's next sequence number, is
+// skipped. A frame ahead of it, after damaged bytes the scan stepped over,
+// continues it too: the records between lay in the damage (a partition's
+// frames are in sequence order), and each gets a reference to it, which a
+// read answers with the damage's name (quarantined, not dropped, and their
+// sequence numbers never reused). The w index of a frame indexed again
+// uses the time of the recovery, later than the write: retention keeps
+// such records a little longer, never shorter.
 func (s *Server) reindexLog() error {
 	// Without the l key pebble kept no PutRecords at all since the
 	// directory was made (an upgraded one gets the key when opened), so
@@ -196,78 +205,58 @@ func (s *Server) reindexLog() error {
 	second := floorDiv(s.nowMs(), 1000)
 	states := make(map[*partition]partitionState)
 	var key [indexKeyLen]byte
-	var ref [memberRefLen + memberHeadLen]byte
-	indexed, skipped := 0, 0
-	end := from
-	for _, id := range s.records.segments() {
-		if id < seg {
-			continue
+	var enc [recordlog.MemberRefLen + recordlog.MemberHeadLen]byte
+	indexed, skipped, quarantined := 0, 0, 0
+	var damage *recordlog.Damage
+	index := func(skey uint64, n int32, ps *partitionState, seq int64, r recordlog.Ref) error {
+		if err := b.Set(appendRecordKey(key[:0], skey, n, seq), r.Encode(enc[:0]), nil); err != nil {
+			return err
 		}
-		start := int64(0)
-		if id == seg {
-			start = from
+		if err := ps.indexRecord(b, skey, n, seq, r.TS, second); err != nil {
+			return err
 		}
-		f := s.records.segmentFile(id)
-		if f == nil {
-			continue
-		}
-		stop, err := scanFrames(f, start, func(off int64, frame []byte) error {
-			// A frame's records, each with its reference: one record
-			// frame's, or a run's (runframe.go).
-			var skey uint64
-			var n int32
-			var first int64
-			var refs []recordRef
-			if isRunFrame(frame) {
-				var members []runMember
-				skey, n, first, members, _ = checkRunFrame(frame)
-				for _, m := range members {
-					refs = append(refs, recordRef{seg: id, off: off + int64(m.off), n: uint32(m.n), member: true, ts: m.ts, crc: m.crc,
-						head: memberHead(frame[m.off : m.off+m.n])})
-				}
-			} else {
-				var value []byte
-				skey, n, first, value, _ = checkFrame(frame)
-				ts, _, _, ok := decodeRecordValue(value)
-				if !ok {
-					return fmt.Errorf("corrupt record value in log segment %d at %d", id, off)
-				}
-				refs = append(refs, recordRef{seg: id, off: off, n: uint32(len(frame)), ts: ts})
-			}
-			st := s.streamsByKey[skey]
-			if st == nil || int(n) >= len(st.parts) || n < 0 {
-				skipped += len(refs)
-				return nil
-			}
-			p := st.parts[n]
-			ps, seen := states[p]
-			if !seen {
-				ps = p.state
-			}
-			for i, r := range refs {
-				seq := first + int64(i)
-				if seq != ps.next {
-					skipped++
-					continue
-				}
-				if err := b.Set(appendRecordKey(key[:0], skey, n, seq), r.encode(ref[:0]), nil); err != nil {
-					return err
-				}
-				if err := ps.indexRecord(b, skey, n, seq, r.ts, second); err != nil {
-					return err
-				}
-				ps.next++
-				indexed++
-			}
-			states[p] = ps
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("segment %d: %w", id, err)
-		}
-		seg, end = id, stop
+		ps.next++
+		return nil
 	}
-	if indexed == 0 {
+	endSeg, end, err := s.records.Scan(seg, from, func(f recordlog.Frame) error {
+		st := s.streamsByKey[f.SKey]
+		if st == nil || int(f.Part) >= len(st.parts) || f.Part < 0 {
+			skipped += len(f.Refs)
+			return nil
+		}
+		p := st.parts[f.Part]
+		ps, seen := states[p]
+		if !seen {
+			ps = p.state
+		}
+		for i, r := range f.Refs {
+			seq := f.First + int64(i)
+			if seq > ps.next && damage != nil {
+				// The records between lay in the damage.
+				lost := recordlog.Ref{Seg: damage.Seg, Off: damage.Off, N: uint32(damage.End - damage.Off)}
+				for ps.next < seq {
+					if err := index(f.SKey, f.Part, &ps, ps.next, lost); err != nil {
+						return err
+					}
+					quarantined++
+				}
+			}
+			if seq != ps.next {
+				skipped++
+				continue
+			}
+			if err := index(f.SKey, f.Part, &ps, seq, r); err != nil {
+				return err
+			}
+			indexed++
+		}
+		states[p] = ps
+		return nil
+	}, func(d recordlog.Damage) { damage = &d })
+	if err != nil {
+		return err
+	}
+	if indexed+quarantined == 0 {
 		return nil
 	}
 	for _, st := range s.streamsByKey {
@@ -279,7 +268,7 @@ func (s *Server) reindexLog() error {
 			}
 		}
 	}
-	if err := b.Set(logPositionKey, encodeLogPosition(seg, end), nil); err != nil {
+	if err := b.Set(logPositionKey, encodeLogPosition(endSeg, end), nil); err != nil {
 		return err
 	}
 	if err := s.db.Apply(b, pebble.Sync); err != nil {
@@ -289,7 +278,7 @@ func (s *Server) reindexLog() error {
 		p.state = ps
 		p.visible = ps.next
 	}
-	s.log.Warn().Int("records", indexed).Int("skipped", skipped).
+	s.log.Warn().Int("records", indexed).Int("skipped", skipped).Int("damaged", quarantined).
 		Msg("dislocal: indexed again records whose references were lost in a crash (their data was durable)")
 	return nil
 }

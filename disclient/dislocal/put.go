@@ -13,6 +13,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/disclient/dislocal/recordlog"
 )
 
 // Record limits. DIS documents 1 MB of payload per record; it documents no
@@ -80,7 +81,7 @@ func (s *Server) appendPut(project string, req *disclient.PutRecordsRequest) (re
 			continue
 		}
 		targets[i] = n
-		size += frameLen(rec.PartitionKey, rec.Data)
+		size += recordlog.FrameLen(rec.PartitionKey, rec.Data)
 	}
 	if s.quotaEnforced() {
 		resp.FailedRecordCount += s.throttleWrites(st, req.Records, targets, resp.Records)
@@ -294,7 +295,7 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 	// The indexes of each touched partition's records, in order.
 	byPart := make([][]int, len(touched))
 	var key [indexKeyLen]byte
-	b := s.db.NewBatchWithSize(len(touched)*(partitionPrefixLen+partitionStateLen) + len(recs)*(recordKeyLen+memberRefLen+memberHeadLen+2*indexKeyLen))
+	b := s.db.NewBatchWithSize(len(touched)*(partitionPrefixLen+partitionStateLen) + len(recs)*(recordKeyLen+recordlog.MemberRefLen+recordlog.MemberHeadLen+2*indexKeyLen))
 	defer b.Close()
 	for i := range recs {
 		n := targets[i]
@@ -318,43 +319,43 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 		results[i] = disclient.PutRecordsResult{PartitionID: parts[j].id, SequenceNumber: strconv.FormatInt(seq, 10)}
 	}
 	// The frames, a partition at a time: its records in one run frame
-	// when they may go in one (runframe.go), else a frame each. refs are
+	// when they may go in one (recordlog's runframe.go), else a frame each. refs are
 	// the records' references relative to where the frames will start.
-	refs := make([]recordRef, len(recs))
-	var run []runRecord
+	refs := make([]recordlog.Ref, len(recs))
+	var run []recordlog.RunRecord
 	for j, n := range touched {
 		members := byPart[j]
 		runnable := true
 		for _, i := range members {
-			runnable = runnable && inRun(recs[i].PartitionKey)
+			runnable = runnable && recordlog.InRun(recs[i].PartitionKey)
 		}
 		if runnable {
 			run = run[:0]
 			for _, i := range members {
-				run = append(run, runRecord{ts: stamps[i], data: recs[i].Data})
+				run = append(run, recordlog.RunRecord{TS: stamps[i], Data: recs[i].Data})
 			}
-			frames = appendRunFrame(frames, skey, n, seqs[members[0]], run)
+			frames = recordlog.AppendRunFrame(frames, skey, n, seqs[members[0]], run)
 			for k, i := range members {
-				refs[i] = recordRef{off: int64(run[k].off), n: uint32(len(run[k].data)), member: true, ts: run[k].ts, crc: run[k].crc, head: memberHead(run[k].data)}
+				refs[i] = recordlog.Ref{Off: int64(run[k].Off), N: uint32(len(run[k].Data)), Member: true, TS: run[k].TS, CRC: run[k].CRC, Head: recordlog.MemberHead(run[k].Data)}
 			}
 			continue
 		}
 		for _, i := range members {
 			off := len(frames)
-			frames = appendFrame(frames, skey, n, seqs[i], stamps[i], recs[i].PartitionKey, recs[i].Data)
-			refs[i] = recordRef{off: int64(off), n: uint32(len(frames) - off)}
+			frames = recordlog.AppendFrame(frames, skey, n, seqs[i], stamps[i], recs[i].PartitionKey, recs[i].Data)
+			refs[i] = recordlog.Ref{Off: int64(off), N: uint32(len(frames) - off)}
 		}
 	}
 	index := func(seg uint64, base int64) error {
-		var enc [memberRefLen + memberHeadLen]byte
+		var enc [recordlog.MemberRefLen + recordlog.MemberHeadLen]byte
 		for i := range recs {
 			n := targets[i]
 			if n < 0 {
 				continue
 			}
 			r := refs[i]
-			r.seg, r.off = seg, base+r.off
-			if err := b.Set(appendRecordKey(key[:0], skey, n, seqs[i]), r.encode(enc[:0]), nil); err != nil {
+			r.Seg, r.Off = seg, base+r.Off
+			if err := b.Set(appendRecordKey(key[:0], skey, n, seqs[i]), r.Encode(enc[:0]), nil); err != nil {
 				return err
 			}
 		}
@@ -370,7 +371,7 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 		// from which reindexLog rebuilds what pebble lost in a power loss.
 		return s.db.Apply(b, pebble.NoSync)
 	}
-	seg, base, err := s.records.append(frames, index)
+	seg, base, err := s.records.Append(frames, index)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +386,7 @@ func (s *Server) appendRecords(st *stream, recs []disclient.PutRecordsEntry, tar
 	}
 	end := base + int64(len(frames))
 	return func() error {
-		if err := s.records.sync(seg, end); err != nil {
+		if err := s.records.Sync(seg, end); err != nil {
 			return err
 		}
 		// A finished sync covers every batch before this one too, so

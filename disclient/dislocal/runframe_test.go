@@ -13,41 +13,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/disclient/dislocal/recordlog"
 )
-
-// A run frame reads back as written, and any change to its head, its
-// records' data or its length is caught.
-func TestRunFrameChecks(t *testing.T) {
-	recs := []runRecord{{ts: 100, data: []byte("first")}, {ts: -5, data: nil}, {ts: 300, data: []byte("third record")}}
-	f := appendRunFrame([]byte("before"), 7, 3, 42, recs)[len("before"):]
-	skey, part, first, members, ok := checkRunFrame(f)
-	if !ok || skey != 7 || part != 3 || first != 42 || len(members) != len(recs) {
-		t.Fatalf("checkRunFrame: %d %d %d %v %v", skey, part, first, members, ok)
-	}
-	for i, m := range members {
-		data := f[m.off : m.off+m.n]
-		if m.ts != recs[i].ts || m.crc != recs[i].crc || !bytes.Equal(data, recs[i].data) || recs[i].off != m.off+len("before") {
-			t.Errorf("member %d: %+v, data %q; built %+v", i, m, data, recs[i])
-		}
-	}
-	if !frameValid(f) {
-		t.Error("frameValid refuses a whole run frame")
-	}
-	// The three records' data lie back to back at the end.
-	if !bytes.HasSuffix(f, []byte("firstthird record")) {
-		t.Errorf("frame ends %q", f[len(f)-20:])
-	}
-	for _, at := range []int{0, 5, frameHeaderLen + 3, frameHeaderLen + runHeadFixed + 2, len(f) - 1, members[0].off} {
-		bad := slices.Clone(f)
-		bad[at] ^= 0x40
-		if frameValid(bad) {
-			t.Errorf("a run frame with byte %d changed passes", at)
-		}
-	}
-	if frameValid(f[:len(f)-1]) {
-		t.Error("a torn run frame passes")
-	}
-}
 
 // runPuts writes, in one call, three records without a key to partition 0
 // (a run), two to partition 1 of which one has a key (a frame each), and
@@ -156,14 +123,14 @@ func TestMemberHeadsKept(t *testing.T) {
 	e.dir = durable
 	e.open()
 	skey := e.srv.streams[catalogKey(project, "s")].meta.Key
-	for i, want := range [][]byte{nil, recs[1].Data[:memberHeadLen], nil} {
+	for i, want := range [][]byte{nil, recs[1].Data[:recordlog.MemberHeadLen], nil} {
 		ref, err := e.srv.recordRefAt(skey, 0, int64(2+i))
-		if err != nil || !ref.member || !bytes.Equal(ref.head, want) {
+		if err != nil || !ref.Member || !bytes.Equal(ref.Head, want) {
 			t.Errorf("record %d indexed again: %+v, %v; want the head %q", 2+i, ref, err, want)
 		}
 	}
 	ref, err := e.srv.recordRefAt(skey, 0, 0)
-	if err != nil || !bytes.Equal(ref.head, sizedRecords(5000)[0].Data[:memberHeadLen]) {
+	if err != nil || !bytes.Equal(ref.Head, sizedRecords(5000)[0].Data[:recordlog.MemberHeadLen]) {
 		t.Errorf("record 0 as written: %+v, %v", ref, err)
 	}
 }
@@ -177,6 +144,7 @@ func TestTornRunFrameDropped(t *testing.T) {
 	e.putTo("s", 0, "torn-1", "torn-2", "torn-3")
 	seg := e.lastSegment()
 	e.close()
+	e.forgetDurable()
 	st, err := os.Stat(seg)
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +194,7 @@ func TestRunRecordChecksumOnRead(t *testing.T) {
 // Records of a run read as spans (disclient.SpanGetter) lie one after the
 // other in the file, so that a reader can send them in one call, and join
 // their heads to the same bytes HTTP reads: heads the references keep
-// (head up to memberHeadLen) and heads read from the log.
+// (head up to recordlog.MemberHeadLen) and heads read from the log.
 func TestRunRecordsAsSpans(t *testing.T) {
 	e := newLogEnv(t, SyncAlways, 1<<20)
 	httpc, local := e.clients(disclient.EncodingProtobuf)
@@ -235,7 +203,7 @@ func TestRunRecordsAsSpans(t *testing.T) {
 	const spanMin = 4096
 	recs := sizedRecords(100, spanMin, spanMin+1, 70000, 5000, 60)
 	e.put("s", recs...)
-	for _, head := range []int{61, memberHeadLen, memberHeadLen + 1, 1000} {
+	for _, head := range []int{61, recordlog.MemberHeadLen, recordlog.MemberHeadLen + 1, 1000} {
 		c := e.cursor("s", "0", disclient.CursorTrimHorizon)
 		hr, herr := httpc.GetRecords(ctx, c, 8<<20)
 		sr, serr := local.(disclient.SpanGetter).GetRecordsSpans(ctx, c, 8<<20, head, spanMin)
@@ -295,27 +263,4 @@ func TestFormatThreeMarked(t *testing.T) {
 	if got := payloads(e.readAll("s", 0)); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Errorf("records: %v", got)
 	}
-}
-
-// checkRunFrame takes any bytes without panicking, and what it accepts
-// lies inside the frame, the members' data back to back to its end.
-func FuzzCheckRunFrame(f *testing.F) {
-	f.Add(appendRunFrame(nil, 1, 2, 3, []runRecord{{ts: 1, data: []byte("a")}, {ts: 2, data: []byte("bc")}}))
-	f.Add(appendFrame(nil, 1, 2, 3, 4, "", []byte("record")))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _, _, members, ok := checkRunFrame(b)
-		if !ok {
-			return
-		}
-		end := frameHeaderLen + runHeadFixed + len(members)*runEntryLen
-		for _, m := range members {
-			if m.off != end || m.n < 0 {
-				t.Fatalf("member %+v does not follow at %d", m, end)
-			}
-			end += m.n
-		}
-		if end != len(b) || !frameValid(b) {
-			t.Fatalf("members end at %d of %d", end, len(b))
-		}
-	})
 }

@@ -8,14 +8,18 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/disclient/dislocal/recordlog"
+	"github.com/disgw/disgw/disclient/dislocal/recordlog/logfs"
 )
 
 // SyncMode says when a write is acknowledged relative to reaching the disk.
@@ -35,6 +39,17 @@ const (
 	// always stays consistent: Open drops references whose data is not whole.
 	SyncNone SyncMode = "none"
 )
+
+// The record log is the records subdirectory of the data directory, its
+// segments rolled at logSegmentBytes.
+const (
+	logDirName      = "records"
+	logSegmentBytes = 256 << 20
+)
+
+// dirMode is the mode of the data directory when the store creates it:
+// readable by its owner only.
+const dirMode = 0o700
 
 // Pebble's memory, allocated outside the Go heap (and so outside the
 // gateway's --memory-limit): the block cache, and up to pebbleMemTables
@@ -86,6 +101,12 @@ type Config struct {
 	// segmentBytes is where the record log rolls to a new segment; default
 	// logSegmentBytes. Tests make it small.
 	segmentBytes int64
+	// logFS and pebbleFS, when set, are the file systems of the record
+	// log and pebble: tests crash them and fail their I/O.
+	logFS    logfs.FS
+	pebbleFS vfs.FS
+	// scanRate is the record log's Options.ScanRate.
+	scanRate int64
 }
 
 // Server is an embedded DIS server. It is an http.Handler; mount it on any
@@ -94,7 +115,7 @@ type Server struct {
 	cfg       Config
 	log       zerolog.Logger
 	db        *pebble.DB
-	records   *recordLog
+	records   *recordlog.Log
 	writeOpts *pebble.WriteOptions
 	mux       *http.ServeMux
 
@@ -156,10 +177,13 @@ func Open(cfg Config) (*Server, error) {
 	}
 	// The store holds every record written, so a new directory is its
 	// owner's alone; an existing one keeps the mode it was given.
-	if err := os.MkdirAll(cfg.Dir, dirMode); err != nil {
-		return nil, fmt.Errorf("dislocal: create %s: %w", cfg.Dir, err)
+	if cfg.pebbleFS == nil {
+		if err := os.MkdirAll(cfg.Dir, dirMode); err != nil {
+			return nil, fmt.Errorf("dislocal: create %s: %w", cfg.Dir, err)
+		}
 	}
 	db, err := pebble.Open(cfg.Dir, &pebble.Options{
+		FS:                          cfg.pebbleFS,
 		Logger:                      pebbleLogger{cfg.Logger},
 		CacheSize:                   pebbleCacheBytes,
 		MemTableSize:                pebbleMemTableBytes,
@@ -173,14 +197,21 @@ func Open(cfg Config) (*Server, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("dislocal: open %s: %w", cfg.Dir, err)
 	}
-	rlog, lastSeg, lastLen, err := openRecordLog(cfg.Dir, cfg.segmentBytes, cfg.Sync == SyncAlways, cfg.Logger)
+	rlog, lastSeg, lastLen, err := recordlog.Open(recordlog.Options{
+		FS:           cfg.logFS,
+		Dir:          filepath.Join(cfg.Dir, logDirName),
+		SegmentBytes: cfg.segmentBytes,
+		Spares:       cfg.Sync == SyncAlways,
+		Logger:       cfg.Logger,
+		ScanRate:     cfg.scanRate,
+	})
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("dislocal: open record log in %s: %w", cfg.Dir, err)
 	}
 	if upgrade {
 		if err := upgradeFormat(db, lastSeg, lastLen); err != nil {
-			_ = rlog.close()
+			_ = rlog.Close()
 			_ = db.Close()
 			return nil, fmt.Errorf("dislocal: upgrade %s: %w", cfg.Dir, err)
 		}
@@ -197,17 +228,17 @@ func Open(cfg Config) (*Server, error) {
 		sweepDone:    make(chan struct{}),
 	}
 	if err := s.load(); err != nil {
-		_ = rlog.close()
+		_ = rlog.Close()
 		_ = db.Close()
 		return nil, fmt.Errorf("dislocal: load %s: %w", cfg.Dir, err)
 	}
 	if err := s.recoverLog(lastSeg, lastLen); err != nil {
-		_ = rlog.close()
+		_ = rlog.Close()
 		_ = db.Close()
 		return nil, fmt.Errorf("dislocal: recover %s: %w", cfg.Dir, err)
 	}
 	if err := s.reindexLog(); err != nil {
-		_ = rlog.close()
+		_ = rlog.Close()
 		_ = db.Close()
 		return nil, fmt.Errorf("dislocal: index the record log of %s: %w", cfg.Dir, err)
 	}
@@ -220,11 +251,24 @@ func Open(cfg Config) (*Server, error) {
 }
 
 // WritesStopped is why the server takes no more writes, nil while it
-// does: an fsync of its record log failed, and only a restart, which
-// checks the log, brings writes back (docs/dis-embedded.md). Readiness
-// probes ask it, as every other call still answers.
+// does: an fsync of its record log, a segment roll or the cleanup of a
+// failed write failed, and only a restart, which recovers the log, brings
+// writes back (docs/dis-embedded.md). Readiness probes ask it, as every
+// other call still answers.
 func (s *Server) WritesStopped() error {
-	return s.records.stopped()
+	return s.records.Stopped()
+}
+
+// LogDamage names the damaged ranges of the record log known now, whose
+// records reads answer with an error naming them until readers are moved
+// past them (docs/dis-embedded.md, Damaged records), and counts those
+// found since the server opened: what readiness details and the gateway
+// exports as disgw_dis_corrupt_records_total.
+func (s *Server) LogDamage() (found int64, known []string) {
+	for _, d := range s.records.Damaged() {
+		known = append(known, d.String())
+	}
+	return s.records.DamageFound(), known
 }
 
 // Close stops the sweeper, waits for in-flight requests and closes the
@@ -239,7 +283,7 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	err := s.db.Close()
-	if lerr := s.records.close(); err == nil {
+	if lerr := s.records.Close(); err == nil {
 		err = lerr
 	}
 	return err

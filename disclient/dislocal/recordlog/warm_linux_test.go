@@ -1,4 +1,4 @@
-package dislocal
+package recordlog
 
 import (
 	"bytes"
@@ -7,7 +7,10 @@ import (
 	"unsafe"
 
 	"github.com/rs/zerolog"
+
 	"golang.org/x/sys/unix"
+
+	"github.com/disgw/disgw/disclient/dislocal/recordlog/logfs"
 )
 
 // A direct append leaves its records on the disk only; the log then reads
@@ -17,19 +20,19 @@ func TestRecordLogWarmsDirectAppends(t *testing.T) {
 	if !takesODirect(t) {
 		t.Skip("the file system refuses O_DIRECT: appends go through the page cache")
 	}
-	l, _, _, err := openRecordLog(t.TempDir(), 4<<20, true, zerolog.Nop())
+	l, _, _, err := Open(Options{Dir: t.TempDir(), SegmentBytes: 4 << 20, Spares: true, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = l.close() }()
+	defer func() { _ = l.Close() }()
 	noIndex := func(uint64, int64) error { return nil }
-	small := appendFrame(nil, 1, 0, 0, 0, "", []byte("first"))
-	if _, _, err := l.append(small, noIndex); err != nil {
+	small := AppendFrame(nil, 1, 0, 0, 0, "", []byte("first"))
+	if _, _, err := l.Append(small, noIndex); err != nil {
 		t.Fatal(err)
 	}
 	waitLogSpare(t, l)
-	frame := appendFrame(nil, 1, 0, 1, 0, "", bytes.Repeat([]byte{'x'}, 2*directMin))
-	seg, off, err := l.append(frame, noIndex)
+	frame := AppendFrame(nil, 1, 0, 1, 0, "", bytes.Repeat([]byte{'x'}, 2*directMin))
+	seg, off, err := l.Append(frame, noIndex)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +42,7 @@ func TestRecordLogWarmsDirectAppends(t *testing.T) {
 	if !wentDirect {
 		t.Fatal("the append did not go to a segment with an O_DIRECT descriptor")
 	}
-	f := l.segmentFile(seg)
+	f := logfs.OSFile(l.segmentFile(seg))
 	start := off &^ (pageBytes - 1)
 	length := int(off+int64(len(frame))-start+pageBytes-1) &^ (pageBytes - 1)
 	m, err := unix.Mmap(int(f.Fd()), start, length, unix.PROT_READ, unix.MAP_SHARED)

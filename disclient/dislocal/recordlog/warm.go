@@ -1,6 +1,6 @@
-package dislocal
+package recordlog
 
-import "os"
+import "github.com/disgw/disgw/disclient/dislocal/recordlog/logfs"
 
 // Warming the page cache behind direct appends. A write through the page
 // cache leaves the records there for the consumers that read them next; a
@@ -15,7 +15,7 @@ import "os"
 
 // pageRange is a byte range of a segment to read into the page cache.
 type pageRange struct {
-	f   *os.File
+	f   logfs.File
 	off int64
 	n   int64
 }
@@ -25,20 +25,20 @@ const warmBacklog = 64
 
 // startWarming starts the goroutine that reads the ranges of warm into
 // the page cache; close ends it.
-func (l *recordLog) startWarming() {
+func (l *Log) startWarming() {
 	l.warm = make(chan pageRange, warmBacklog)
 	l.warmed.Add(1)
 	go func() {
 		defer l.warmed.Done()
 		for r := range l.warm {
-			_ = willNeed(r.f, r.off, r.n)
+			_ = logfs.WillNeed(r.f, r.off, r.n)
 		}
 	}()
 }
 
 // warmLocked hands n bytes of the active segment from off to the warming
 // goroutine unless it is busy or the log closing. Needs mu.
-func (l *recordLog) warmLocked(off, n int64) {
+func (l *Log) warmLocked(off, n int64) {
 	if l.warm == nil || l.closing {
 		return
 	}

@@ -1,4 +1,4 @@
-package dislocal
+package recordlog
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"time"
 	"unsafe"
+
+	"github.com/disgw/disgw/disclient/dislocal/recordlog/logfs"
 )
 
 // Spare segments. With SyncAlways every acknowledged write waits for an
@@ -95,14 +97,27 @@ const (
 	spareBusyRate = 16 << 20
 )
 
+// createSpareFile creates (or empties) the spare file, opened with
+// O_DIRECT (direct) unless the file system refuses it, as tmpfs does.
+func (l *Log) createSpareFile() (f logfs.File, direct bool, err error) {
+	const flags = os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	if logfs.Direct != 0 {
+		if f, err = l.fs.OpenFile(l.sparePath(), flags|logfs.Direct, 0o600); err == nil {
+			return f, true, nil
+		}
+	}
+	f, err = l.fs.OpenFile(l.sparePath(), flags, 0o600)
+	return f, false, err
+}
+
 // errSpareAbandoned ends the preparation of a spare when the log closes.
 var errSpareAbandoned = errors.New("record log closed")
 
-func (l *recordLog) sparePath() string { return filepath.Join(l.dir, spareName) }
+func (l *Log) sparePath() string { return filepath.Join(l.dir, spareName) }
 
 // prepareSpare starts preparing the next segment unless the log makes no
 // spares, one is ready or being prepared, or the log is closing. Needs mu.
-func (l *recordLog) prepareSpare() {
+func (l *Log) prepareSpare() {
 	if !l.spares || l.spare != nil || l.preparing || l.closing {
 		return
 	}
@@ -124,7 +139,7 @@ func (l *recordLog) prepareSpare() {
 			return
 		}
 		closeFiles(f, direct)
-		_ = os.Remove(l.sparePath())
+		_ = l.fs.Remove(l.sparePath())
 		if !errors.Is(err, errSpareAbandoned) {
 			l.log.Warn().Err(err).Msg("dislocal: preparing a spare record log segment failed; the next segment starts empty")
 		}
@@ -138,8 +153,8 @@ var zeroPage [pageBytes]byte
 // to whole pages), makes it durable and returns it opened, and where the
 // file system allows O_DIRECT, opened a second time with it for appends
 // (appendFile). On failure f is what there is to close.
-func (l *recordLog) writeSpare() (f, appendFile *os.File, err error) {
-	f, direct, err := createSpareFile(l.sparePath())
+func (l *Log) writeSpare() (f, appendFile logfs.File, err error) {
+	f, direct, err := l.createSpareFile()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -180,7 +195,7 @@ func (l *recordLog) writeSpare() (f, appendFile *os.File, err error) {
 		if !direct {
 			// Through the page cache: written back now, a chunk at a
 			// time, not by the kernel in a burst later.
-			if err := writeBack(f, off, n); err != nil {
+			if err := logfs.WriteBack(f, off, n); err != nil {
 				return f, nil, err
 			}
 		}
@@ -194,7 +209,7 @@ func (l *recordLog) writeSpare() (f, appendFile *os.File, err error) {
 	}
 	// Appends keep the O_DIRECT descriptor (writeDirect); reads, fsyncs
 	// and the cut go through one without it.
-	r, err := os.OpenFile(l.sparePath(), os.O_RDWR, 0)
+	r, err := l.fs.OpenFile(l.sparePath(), os.O_RDWR, 0)
 	if err != nil {
 		_ = f.Close()
 		return nil, nil, err
@@ -214,7 +229,7 @@ func alignedZeros(n int) []byte {
 // made from a spare, padded with zeros to the next page boundary in the
 // same write (see the comment at the top of this file), and with O_DIRECT
 // where the spare was written so. Needs mu.
-func (l *recordLog) writeFrames(frames []byte, off int64) (int, error) {
+func (l *Log) writeFrames(frames []byte, off int64) (int, error) {
 	if l.direct != nil {
 		return l.writeDirect(frames, off)
 	}
@@ -222,7 +237,7 @@ func (l *recordLog) writeFrames(frames []byte, off int64) (int, error) {
 	if !l.filled || pad == 0 {
 		return l.active.WriteAt(frames, off)
 	}
-	n, err := writeAtv(l.active, [][]byte{frames, zeroPage[:pad]}, off)
+	n, err := logfs.WriteAtv(l.active, [][]byte{frames, zeroPage[:pad]}, off)
 	return min(n, len(frames)), err
 }
 
@@ -235,7 +250,7 @@ func (l *recordLog) writeFrames(frames []byte, off int64) (int, error) {
 // front of the frames, and zeros after them up to the next boundary. Written
 // through the page cache, whole pages need no read of a page a direct
 // write left on the disk only. Needs mu.
-func (l *recordLog) writeDirect(frames []byte, off int64) (int, error) {
+func (l *Log) writeDirect(frames []byte, off int64) (int, error) {
 	if off-l.stageStart >= pageBytes {
 		// Keep only the last partial page of what was written before.
 		start := off &^ (pageBytes - 1)
@@ -267,20 +282,10 @@ func (l *recordLog) writeDirect(frames []byte, off int64) (int, error) {
 	return min(max(n-tail, 0), len(frames)), err
 }
 
-// closeFiles closes the files that are not nil, for cleanup on paths that
-// already fail.
-func closeFiles(files ...*os.File) {
-	for _, f := range files {
-		if f != nil {
-			_ = f.Close()
-		}
-	}
-}
-
 // spareStep decides the next step of preparing a spare of size bytes,
 // zeroed up to done (see the comment at the top of this file): how many
 // zeros to write next, none for a pause, and how long to wait after them.
-func (l *recordLog) spareStep(done, size int64) (chunk int64, after time.Duration) {
+func (l *Log) spareStep(done, size int64) (chunk int64, after time.Duration) {
 	l.mu.Lock()
 	idle := l.appended >= l.segmentBytes/spareIdleShare && time.Since(l.lastAppend) >= spareIdle
 	active := l.size
@@ -288,7 +293,7 @@ func (l *recordLog) spareStep(done, size int64) (chunk int64, after time.Duratio
 	return spareStep(idle, done, size, active)
 }
 
-// spareStep is recordLog.spareStep for a log that is idle or not, whose
+// spareStep is Log.spareStep for a log that is idle or not, whose
 // active segment holds active bytes.
 func spareStep(idle bool, done, size, active int64) (chunk int64, after time.Duration) {
 	switch {

@@ -1,4 +1,4 @@
-package dislocal
+package recordlog
 
 import (
 	"encoding/binary"
@@ -20,7 +20,7 @@ import (
 // The frame's checksum covers its head, each record's data its own
 // checksum in the head, so the data is read and checked once when the log
 // is scanned. A record of a run is referenced by its data alone (a member
-// reference, recordRef.member), which carries the record's timestamp and
+// reference, Ref.Member), which carries the record's timestamp and
 // checksum: a reader finds both without the head.
 const (
 	// runFlag marks the length of a run frame; a record frame's length
@@ -33,22 +33,22 @@ const (
 )
 
 // A member reference to a record of more than memberHeadMin bytes also
-// keeps the record's first memberHeadLen bytes: a reader that sends the
-// rest of it from the file (logReader.readSpan, the gateway's reads of
+// keeps the record's first MemberHeadLen bytes: a reader that sends the
+// rest of it from the file (Reader.readSpan, the gateway's reads of
 // batches, whose 61-byte header it needs in memory) then reads nothing
 // from the log for it, where that read was a system call a batch: 13 440
 // preads for one consume of 200 000 records of 1 KiB in 16 KiB batches.
 const (
-	memberHeadLen = 64
+	MemberHeadLen = 64
 	memberHeadMin = 4096
 )
 
-// memberHead is what a member reference keeps of data.
-func memberHead(data []byte) []byte {
+// MemberHead is what a member reference keeps of data.
+func MemberHead(data []byte) []byte {
 	if len(data) <= memberHeadMin {
 		return nil
 	}
-	return data[:memberHeadLen]
+	return data[:MemberHeadLen]
 }
 
 // runMember is one record of a run frame as its head describes it; off is
@@ -60,22 +60,22 @@ type runMember struct {
 	n   int
 }
 
-// inRun reports whether a record may go in a run frame: only a record
+// InRun reports whether a record may go in a run frame: only a record
 // without a partition key, as the head has no room for one.
-func inRun(key string) bool { return key == "" }
+func InRun(key string) bool { return key == "" }
 
-// runRecord is one record of a run frame being built: its timestamp and
+// RunRecord is one record of a run frame being built: its timestamp and
 // data in, where its data starts in the buffer and its checksum out.
-type runRecord struct {
-	ts   int64
-	data []byte
-	off  int
-	crc  uint32
+type RunRecord struct {
+	TS   int64
+	Data []byte
+	Off  int
+	CRC  uint32
 }
 
-// appendRunFrame appends the run frame of records first, first+1, … of a
-// partition (one or more), filling in each one's off and crc.
-func appendRunFrame(b []byte, skey uint64, part int32, first int64, recs []runRecord) []byte {
+// AppendRunFrame appends the run frame of records first, first+1, … of a
+// partition (one or more), filling in each one's Off and CRC.
+func AppendRunFrame(b []byte, skey uint64, part int32, first int64, recs []RunRecord) []byte {
 	start := len(b)
 	b = append(b, make([]byte, frameHeaderLen)...)
 	b = binary.BigEndian.AppendUint64(b, skey)
@@ -84,15 +84,15 @@ func appendRunFrame(b []byte, skey uint64, part int32, first int64, recs []runRe
 	b = binary.BigEndian.AppendUint32(b, uint32(len(recs)))
 	for i := range recs {
 		r := &recs[i]
-		r.crc = crc32.Checksum(r.data, castagnoli)
-		b = binary.BigEndian.AppendUint64(b, uint64(r.ts))
-		b = binary.BigEndian.AppendUint32(b, r.crc)
-		b = binary.BigEndian.AppendUint32(b, uint32(len(r.data)))
+		r.CRC = crc32.Checksum(r.Data, castagnoli)
+		b = binary.BigEndian.AppendUint64(b, uint64(r.TS))
+		b = binary.BigEndian.AppendUint32(b, r.CRC)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(r.Data)))
 	}
 	binary.BigEndian.PutUint32(b[start+4:], crc32.Checksum(b[start+frameHeaderLen:], castagnoli))
 	for i := range recs {
-		recs[i].off = len(b)
-		b = append(b, recs[i].data...)
+		recs[i].Off = len(b)
+		b = append(b, recs[i].Data...)
 	}
 	binary.BigEndian.PutUint32(b[start:], uint32(len(b)-start-frameHeaderLen)|runFlag)
 	return b
