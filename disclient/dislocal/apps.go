@@ -61,7 +61,17 @@ func (s *Server) listApps(w http.ResponseWriter, r *http.Request, project string
 	}
 	start := q.Get("start_app_name")
 	streamName := q.Get("stream_name")
+	resp, err := s.appList(project, streamName, start, limit)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
 
+// appList is a ListApps answer, built under mu and sent after it is
+// released: a client that does not read its answer holds no lock
+// (docs/design.md §11).
+func (s *Server) appList(project, streamName, start string, limit int) (*disclient.ListAppsResponse, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var names []string
@@ -75,14 +85,14 @@ func (s *Server) listApps(w http.ResponseWriter, r *http.Request, project string
 	if streamName != "" {
 		st := s.streams[catalogKey(project, streamName)]
 		if st == nil {
-			return errStreamNotFound(streamName)
+			return nil, errStreamNotFound(streamName)
 		}
 		skey := st.meta.Key
 		var filtered []string
 		for _, name := range names {
 			has, err := s.hasCheckpoints(project, name, skey)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if has {
 				filtered = append(filtered, name)
@@ -102,11 +112,11 @@ func (s *Server) listApps(w http.ResponseWriter, r *http.Request, project string
 		}
 		app, err := s.appView(project, s.apps[catalogKey(project, name)])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		resp.Apps = append(resp.Apps, app)
 	}
-	return writeJSON(w, http.StatusOK, &resp)
+	return &resp, nil
 }
 
 // appView is the API view of an app, with the streams it has checkpoints
@@ -151,12 +161,14 @@ func (s *Server) hasCheckpoints(project, app string, skey uint64) (bool, error) 
 func (s *Server) showApp(w http.ResponseWriter, r *http.Request, project string) error {
 	name := r.PathValue("app")
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	app := s.apps[catalogKey(project, name)]
-	if app == nil {
-		return errAppNotFound(name)
+	var view disclient.App
+	var err error = errAppNotFound(name)
+	if app != nil {
+		view, err = s.appView(project, app)
 	}
-	view, err := s.appView(project, app)
+	// Sent with no lock held (docs/design.md §11).
+	s.mu.RUnlock()
 	if err != nil {
 		return err
 	}
@@ -209,9 +221,19 @@ func (s *Server) consumerState(w http.ResponseWriter, r *http.Request, project s
 		first = n + 1
 	}
 	appName, streamName := r.PathValue("app"), r.PathValue("stream")
-	st, err := s.checkpointTarget(project, appName, streamName)
+	resp, err := s.consumingStates(project, appName, streamName, first, limit)
 	if err != nil {
 		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// consumingStates is a ConsumerState answer, built under the locks and
+// sent after they are released (docs/design.md §11).
+func (s *Server) consumingStates(project, appName, streamName string, first int32, limit int) (*disclient.ConsumerStateResponse, error) {
+	st, err := s.checkpointTarget(project, appName, streamName)
+	if err != nil {
+		return nil, err
 	}
 	defer s.mu.RUnlock()
 	defer st.mu.RUnlock()
@@ -229,7 +251,7 @@ func (s *Server) consumerState(w http.ResponseWriter, r *http.Request, project s
 		p := st.parts[n]
 		seq, _, err := s.readCheckpoint(project, appName, st.meta.Key, n)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		earliest, visible := p.bounds()
 		status := disclient.PartitionStatusActive
@@ -245,5 +267,5 @@ func (s *Server) consumerState(w http.ResponseWriter, r *http.Request, project s
 			Status:         status,
 		})
 	}
-	return writeJSON(w, http.StatusOK, &resp)
+	return &resp, nil
 }

@@ -110,17 +110,21 @@ func (s *Server) showCheckpoint(w http.ResponseWriter, r *http.Request, project 
 	if err != nil {
 		return err
 	}
-	defer s.mu.RUnlock()
-	defer st.mu.RUnlock()
+	var resp disclient.GetCheckpointResponse
 	n, aerr := parsePartition(q.Get("partition_id"), len(st.parts))
+	if aerr == nil {
+		resp.SequenceNumber, resp.Metadata, err = s.readCheckpoint(project, app, st.meta.Key, n)
+	}
+	// Sent with no lock held (docs/design.md §11).
+	st.mu.RUnlock()
+	s.mu.RUnlock()
 	if aerr != nil {
 		return aerr
 	}
-	seq, metadata, err := s.readCheckpoint(project, app, st.meta.Key, n)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, &disclient.GetCheckpointResponse{SequenceNumber: seq, Metadata: metadata})
+	return writeJSON(w, http.StatusOK, &resp)
 }
 
 // deleteCheckpoint deletes one partition's checkpoint, or with no

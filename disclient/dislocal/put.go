@@ -218,16 +218,7 @@ func expectDelim(dec *json.Decoder, d json.Delim) error {
 // name or, failing that, by stream_id.
 func (s *Server) putTarget(project, name, id string) (*stream, error) {
 	if name == "" && id != "" {
-		s.mu.RLock()
-		for _, st := range s.streams {
-			st.mu.RLock()
-			if st.project == project && st.meta.ID == id {
-				name = st.meta.Name
-			}
-			st.mu.RUnlock()
-		}
-		s.mu.RUnlock()
-		if name == "" {
+		if name = s.streamNameByID(project, id); name == "" {
 			return nil, errStreamNotFound(id)
 		}
 	}

@@ -334,7 +334,15 @@ func (s *Server) describeStream(w http.ResponseWriter, r *http.Request, project 
 	if err != nil {
 		return err
 	}
-	defer st.mu.RUnlock()
+	resp := st.describe(first, limit)
+	// Sent with no lock held (docs/design.md §11).
+	st.mu.RUnlock()
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// describe is the DescribeStream answer for st's partitions from first, at
+// most limit of them. Needs st.mu.
+func (st *stream) describe(first int32, limit int) *disclient.DescribeStreamResponse {
 	m := &st.meta
 	resp := disclient.DescribeStreamResponse{
 		StreamName:             m.Name,
@@ -349,7 +357,7 @@ func (s *Server) describeStream(w http.ResponseWriter, r *http.Request, project 
 		WritablePartitionCount: m.Writable,
 		ReadablePartitionCount: m.PartitionCount,
 		UpdatePartitionCounts:  m.Updates,
-		Tags:                   m.Tags,
+		Tags:                   slices.Clone(m.Tags),
 		AutoScaleEnabled:       m.AutoScaleEnabled,
 	}
 	for n := first; n >= 0 && n < m.PartitionCount; n++ {
@@ -370,7 +378,7 @@ func (s *Server) describeStream(w http.ResponseWriter, r *http.Request, project 
 		}
 		resp.Partitions = append(resp.Partitions, pr)
 	}
-	return writeJSON(w, http.StatusOK, &resp)
+	return &resp
 }
 
 // hashRange is the "[lo : hi]" slice of [0, MaxInt64] that routes keys to
@@ -538,15 +546,7 @@ func (s *Server) streamTags(w http.ResponseWriter, r *http.Request, project stri
 		return err
 	}
 	id := r.PathValue("stream_id")
-	s.mu.RLock()
-	var name string
-	for _, st := range s.streams {
-		if st.project == project && st.meta.ID == id {
-			name = st.meta.Name
-			break
-		}
-	}
-	s.mu.RUnlock()
+	name := s.streamNameByID(project, id)
 	if name == "" {
 		return errStreamNotFound(id)
 	}
@@ -572,4 +572,23 @@ func (s *Server) streamTags(w http.ResponseWriter, r *http.Request, project stri
 	st.meta = meta
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// streamNameByID is the name of project's stream with id, "" for none. A
+// stream's meta is guarded by its own lock, so each is read under it.
+func (s *Server) streamNameByID(project, id string) string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, st := range s.streams {
+		st.mu.RLock()
+		name := ""
+		if st.project == project && st.meta.ID == id {
+			name = st.meta.Name
+		}
+		st.mu.RUnlock()
+		if name != "" {
+			return name
+		}
+	}
+	return ""
 }

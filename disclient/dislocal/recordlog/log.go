@@ -435,6 +435,19 @@ func (l *Log) Sync(seg uint64, end int64) error {
 		l.mu.Unlock()
 		return err
 	}
+	// The log may have stopped while the fsync ran: a roll or a cut failed
+	// on this same file, and Linux reports a write-back error to one fsync
+	// only, so this one succeeding proves nothing. Checked under mu, which
+	// a stop holds while it writes the failed marker, so a clean marker
+	// never lands on top of it.
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if stopped := l.stoppedLocked(); stopped != nil {
+		return stopped
+	}
+	if p := l.synced.Load(); id < p.seg || id == p.seg && size <= p.end {
+		return nil
+	}
 	l.synced.Store(&syncPos{id, size})
 	// Not fsynced: a marker that does not reach the disk leaves an older
 	// one, which claims less.
