@@ -29,6 +29,7 @@ type disErrorLog struct {
 
 type disErrorKey struct{ op, code string }
 
+// disErrorSeen is under disErrorLog.mu.
 type disErrorSeen struct {
 	logged time.Time
 	quiet  int64 // failures since the last line

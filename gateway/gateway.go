@@ -408,8 +408,11 @@ type Gateway struct {
 	acls      authz.Store
 	aclPolicy authz.Policy
 
+	// tenantsMu guards tenants and each tenant's conns and lastActive. It
+	// is taken before a tenant's partitionMap.mu, never held across a DIS
+	// call (docs/design.md §11).
 	tenantsMu sync.Mutex
-	tenants   map[string]*tenant // passthrough tenants by id
+	tenants   map[string]*tenant // passthrough tenants by id; under tenantsMu
 	// swept closes when the idle sweep Start began has stopped.
 	swept chan struct{}
 

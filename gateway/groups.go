@@ -51,7 +51,8 @@ type groupDriver struct {
 }
 
 // tenantCoord is one tenant's coordinator, with the access key its groups'
-// series are labelled with.
+// series are labelled with. The coordinator is not safe for concurrent
+// use: it is called only under groupDriver.mu (docs/design.md §11).
 type tenantCoord struct {
 	*groupcoord.Coordinator
 	accessKey string

@@ -42,7 +42,7 @@ type authLimiter struct {
 }
 
 // authBucket is one address's, network's or user's failed sign-ins and the
-// sign-ins under way.
+// sign-ins under way; under authLimiter.mu.
 type authBucket struct {
 	failures *rate.Limiter
 	pending  int

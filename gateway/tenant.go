@@ -52,12 +52,15 @@ func newTenant(gw *Gateway, id, accessKey string, dis disclient.API) *tenant {
 }
 
 // partitionMap holds one tenant's writers or readers and when each was last
-// looked up, which is what idle eviction goes by.
+// looked up, which is what idle eviction goes by. Its mu is taken under
+// Gateway.tenantsMu and before the partition log's locks, which evict's
+// and forgetStream's callbacks take; never under them (docs/design.md §11).
 type partitionMap[T any] struct {
 	mu sync.Mutex
 	m  map[partitionKey]*partitionEntry[T]
 }
 
+// partitionEntry is under its partitionMap's mu.
 type partitionEntry[T any] struct {
 	v    T
 	used time.Time

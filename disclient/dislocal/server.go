@@ -124,8 +124,10 @@ type Server struct {
 	life   sync.RWMutex
 	closed bool
 
-	// mu guards the catalog: the maps and nextStreamKey. Lock order is
-	// Server.mu, then stream.mu, then partition.mu.
+	// mu guards the catalog: the maps and nextStreamKey, and each stream's
+	// quotaType and quotaPartitions. Lock order is life, Server.mu, then
+	// stream.mu, then partition.mu (several in ascending partition
+	// number), then the record log's (docs/design.md §11).
 	mu            sync.RWMutex
 	streams       map[string]*stream // by catalogKey(project, name)
 	streamsByKey  map[uint64]*stream

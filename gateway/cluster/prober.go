@@ -39,7 +39,9 @@ type KafkaProber struct {
 	closed bool
 }
 
-// probeConn is the kept-open connection to one peer.
+// probeConn is the kept-open connection to one peer. One Probe uses it at
+// a time: Probe takes it out of KafkaProber.conns under mu and puts it
+// back when done, so its round trip holds no lock.
 type probeConn struct {
 	addr string
 	conn net.Conn

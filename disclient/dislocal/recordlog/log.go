@@ -119,7 +119,8 @@ type Log struct {
 
 	// syncMu serializes fsyncs of the active segment; synced is how far
 	// the log is durable, so that writers arriving during an fsync share
-	// the next one (group commit).
+	// the next one (group commit). Sync stores synced under syncMu, a
+	// roll under mu; it may be read without either (docs/design.md §11).
 	syncMu sync.Mutex
 	synced atomic.Pointer[syncPos]
 
