@@ -92,7 +92,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 		internal := rt.Topic == offsetsTopic
 		denied := !gw.authorize(r, authz.OpWrite, authz.ResourceTopic, rt.Topic)
 		if !internal && !denied {
-			t, terr = r.s.tenant.catalog.get(ctx, rt.Topic)
+			t, terr = r.tenant.catalog.get(ctx, rt.Topic)
 		}
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
@@ -133,7 +133,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 					waits = append(waits, producePending{topic: ti, part: len(st.Partitions), op: op, owned: owned})
 				} else if req.Acks == 0 && sp.ErrorCode == kerr.RequestTimedOut.Code {
 					gw.metrics.produceDropped.Inc()
-					r.s.log.Warn().Str("topic", rt.Topic).Int32("partition", rp.Partition).
+					r.log().Warn().Str("topic", rt.Topic).Int32("partition", rp.Partition).
 						Msg("acks=0 produce not written: the connection closed while it waited for write-queue room")
 				}
 			}
@@ -171,7 +171,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 				sp.LogAppendTime = w.op.appendTime
 			}
 			sp.LogStartOffset = 0
-			if t, err := r.s.tenant.catalog.get(ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.partitions) {
+			if t, err := r.tenant.catalog.get(ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.partitions) {
 				sp.LogStartOffset = t.partitions[sp.Partition].earliest
 				if t.format == FormatKafka {
 					sp.LogStartOffset = gw.partitionFor(t.key(sp.Partition)).knownEarliest()
@@ -219,7 +219,7 @@ func (gw *Gateway) holdDecompressed(waits []producePending, n int64) {
 // read while it waits.
 func queueWaitContext(ctx context.Context, r *request, req *kmsg.ProduceRequest) context.Context {
 	if req.Acks == 0 {
-		return r.s.ctx
+		return r.connContext()
 	}
 	return ctx
 }

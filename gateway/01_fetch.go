@@ -104,7 +104,7 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 				ids = append(ids, id)
 			}
 		}
-		byID = r.s.tenant.catalog.namesForIDs(ctx, ids, newCallBudget(gw.cfg.MaxDescribesPerRequest))
+		byID = r.tenant.catalog.namesForIDs(ctx, ids, newCallBudget(gw.cfg.MaxDescribesPerRequest))
 	}
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
@@ -125,7 +125,7 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 		internal := terr == nil && name == offsetsTopic
 		denied := terr == nil && !gw.authorize(r, authz.OpRead, authz.ResourceTopic, name)
 		if terr == nil && !internal && !denied {
-			t, terr = r.s.tenant.catalog.get(ctx, name)
+			t, terr = r.tenant.catalog.get(ctx, name)
 		}
 		metas[ti] = t
 		for pi := range rt.Partitions {

@@ -49,7 +49,7 @@ func handleOffsetForLeaderEpoch(ctx context.Context, gw *Gateway, r *request, re
 		var terr error
 		if !denied {
 			// A denied topic costs DIS no describe.
-			t, terr = r.s.tenant.catalog.get(ctx, rt.Topic)
+			t, terr = r.tenant.catalog.get(ctx, rt.Topic)
 		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()

@@ -53,7 +53,7 @@ func handleCreateACLs(ctx context.Context, gw *Gateway, r *request, req *kmsg.Cr
 			Operation: authz.Operation(c.Operation), Permission: authz.Permission(c.PermissionType),
 		}
 		if err := b.Validate(); err != nil {
-			r.s.log.Info().Err(err).Str("principal", b.Principal).Str("resource", b.ResourceName).Msg("CreateAcls: invalid ACL")
+			r.log().Info().Err(err).Str("principal", b.Principal).Str("resource", b.ResourceName).Msg("CreateAcls: invalid ACL")
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
 			continue
 		}
@@ -64,13 +64,13 @@ func handleCreateACLs(ctx context.Context, gw *Gateway, r *request, req *kmsg.Cr
 		return resp, nil
 	}
 	if _, err := gw.acls.Update(ctx, func(cur *authz.Set) (*authz.Set, error) { return cur.With(add...), nil }); err != nil {
-		r.s.log.Error().Err(err).Int("acls", len(add)).Msg("CreateAcls: storing the ACLs in DIS failed")
+		r.log().Error().Err(err).Int("acls", len(add)).Msg("CreateAcls: storing the ACLs in DIS failed")
 		for _, i := range valid {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = aclStoreErrorCode(err), kmsg.StringPtr(err.Error())
 		}
 		return resp, nil
 	}
-	r.s.log.Info().Str("principal", r.principal()).Int("acls", len(add)).Msg("ACLs created")
+	r.log().Info().Str("principal", r.principal()).Int("acls", len(add)).Msg("ACLs created")
 	return resp, nil
 }
 

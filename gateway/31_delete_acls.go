@@ -46,7 +46,7 @@ func handleDeleteACLs(ctx context.Context, gw *Gateway, r *request, req *kmsg.De
 	for i, f := range req.Filters {
 		filters[i] = aclFilter(f.ResourceType, f.ResourceName, f.ResourcePatternType, f.Principal, f.Host, f.Operation, f.PermissionType)
 		if err := filters[i].Validate(); err != nil {
-			r.s.log.Info().Err(err).Msg("DeleteAcls: invalid filter")
+			r.log().Info().Err(err).Msg("DeleteAcls: invalid filter")
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
 			continue
 		}
@@ -68,7 +68,7 @@ func handleDeleteACLs(ctx context.Context, gw *Gateway, r *request, req *kmsg.De
 			continue
 		}
 		if err != nil {
-			r.s.log.Error().Err(err).Msg("DeleteAcls: storing the ACLs in DIS failed")
+			r.log().Error().Err(err).Msg("DeleteAcls: storing the ACLs in DIS failed")
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = aclStoreErrorCode(err), kmsg.StringPtr(err.Error())
 			continue
 		}
@@ -83,7 +83,7 @@ func handleDeleteACLs(ctx context.Context, gw *Gateway, r *request, req *kmsg.De
 		}
 	}
 	if err == nil {
-		r.s.log.Info().Str("principal", r.principal()).Int("acls", removed).Msg("ACLs deleted")
+		r.log().Info().Str("principal", r.principal()).Int("acls", removed).Msg("ACLs deleted")
 	}
 	return resp, nil
 }

@@ -34,7 +34,7 @@ func alterConfigsError(req *kmsg.AlterConfigsRequest, code int16) kmsg.Response 
 }
 
 func handleAlterConfigs(ctx context.Context, gw *Gateway, r *request, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
-	tn := r.s.tenant
+	tn := r.tenant
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	for i := range req.Resources {
 		res := &req.Resources[i]

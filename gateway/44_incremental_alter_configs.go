@@ -35,7 +35,7 @@ func incrementalAlterConfigsError(req *kmsg.IncrementalAlterConfigsRequest, code
 }
 
 func handleIncrementalAlterConfigs(ctx context.Context, gw *Gateway, r *request, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
-	tn := r.s.tenant
+	tn := r.tenant
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	for i := range req.Resources {
 		res := &req.Resources[i]

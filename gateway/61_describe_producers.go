@@ -54,7 +54,7 @@ func handleDescribeProducers(ctx context.Context, gw *Gateway, r *request, req *
 		var terr error
 		if !denied {
 			// A denied topic costs DIS no describe.
-			t, terr = r.s.tenant.catalog.get(ctx, rt.Topic)
+			t, terr = r.tenant.catalog.get(ctx, rt.Topic)
 		}
 		for _, p := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()

@@ -138,9 +138,10 @@ type request struct {
 	// gw.handlersRun until answered.
 	served bool
 	began  time.Time
-	// tenant is the connection's tenant when the handler started, which
-	// the request's latency series are labelled with whatever a later
-	// re-authentication does.
+	// tenant is the connection's tenant when the handler started: whose
+	// DIS credentials the handler uses (its call context, handlers.go), and
+	// what the request's latency series are labelled with, whatever a
+	// later re-authentication does.
 	tenant *tenant
 	early  []byte // a response frame prepared on the loop (ApiVersions v0 errors)
 	raw    []byte // a bare SASL token (after SaslHandshake v0)
