@@ -127,7 +127,9 @@ func regKey[Req kmsg.Request](key, min, max int16, a api[Req]) {
 
 // A handler's call context: what it may know of the connection its request
 // came on, through these methods of the request (and r.tenant), never the
-// session itself, which belongs to the dispatcher and the transport.
+// session itself, which belongs to the dispatcher and the transport. The
+// SASL handlers change the connection's authentication through methods of
+// the request in sasl.go.
 
 // log is the connection's logger, which names the client's address.
 func (r *request) log() *zerolog.Logger { return &r.s.log }
