@@ -49,14 +49,22 @@ func produceError(req *kmsg.ProduceRequest, code int16) kmsg.Response {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
-			sp := kmsg.NewProduceResponseTopicPartition()
-			sp.Partition, sp.ErrorCode = rp.Partition, code
-			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			sp := newProducePartition(rp.Partition)
+			sp.ErrorCode = code
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
+}
+
+// newProducePartition is the answer for partition p before anything is
+// known: no offset, no append time, no log start.
+func newProducePartition(p int32) kmsg.ProduceResponseTopicPartition {
+	sp := kmsg.NewProduceResponseTopicPartition()
+	sp.Partition = p
+	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+	return sp
 }
 
 // throttleHintMillis is the throttle_time_ms a produce answer carries when
@@ -92,15 +100,11 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 		internal := rt.Topic == offsetsTopic
 		denied := !gw.authorize(r, authz.OpWrite, authz.ResourceTopic, rt.Topic)
 		if !internal && !denied {
-			t, terr = r.s.tenant.catalog.get(ctx, rt.Topic)
+			t, terr = r.tenant.catalog.get(ctx, rt.Topic)
 		}
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
-			sp := kmsg.NewProduceResponseTopicPartition()
-			sp.Partition = rp.Partition
-			sp.BaseOffset = -1
-			sp.LogAppendTime = -1
-			sp.LogStartOffset = -1
+			sp := newProducePartition(rp.Partition)
 			switch {
 			case dups[partitionRef{topic: rt.Topic, part: rp.Partition}]:
 				sp.ErrorCode = kerr.InvalidRequest.Code
@@ -133,7 +137,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 					waits = append(waits, producePending{topic: ti, part: len(st.Partitions), op: op, owned: owned})
 				} else if req.Acks == 0 && sp.ErrorCode == kerr.RequestTimedOut.Code {
 					gw.metrics.produceDropped.Inc()
-					r.s.log.Warn().Str("topic", rt.Topic).Int32("partition", rp.Partition).
+					r.log().Warn().Str("topic", rt.Topic).Int32("partition", rp.Partition).
 						Msg("acks=0 produce not written: the connection closed while it waited for write-queue room")
 				}
 			}
@@ -171,7 +175,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 				sp.LogAppendTime = w.op.appendTime
 			}
 			sp.LogStartOffset = 0
-			if t, err := r.s.tenant.catalog.get(ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.partitions) {
+			if t, err := r.tenant.catalog.get(ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.partitions) {
 				sp.LogStartOffset = t.partitions[sp.Partition].earliest
 				if t.format == FormatKafka {
 					sp.LogStartOffset = gw.partitionFor(t.key(sp.Partition)).knownEarliest()
@@ -219,7 +223,7 @@ func (gw *Gateway) holdDecompressed(waits []producePending, n int64) {
 // read while it waits.
 func queueWaitContext(ctx context.Context, r *request, req *kmsg.ProduceRequest) context.Context {
 	if req.Acks == 0 {
-		return r.s.ctx
+		return r.connContext()
 	}
 	return ctx
 }
@@ -259,14 +263,10 @@ func (gw *Gateway) batchOp(t *topicMeta, p int32, batches []protocol.Batch) (*ap
 	pid := disclient.PartitionID(p)
 	for bi := range batches {
 		b := &batches[bi]
-		switch {
-		case b.Transactional():
-			return nil, kerr.InvalidRecord.Code, "disgw does not support transactions"
-		case b.Control():
-			return nil, kerr.InvalidRecord.Code, "clients may not write control batches"
-		case b.ProducerID >= 0 && len(batches) > 1:
-			return nil, kerr.InvalidRecord.Code, "an idempotent producer must send one batch per partition"
-		case len(b.Raw) > maxBytes:
+		if msg := refusedBatch(b, len(batches)); msg != "" {
+			return nil, kerr.InvalidRecord.Code, msg
+		}
+		if len(b.Raw) > maxBytes {
 			return nil, kerr.MessageTooLarge.Code, fmt.Sprintf("record batch of %d bytes exceeds the topic's max.message.bytes (%d)", len(b.Raw), maxBytes)
 		}
 		// The window the policy allows holds every record's timestamp
@@ -298,6 +298,32 @@ func (gw *Gateway) batchOp(t *topicMeta, p int32, batches []protocol.Batch) (*ap
 	return op, 0, ""
 }
 
+// refusedBatch is why a batch of a produce request's partition (one of n)
+// is refused whatever the topic's record format, or "": disgw has no
+// transactions, control batches are the broker's to write, and an
+// idempotent producer's sequence numbers are checked one batch at a time.
+func refusedBatch(b *protocol.Batch, n int) string {
+	switch {
+	case b.Transactional():
+		return "disgw does not support transactions"
+	case b.Control():
+		return "clients may not write control batches"
+	case b.ProducerID >= 0 && n > 1:
+		return "an idempotent producer must send one batch per partition"
+	}
+	return ""
+}
+
+// refuseAppend answers a partition that startAppend or enqueueAppend
+// cannot queue with code and, unless it is "", msg, and returns no op.
+func refuseAppend(sp *kmsg.ProduceResponseTopicPartition, code int16, msg string) (*appendOp, bool) {
+	sp.ErrorCode = code
+	if msg != "" {
+		sp.ErrorMessage = kmsg.StringPtr(msg)
+	}
+	return nil, false
+}
+
 // startAppend decodes one partition's batches, decompressing within the
 // request's budget, and queues them, waiting for queue room until ctx is
 // done; on raw topics it notes what the dis.raw.* policies dropped once the
@@ -305,13 +331,6 @@ func (gw *Gateway) batchOp(t *topicMeta, p int32, batches []protocol.Batch) (*ap
 // whether this request queued it (false for the original of a retried
 // idempotent batch), or nil with sp's error set.
 func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *protocol.DecompressBudget) (*appendOp, bool) {
-	fail := func(code int16, msg string) (*appendOp, bool) {
-		sp.ErrorCode = code
-		if msg != "" {
-			sp.ErrorMessage = kmsg.StringPtr(msg)
-		}
-		return nil, false
-	}
 	decode := protocol.DecodeBatches
 	if t.format == FormatKafka {
 		// Stored as sent: the records are checked, not kept.
@@ -322,21 +341,21 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp
 		var ie *protocol.InvalidRecordError
 		switch {
 		case errors.Is(err, protocol.ErrCorruptMessage):
-			return fail(kerr.CorruptMessage.Code, err.Error())
+			return refuseAppend(sp, kerr.CorruptMessage.Code, err.Error())
 		case errors.Is(err, protocol.ErrDecompressedTooLarge):
-			return fail(kerr.MessageTooLarge.Code, err.Error())
+			return refuseAppend(sp, kerr.MessageTooLarge.Code, err.Error())
 		case errors.As(err, &ie):
-			return fail(kerr.InvalidRecord.Code, err.Error())
+			return refuseAppend(sp, kerr.InvalidRecord.Code, err.Error())
 		}
-		return fail(kerr.CorruptMessage.Code, err.Error())
+		return refuseAppend(sp, kerr.CorruptMessage.Code, err.Error())
 	}
 	if len(batches) == 0 {
-		return fail(kerr.InvalidRecord.Code, "the produce request holds no record batch")
+		return refuseAppend(sp, kerr.InvalidRecord.Code, "the produce request holds no record batch")
 	}
 	if t.format == FormatKafka {
 		op, code, msg := gw.batchOp(t, rp.Partition, batches)
 		if code != 0 {
-			return fail(code, msg)
+			return refuseAppend(sp, code, msg)
 		}
 		op.deadline, _ = ctx.Deadline()
 		return gw.enqueueAppend(ctx, t, rp.Partition, op, sp)
@@ -347,13 +366,8 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp
 	var drops rawDrops
 	for bi := range batches {
 		b := &batches[bi]
-		switch {
-		case b.Transactional():
-			return fail(kerr.InvalidRecord.Code, "disgw does not support transactions")
-		case b.Control():
-			return fail(kerr.InvalidRecord.Code, "clients may not write control batches")
-		case b.ProducerID >= 0 && len(batches) > 1:
-			return fail(kerr.InvalidRecord.Code, "an idempotent producer must send one batch per partition")
+		if msg := refusedBatch(b, len(batches)); msg != "" {
+			return refuseAppend(sp, kerr.InvalidRecord.Code, msg)
 		}
 		if b.ProducerID >= 0 {
 			op.producerID, op.epoch, op.firstSeq = b.ProducerID, b.ProducerEpoch, b.BaseSequence
@@ -376,7 +390,7 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp
 				re2.RelativeOffset = int32(i)
 				re2.ErrorMessage = kmsg.StringPtr(err.Error())
 				sp.ErrorRecords = append(sp.ErrorRecords, re2)
-				return fail(code, err.Error())
+				return refuseAppend(sp, code, err.Error())
 			}
 			op.entries = append(op.entries, e)
 			op.bytes += len(e.Data)
@@ -384,7 +398,7 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp
 		op.records = append(op.records, b.Records...)
 	}
 	if len(op.entries) == 0 {
-		return fail(kerr.InvalidRecord.Code, "the record batches hold no records")
+		return refuseAppend(sp, kerr.InvalidRecord.Code, "the record batches hold no records")
 	}
 	queued, owned := gw.enqueueAppend(ctx, t, rp.Partition, op, sp)
 	if queued == op {
@@ -395,20 +409,13 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp
 
 // enqueueAppend queues op on the partition's writer; see startAppend.
 func (gw *Gateway) enqueueAppend(ctx context.Context, t *topicMeta, p int32, op *appendOp, sp *kmsg.ProduceResponseTopicPartition) (*appendOp, bool) {
-	fail := func(code int16, msg string) (*appendOp, bool) {
-		sp.ErrorCode = code
-		if msg != "" {
-			sp.ErrorMessage = kmsg.StringPtr(msg)
-		}
-		return nil, false
-	}
 	w := gw.writerFor(t.key(p))
 	dup, code := w.enqueue(ctx, op)
 	switch {
 	case code == kerr.RequestTimedOut.Code:
-		return fail(code, "the partition's write queue stayed full until the request timed out")
+		return refuseAppend(sp, code, "the partition's write queue stayed full until the request timed out")
 	case code != 0:
-		return fail(code, "")
+		return refuseAppend(sp, code, "")
 	case dup != nil:
 		return dup, false
 	}

@@ -68,7 +68,7 @@ func fetchError(req *kmsg.FetchRequest, code int16) kmsg.Response {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	return resp
+	return &fetchResponse{FetchResponse: resp}
 }
 
 // fetchPart is one partition of a fetch in progress.
@@ -87,7 +87,7 @@ type fetchPart struct {
 }
 
 func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRequest) (kmsg.Response, error) {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp := &fetchResponse{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
 	if req.Version >= 7 && req.SessionID != 0 {
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
@@ -104,7 +104,7 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 				ids = append(ids, id)
 			}
 		}
-		byID = r.s.tenant.catalog.namesForIDs(ctx, ids, newCallBudget(gw.cfg.MaxDescribesPerRequest))
+		byID = r.tenant.catalog.namesForIDs(ctx, ids, newCallBudget(gw.cfg.MaxDescribesPerRequest))
 	}
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
@@ -125,7 +125,7 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 		internal := terr == nil && name == offsetsTopic
 		denied := terr == nil && !gw.authorize(r, authz.OpRead, authz.ResourceTopic, name)
 		if terr == nil && !internal && !denied {
-			t, terr = r.s.tenant.catalog.get(ctx, name)
+			t, terr = r.tenant.catalog.get(ctx, name)
 		}
 		metas[ti] = t
 		for pi := range rt.Partitions {
@@ -153,7 +153,7 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 			case !t.readable(sp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case !gw.ownsPartition(name, sp.Partition):
-				gw.fetchNotLeader(r, resp, &sp, name)
+				gw.fetchNotLeader(r, resp.FetchResponse, &sp, name)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -176,7 +176,7 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 		gw.waitEmptyFetch(ctx, req)
 		return resp, nil
 	}
-	gw.serveFetch(ctx, r, req, resp, parts)
+	gw.serveFetch(ctx, req, resp, parts)
 	return resp, nil
 }
 
@@ -199,7 +199,7 @@ func (gw *Gateway) fetchNotLeader(r *request, resp *kmsg.FetchResponse, sp *kmsg
 // serveFetch reads every partition, long-polling until min_bytes are there
 // or max_wait_ms has passed, then encodes the batches. A long poll registers
 // one waiter with every partition still waiting, which an append wakes.
-func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*fetchPart) {
+func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp *fetchResponse, parts []*fetchPart) {
 	deadline := time.Now().Add(fetchWait(req))
 	maxBytes := gw.fetchLimit(req)
 	minBytes := int(req.MinBytes)
@@ -267,7 +267,7 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 			// many pieces; then they are copied together.
 			if pieces+len(batches)+2 <= maxSpliceParts {
 				pieces += len(batches) + 2
-				r.splices = append(r.splices, newFetchSplice(&p.resp.RecordBatches, batches, n))
+				resp.splices = append(resp.splices, newFetchSplice(&p.resp.RecordBatches, batches, n))
 				continue
 			}
 			b := responseBuffers.get(n)
@@ -277,7 +277,7 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 					break
 				}
 			}
-			r.scratch = append(r.scratch, b)
+			resp.scratch = append(resp.scratch, b)
 			if err != nil {
 				gw.log.Error().Err(err).Str("topic", p.topic.name).Msg("fetch: reading record batches from the record log failed")
 				p.resp.ErrorCode = kerr.KafkaStorageError.Code

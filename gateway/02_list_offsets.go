@@ -73,7 +73,7 @@ func handleListOffsets(ctx context.Context, gw *Gateway, r *request, req *kmsg.L
 		internal := rt.Topic == offsetsTopic
 		denied := !gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, rt.Topic)
 		if !internal && !denied {
-			t, terr = r.s.tenant.catalog.refresh(ctx, rt.Topic)
+			t, terr = r.tenant.catalog.refresh(ctx, rt.Topic)
 		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()

@@ -42,12 +42,12 @@ func metadataError(req *kmsg.MetadataRequest, code int16) kmsg.Response {
 }
 
 func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.MetadataRequest) (kmsg.Response, error) {
-	tn := r.s.tenant
+	tn := r.tenant
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	for _, p := range gw.cfg.Membership.Live() {
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID = p.ID
-		b.Host, b.Port = gw.peerAddr(r.s.lis, p)
+		b.Host, b.Port = gw.peerAddr(r.listener(), p)
 		resp.Brokers = append(resp.Brokers, b)
 	}
 	resp.ClusterID = &gw.cfg.ClusterID

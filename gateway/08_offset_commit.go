@@ -45,7 +45,7 @@ func offsetCommitError(req *kmsg.OffsetCommitRequest, code int16) kmsg.Response 
 // the commit and queue its write, so commits of one connection join the
 // group's queue in request order; the continuation waits for the write.
 func handleOffsetCommit(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) (kmsg.Response, continuation, error) {
-	tn := r.s.tenant
+	tn := r.tenant
 	resp := offsetCommitError(req, 0).(*kmsg.OffsetCommitResponse)
 	type job struct {
 		t, p   int

@@ -59,7 +59,7 @@ type offsetFetchGroup struct {
 }
 
 func handleOffsetFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
-	tn := r.s.tenant
+	tn := r.tenant
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	var groups []offsetFetchGroup
 	if req.Version >= 8 {

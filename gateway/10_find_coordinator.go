@@ -58,7 +58,7 @@ func handleFindCoordinator(gw *Gateway, r *request, req *kmsg.FindCoordinatorReq
 			}
 			owner := gw.coordinator(key)
 			c.NodeID = owner.ID
-			c.Host, c.Port = gw.peerAddr(r.s.lis, owner)
+			c.Host, c.Port = gw.peerAddr(r.listener(), owner)
 		case coordinatorKeyTransaction:
 			c.NodeID, c.Port = -1, -1
 			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code

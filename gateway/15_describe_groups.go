@@ -38,10 +38,10 @@ func describeGroupsError(req *kmsg.DescribeGroupsRequest, code int16) kmsg.Respo
 const groupStateDead = "Dead"
 
 func handleDescribeGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
-	tn := r.s.tenant
+	tn := r.tenant
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	live := make([]*kmsg.DescribeGroupsResponseGroup, len(req.Groups))
-	gw.groups.with(r.s.tenant, func(c *groupcoord.Coordinator) {
+	gw.groups.with(r.tenant, func(c *groupcoord.Coordinator) {
 		for i, g := range req.Groups {
 			if d, ok := c.Describe(g); ok {
 				live[i] = &d

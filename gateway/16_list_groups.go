@@ -29,10 +29,10 @@ func listGroupsError(req *kmsg.ListGroupsRequest, code int16) kmsg.Response {
 }
 
 func handleListGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
-	tn := r.s.tenant
+	tn := r.tenant
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	var live []kmsg.ListGroupsResponseGroup
-	gw.groups.with(r.s.tenant, func(c *groupcoord.Coordinator) { live = c.List() })
+	gw.groups.with(r.tenant, func(c *groupcoord.Coordinator) { live = c.List() })
 	seen := map[string]bool{}
 	all := live
 	for _, g := range live {

@@ -1,9 +1,6 @@
 package gateway
 
 import (
-	"slices"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -29,21 +26,6 @@ func saslHandshakeError(req *kmsg.SASLHandshakeRequest, code int16) kmsg.Respons
 func handleSaslHandshake(gw *Gateway, r *request, req *kmsg.SASLHandshakeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	resp.SupportedMechanisms = gw.saslMechanisms()
-	s := r.s
-	switch {
-	case !s.lis.Protocol.usesSASL() || s.auth.authenticated || s.auth.mech != "":
-		resp.ErrorCode = kerr.IllegalSaslState.Code
-	case !slices.Contains(resp.SupportedMechanisms, req.Mechanism):
-		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		s.log.Warn().Str("mechanism", req.Mechanism).Msg("SASL handshake with an unsupported mechanism")
-	default:
-		s.auth.mech = req.Mechanism
-		if req.Version == 0 {
-			s.rawSASL.Store(true)
-		}
-	}
-	if resp.ErrorCode != 0 {
-		s.closeAfterQueued()
-	}
+	resp.ErrorCode = r.saslHandshake(req.Mechanism, req.Version, resp.SupportedMechanisms)
 	return resp, nil
 }

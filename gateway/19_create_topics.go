@@ -46,7 +46,7 @@ const (
 )
 
 func handleCreateTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
-	tn := r.s.tenant
+	tn := r.tenant
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	for i := range req.Topics {
 		if !gw.mayCreateTopic(r, req.Topics[i].Topic) {

@@ -43,7 +43,7 @@ func deleteTopicsError(req *kmsg.DeleteTopicsRequest, code int16) kmsg.Response 
 }
 
 func handleDeleteTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
-	tn := r.s.tenant
+	tn := r.tenant
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	type target struct {
 		name *string

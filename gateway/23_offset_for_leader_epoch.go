@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,27 +43,14 @@ func handleOffsetForLeaderEpoch(ctx context.Context, gw *Gateway, r *request, re
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
-		denied := !gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, rt.Topic)
-		var t *topicMeta
-		var terr error
-		if !denied {
-			// A denied topic costs DIS no describe.
-			t, terr = r.s.tenant.catalog.get(ctx, rt.Topic)
-		}
+		topic := gw.serveTopic(ctx, r, authz.OpDescribe, rt.Topic)
+		t := topic.t
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
-			switch {
-			case denied:
-				sp.ErrorCode = topicDenied
-			case errors.Is(terr, errUnknownTopic):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case terr != nil:
-				sp.ErrorCode = kafkaCodeForDIS(terr)
-			case !t.readable(rp.Partition):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case !gw.ownsPartition(rt.Topic, rp.Partition):
-				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+			switch code := gw.partitionCode(topic, rp.Partition); {
+			case code != 0:
+				sp.ErrorCode = code
 			case req.Version >= 2 && rp.CurrentLeaderEpoch > 0:
 				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			case rp.LeaderEpoch == 0 && t.format == FormatKafka:

@@ -30,7 +30,7 @@ func handleDescribeACLs(gw *Gateway, r *request, req *kmsg.DescribeACLsRequest) 
 	}
 	f := aclFilter(req.ResourceType, req.ResourceName, req.ResourcePatternType, req.Principal, req.Host, req.Operation, req.PermissionType)
 	if err := f.Validate(); err != nil {
-		r.s.log.Info().Err(err).Msg("DescribeAcls: invalid filter")
+		r.log().Info().Err(err).Msg("DescribeAcls: invalid filter")
 		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
 		return resp, nil
 	}

@@ -2,12 +2,9 @@ package gateway
 
 import (
 	"context"
-	"errors"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
 )
 
@@ -38,49 +35,32 @@ func handleCreateACLs(ctx context.Context, gw *Gateway, r *request, req *kmsg.Cr
 	for i := range resp.Results {
 		resp.Results[i] = kmsg.NewCreateACLsResponseResult()
 	}
-	if code, msg := gw.aclsGate(r, authz.OpAlter); code != 0 {
-		for i := range resp.Results {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
-		}
-		return resp, nil
+	answer := func(i int, code int16, msg *string) {
+		resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
 	}
 	var add []authz.Binding
-	var valid []int
-	for i, c := range req.Creations {
+	valid, err := gw.changeACLs(ctx, r, len(req.Creations), answer, func(i int) error {
+		c := &req.Creations[i]
 		b := authz.Binding{
 			ResourceType: authz.ResourceType(c.ResourceType), ResourceName: c.ResourceName,
 			PatternType: authz.PatternType(c.ResourcePatternType), Principal: c.Principal, Host: c.Host,
 			Operation: authz.Operation(c.Operation), Permission: authz.Permission(c.PermissionType),
 		}
 		if err := b.Validate(); err != nil {
-			r.s.log.Info().Err(err).Str("principal", b.Principal).Str("resource", b.ResourceName).Msg("CreateAcls: invalid ACL")
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
-			continue
+			r.log().Info().Err(err).Str("principal", b.Principal).Str("resource", b.ResourceName).Msg("CreateAcls: invalid ACL")
+			return err
 		}
 		add = append(add, b)
-		valid = append(valid, i)
-	}
-	if len(add) == 0 {
-		return resp, nil
-	}
-	if _, err := gw.acls.Update(ctx, func(cur *authz.Set) (*authz.Set, error) { return cur.With(add...), nil }); err != nil {
-		r.s.log.Error().Err(err).Int("acls", len(add)).Msg("CreateAcls: storing the ACLs in DIS failed")
+		return nil
+	}, func(cur *authz.Set) *authz.Set { return cur.With(add...) })
+	switch {
+	case err != nil:
+		r.log().Error().Err(err).Int("acls", len(add)).Msg("CreateAcls: storing the ACLs in DIS failed")
 		for _, i := range valid {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = aclStoreErrorCode(err), kmsg.StringPtr(err.Error())
+			answer(i, aclStoreErrorCode(err), kmsg.StringPtr(err.Error()))
 		}
-		return resp, nil
+	case len(valid) > 0:
+		r.log().Info().Str("principal", r.principal()).Int("acls", len(add)).Msg("ACLs created")
 	}
-	r.s.log.Info().Str("principal", r.principal()).Int("acls", len(add)).Msg("ACLs created")
 	return resp, nil
-}
-
-// aclStoreErrorCode is the Kafka error for a failed change of the stored
-// ACLs: a DIS failure maps as everywhere else; anything else (the set
-// outgrew a DIS record, or kept losing races) is Kafka's UNKNOWN_SERVER_ERROR.
-func aclStoreErrorCode(err error) int16 {
-	var de *disclient.Error
-	if errors.As(err, &de) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return kafkaCodeForDIS(err)
-	}
-	return kerr.UnknownServerError.Code
 }

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/gateway/authz"
@@ -35,44 +34,35 @@ func handleDeleteACLs(ctx context.Context, gw *Gateway, r *request, req *kmsg.De
 	for i := range resp.Results {
 		resp.Results[i] = kmsg.NewDeleteACLsResponseResult()
 	}
-	if code, msg := gw.aclsGate(r, authz.OpAlter); code != 0 {
-		for i := range resp.Results {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
-		}
-		return resp, nil
+	answer := func(i int, code int16, msg *string) {
+		resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
 	}
 	filters := make([]authz.Filter, len(req.Filters))
-	var valid []authz.Filter
-	for i, f := range req.Filters {
-		filters[i] = aclFilter(f.ResourceType, f.ResourceName, f.ResourcePatternType, f.Principal, f.Host, f.Operation, f.PermissionType)
-		if err := filters[i].Validate(); err != nil {
-			r.s.log.Info().Err(err).Msg("DeleteAcls: invalid filter")
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
-			continue
-		}
-		valid = append(valid, filters[i])
-	}
-	if len(valid) == 0 {
-		return resp, nil
-	}
+	var remove []authz.Filter
 	// The matches are taken from the set the change applies to, so what
 	// a result lists is exactly what this change removed.
 	var before *authz.Set
-	_, err := gw.acls.Update(ctx, func(cur *authz.Set) (*authz.Set, error) {
+	valid, err := gw.changeACLs(ctx, r, len(req.Filters), answer, func(i int) error {
+		f := &req.Filters[i]
+		filters[i] = aclFilter(f.ResourceType, f.ResourceName, f.ResourcePatternType, f.Principal, f.Host, f.Operation, f.PermissionType)
+		if err := filters[i].Validate(); err != nil {
+			r.log().Info().Err(err).Msg("DeleteAcls: invalid filter")
+			return err
+		}
+		remove = append(remove, filters[i])
+		return nil
+	}, func(cur *authz.Set) *authz.Set {
 		before = cur
-		return cur.Without(valid...), nil
+		return cur.Without(remove...)
 	})
 	removed := 0
-	for i, f := range filters {
-		if resp.Results[i].ErrorCode != 0 {
-			continue
-		}
+	for _, i := range valid {
 		if err != nil {
-			r.s.log.Error().Err(err).Msg("DeleteAcls: storing the ACLs in DIS failed")
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = aclStoreErrorCode(err), kmsg.StringPtr(err.Error())
+			r.log().Error().Err(err).Msg("DeleteAcls: storing the ACLs in DIS failed")
+			answer(i, aclStoreErrorCode(err), kmsg.StringPtr(err.Error()))
 			continue
 		}
-		for _, b := range before.Select(f) {
+		for _, b := range before.Select(filters[i]) {
 			m := kmsg.NewDeleteACLsResponseResultMatchingACL()
 			m.ResourceType, m.ResourceName = kmsg.ACLResourceType(b.ResourceType), b.ResourceName
 			m.ResourcePatternType = kmsg.ACLResourcePatternType(b.PatternType)
@@ -82,8 +72,8 @@ func handleDeleteACLs(ctx context.Context, gw *Gateway, r *request, req *kmsg.De
 			removed++
 		}
 	}
-	if err == nil {
-		r.s.log.Info().Str("principal", r.principal()).Int("acls", removed).Msg("ACLs deleted")
+	if err == nil && len(valid) > 0 {
+		r.log().Info().Str("principal", r.principal()).Int("acls", removed).Msg("ACLs deleted")
 	}
 	return resp, nil
 }

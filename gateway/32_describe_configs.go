@@ -38,7 +38,7 @@ func describeConfigsError(req *kmsg.DescribeConfigsRequest, code int16) kmsg.Res
 }
 
 func handleDescribeConfigs(ctx context.Context, gw *Gateway, r *request, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
-	tn := r.s.tenant
+	tn := r.tenant
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for i := range req.Resources {
 		res := &req.Resources[i]

@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/disgw/disgw/gateway/authz"
 )
 
 // AlterConfigs v0–v2.
@@ -24,32 +22,29 @@ func init() {
 
 // alterConfigsError answers every resource of req with code.
 func alterConfigsError(req *kmsg.AlterConfigsRequest, code int16) kmsg.Response {
-	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	for _, res := range req.Resources {
-		rr := kmsg.NewAlterConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
-		resp.Resources = append(resp.Resources, rr)
-	}
-	return resp
+	return alterConfigsAnswer(req, func(*kmsg.AlterConfigsRequestResource) (int16, *string) { return code, nil })
 }
 
 func handleAlterConfigs(ctx context.Context, gw *Gateway, r *request, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
-	tn := r.s.tenant
+	return alterConfigsAnswer(req, func(res *kmsg.AlterConfigsRequestResource) (int16, *string) {
+		return gw.alterConfigResource(ctx, r, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
+			return replaceTopicConfigs(a, res.Configs)
+		})
+	}), nil
+}
+
+// alterConfigsAnswer answers each resource of req with the error
+// code and message answer gives it (configs_alter.go).
+func alterConfigsAnswer(req *kmsg.AlterConfigsRequest, answer func(res *kmsg.AlterConfigsRequestResource) (int16, *string)) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	for i := range req.Resources {
 		res := &req.Resources[i]
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		if code := gw.authorizeConfigs(r, authz.OpAlterConfigs, res.ResourceType, res.ResourceName); code != 0 {
-			rr.ErrorCode = code
-		} else if cerr := gw.alterResource(ctx, tn, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
-			return replaceTopicConfigs(a, res.Configs)
-		}); cerr != nil {
-			rr.ErrorCode, rr.ErrorMessage = cerr.code, kmsg.StringPtr(cerr.msg)
-		}
+		rr.ErrorCode, rr.ErrorMessage = answer(res)
 		resp.Resources = append(resp.Resources, rr)
 	}
-	return resp, nil
+	return resp
 }
 
 // replaceTopicConfigs states a whole new configuration on a.

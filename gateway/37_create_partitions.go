@@ -37,7 +37,7 @@ func createPartitionsError(req *kmsg.CreatePartitionsRequest, code int16) kmsg.R
 }
 
 func handleCreatePartitions(ctx context.Context, gw *Gateway, r *request, req *kmsg.CreatePartitionsRequest) (kmsg.Response, error) {
-	tn := r.s.tenant
+	tn := r.tenant
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()

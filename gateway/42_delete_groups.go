@@ -33,10 +33,10 @@ func deleteGroupsError(req *kmsg.DeleteGroupsRequest, code int16) kmsg.Response 
 }
 
 func handleDeleteGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
-	tn := r.s.tenant
+	tn := r.tenant
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	codes := make([]int16, len(req.Groups))
-	gw.groups.with(r.s.tenant, func(c *groupcoord.Coordinator) {
+	gw.groups.with(r.tenant, func(c *groupcoord.Coordinator) {
 		for i, g := range req.Groups {
 			if !gw.authorize(r, authz.OpDelete, authz.ResourceGroup, g) {
 				codes[i] = groupDenied

@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/disgw/disgw/gateway/authz"
 )
 
 // IncrementalAlterConfigs v0–v1.
@@ -25,32 +23,29 @@ func init() {
 
 // incrementalAlterConfigsError answers every resource of req with code.
 func incrementalAlterConfigsError(req *kmsg.IncrementalAlterConfigsRequest, code int16) kmsg.Response {
-	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	for _, res := range req.Resources {
-		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
-		resp.Resources = append(resp.Resources, rr)
-	}
-	return resp
+	return incrementalAlterConfigsAnswer(req, func(*kmsg.IncrementalAlterConfigsRequestResource) (int16, *string) { return code, nil })
 }
 
 func handleIncrementalAlterConfigs(ctx context.Context, gw *Gateway, r *request, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
-	tn := r.s.tenant
+	return incrementalAlterConfigsAnswer(req, func(res *kmsg.IncrementalAlterConfigsRequestResource) (int16, *string) {
+		return gw.alterConfigResource(ctx, r, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
+			return changeTopicConfigs(a, res.Configs)
+		})
+	}), nil
+}
+
+// incrementalAlterConfigsAnswer answers each resource of req with the error
+// code and message answer gives it (configs_alter.go).
+func incrementalAlterConfigsAnswer(req *kmsg.IncrementalAlterConfigsRequest, answer func(res *kmsg.IncrementalAlterConfigsRequestResource) (int16, *string)) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	for i := range req.Resources {
 		res := &req.Resources[i]
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		if code := gw.authorizeConfigs(r, authz.OpAlterConfigs, res.ResourceType, res.ResourceName); code != 0 {
-			rr.ErrorCode = code
-		} else if cerr := gw.alterResource(ctx, tn, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
-			return changeTopicConfigs(a, res.Configs)
-		}); cerr != nil {
-			rr.ErrorCode, rr.ErrorMessage = cerr.code, kmsg.StringPtr(cerr.msg)
-		}
+		rr.ErrorCode, rr.ErrorMessage = answer(res)
 		resp.Resources = append(resp.Resources, rr)
 	}
-	return resp, nil
+	return resp
 }
 
 // changeTopicConfigs states each listed change on a.

@@ -40,7 +40,7 @@ func offsetDeleteError(req *kmsg.OffsetDeleteRequest, code int16) kmsg.Response 
 }
 
 func handleOffsetDelete(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
-	tn := r.s.tenant
+	tn := r.tenant
 	if !gw.authorize(r, authz.OpDelete, authz.ResourceGroup, req.Group) {
 		return offsetDeleteError(req, groupDenied), nil
 	}
@@ -49,7 +49,7 @@ func handleOffsetDelete(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	subscribed := map[string]bool{}
-	gw.groups.with(r.s.tenant, func(c *groupcoord.Coordinator) {
+	gw.groups.with(r.tenant, func(c *groupcoord.Coordinator) {
 		d, ok := c.Describe(req.Group)
 		if !ok {
 			return

@@ -43,7 +43,7 @@ func handleDescribeCluster(gw *Gateway, r *request, req *kmsg.DescribeClusterReq
 	for _, p := range gw.cfg.Membership.Live() {
 		b := kmsg.NewDescribeClusterResponseBroker()
 		b.NodeID = p.ID
-		b.Host, b.Port = gw.peerAddr(r.s.lis, p)
+		b.Host, b.Port = gw.peerAddr(r.listener(), p)
 		resp.Brokers = append(resp.Brokers, b)
 	}
 	return resp, nil

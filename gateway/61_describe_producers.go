@@ -2,10 +2,8 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/gateway/authz"
@@ -49,29 +47,12 @@ func handleDescribeProducers(ctx context.Context, gw *Gateway, r *request, req *
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
-		denied := !gw.authorize(r, authz.OpRead, authz.ResourceTopic, rt.Topic)
-		var t *topicMeta
-		var terr error
-		if !denied {
-			// A denied topic costs DIS no describe.
-			t, terr = r.s.tenant.catalog.get(ctx, rt.Topic)
-		}
+		topic := gw.serveTopic(ctx, r, authz.OpRead, rt.Topic)
 		for _, p := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = p
-			switch {
-			case denied:
-				sp.ErrorCode = topicDenied
-			case errors.Is(terr, errUnknownTopic):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case terr != nil:
-				sp.ErrorCode = kafkaCodeForDIS(terr)
-			case !t.readable(p):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case !gw.ownsPartition(rt.Topic, p):
-				sp.ErrorCode = kerr.NotLeaderForPartition.Code
-			default:
-				sp.ActiveProducers, sp.ErrorCode = gw.describeProducers(ctx, t, p)
+			if sp.ErrorCode = gw.partitionCode(topic, p); sp.ErrorCode == 0 {
+				sp.ActiveProducers, sp.ErrorCode = gw.describeProducers(ctx, topic.t, p)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

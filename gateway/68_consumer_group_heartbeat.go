@@ -44,7 +44,7 @@ func handleConsumerGroupHeartbeat(ctx context.Context, gw *Gateway, r *request, 
 		return consumerGroupHeartbeatError(req, kerr.NotCoordinator.Code), nil
 	}
 	var sub groupcoord.Subscription
-	gw.groups.with(r.s.tenant, func(c *groupcoord.Coordinator) { sub = c.ConsumerSubscription(req) })
+	gw.groups.with(r.tenant, func(c *groupcoord.Coordinator) { sub = c.ConsumerSubscription(req) })
 	topics, err := gw.consumerTopics(ctx, r, sub)
 	if err != nil {
 		gw.log.Warn().Err(err).Str("group", req.Group).Msg("consumer group heartbeat: listing topics failed")
@@ -60,7 +60,7 @@ func handleConsumerGroupHeartbeat(ctx context.Context, gw *Gateway, r *request, 
 // lookup failed is left out, so the coordinator keeps what it knew of it.
 func (gw *Gateway) consumerTopics(ctx context.Context, r *request, sub groupcoord.Subscription) (groupcoord.Topics, error) {
 	var out groupcoord.Topics
-	tn := r.s.tenant
+	tn := r.tenant
 	names := sub.Names
 	if len(sub.Regexes) > 0 {
 		all, err := tn.catalog.list(ctx)
@@ -69,7 +69,7 @@ func (gw *Gateway) consumerTopics(ctx context.Context, r *request, sub groupcoor
 		}
 		out.All = gw.describable(r, all)
 		if hidden := len(all) - len(out.All); hidden > 0 {
-			r.s.log.Info().Str("principal", r.principal()).Str("api", r.h.name).Int("topics", hidden).
+			r.log().Info().Str("principal", r.principal()).Str("api", r.h.name).Int("topics", hidden).
 				Msg("denied by ACLs: topics the member may not describe are left out of its regex subscription's matches")
 		}
 		names = append(slices.Clone(names), sub.Matches(all)...)

@@ -29,25 +29,6 @@ const (
 // other gateways, which bounds how long they take to be enforced here.
 const aclsPollInterval = 2 * time.Second
 
-// principal is who the request runs as: User:<name> for a SASL client
-// (with passthrough, the DIS access key), User:ANONYMOUS for PLAINTEXT and
-// SSL clients, as Kafka names them. The dispatcher alone writes the SASL
-// state, before it starts the requests that read it.
-func (r *request) principal() string {
-	if r.s.auth.authenticated && r.s.auth.principal != "" {
-		return "User:" + r.s.auth.principal
-	}
-	return authz.Anonymous
-}
-
-// clientHost is the client's IP address as ACL hosts name it.
-func (r *request) clientHost() string {
-	if host, _, err := net.SplitHostPort(r.s.remote); err == nil {
-		return host
-	}
-	return r.s.remote
-}
-
 func (r *request) aclRequest(op authz.Operation, rt authz.ResourceType, name string) authz.Request {
 	return authz.Request{Principal: r.principal(), Host: r.clientHost(), Op: op, Type: rt, Name: name}
 }
@@ -67,7 +48,7 @@ func (gw *Gateway) authorize(r *request, op authz.Operation, rt authz.ResourceTy
 	if gw.permits(r, op, rt, name) {
 		return true
 	}
-	r.s.log.Info().Str("principal", r.principal()).Str("api", r.h.name).Str("operation", opName(op)).
+	r.log().Info().Str("principal", r.principal()).Str("api", r.h.name).Str("operation", opName(op)).
 		Str("resource_type", resourceTypeName(rt)).Str("resource", name).Msg("denied by ACLs")
 	return false
 }

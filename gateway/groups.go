@@ -171,7 +171,7 @@ func (d *groupDriver) stepWith(r *request, req kmsg.Request, group string, fn fu
 	d.nextID++
 	id := d.nextID
 	d.waiting[id] = w
-	err := fn(d.coordLocked(r.s.tenant), id, clientID, r.s.remoteHost())
+	err := fn(d.coordLocked(r.tenant), id, clientID, r.s.remoteHost())
 	ready := d.readyLocked()
 	d.mu.Unlock()
 	if err != nil {

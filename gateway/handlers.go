@@ -3,9 +3,13 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // handler serves one Kafka API key over the version range it really
@@ -119,4 +123,41 @@ func regKey[Req kmsg.Request](key, min, max int16, a api[Req]) {
 		}
 	}
 	handlers[key] = h
+}
+
+// A handler's call context: what it may know of the connection its request
+// came on, through these methods of the request (and r.tenant), never the
+// session itself, which belongs to the dispatcher and the transport. The
+// SASL handlers change the connection's authentication through methods of
+// the request in sasl.go.
+
+// log is the connection's logger, which names the client's address.
+func (r *request) log() *zerolog.Logger { return &r.s.log }
+
+// listener is the listener the connection came in on, whose advertised
+// address Metadata and FindCoordinator answer with.
+func (r *request) listener() *listener { return r.s.lis }
+
+// connContext is done when the connection closes: the bound of work that
+// outlives the request's deadline, such as an acks=0 produce, which is never
+// answered.
+func (r *request) connContext() context.Context { return r.s.ctx }
+
+// principal is who the request runs as: User:<name> for a SASL client
+// (with passthrough, the DIS access key), User:ANONYMOUS for PLAINTEXT and
+// SSL clients, as Kafka names them. The dispatcher alone writes the SASL
+// state, before it starts the requests that read it.
+func (r *request) principal() string {
+	if r.s.auth.authenticated && r.s.auth.principal != "" {
+		return "User:" + r.s.auth.principal
+	}
+	return authz.Anonymous
+}
+
+// clientHost is the client's IP address as ACL hosts name it.
+func (r *request) clientHost() string {
+	if host, _, err := net.SplitHostPort(r.s.remote); err == nil {
+		return host
+	}
+	return r.s.remote
 }

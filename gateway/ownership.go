@@ -47,7 +47,7 @@ func (gw *Gateway) leaderEndpoint(r *request, owner cluster.Peer, n int, id func
 			return "", 0, false
 		}
 	}
-	host, port = gw.peerAddr(r.s.lis, owner)
+	host, port = gw.peerAddr(r.listener(), owner)
 	return host, port, true
 }
 

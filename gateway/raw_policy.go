@@ -124,7 +124,7 @@ func (gw *Gateway) noteRawDrops(r *request, t *topicMeta, partition int32, produ
 	if d.headerRecords > 0 {
 		gw.metrics.rawHeadersDropped.WithLabelValues(tenant, topic).Add(float64(d.headerRecords))
 		if notices.first(rawNotice{part: t.key(partition), producerID: producerID}) {
-			r.s.log.Warn().Str("topic", t.name).Int32("partition", partition).Int64("producer_id", producerID).
+			r.log().Warn().Str("topic", t.name).Int32("partition", partition).Int64("producer_id", producerID).
 				Str("client_id", clientID).Int("headers", d.headers).
 				Msg("raw topic: records written without their headers (dis.raw.headers=drop); logged once per producer and partition, counted in disgw_raw_headers_dropped_total")
 		}
@@ -132,7 +132,7 @@ func (gw *Gateway) noteRawDrops(r *request, t *topicMeta, partition int32, produ
 	if d.keyRecords > 0 {
 		gw.metrics.rawKeysDropped.WithLabelValues(tenant, topic).Add(float64(d.keyRecords))
 		if notices.first(rawNotice{part: t.key(partition), producerID: producerID, key: true}) {
-			r.s.log.Warn().Str("topic", t.name).Int32("partition", partition).Int64("producer_id", producerID).
+			r.log().Warn().Str("topic", t.name).Int32("partition", partition).Int64("producer_id", producerID).
 				Str("client_id", clientID).Str("reason", d.keyWhy).
 				Msg("raw topic: records written without their keys (dis.raw.keys=drop); logged once per producer and partition, counted in disgw_raw_keys_dropped_total")
 		}

@@ -7,12 +7,16 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/xdg-go/scram"
 )
 
@@ -333,6 +337,90 @@ func (s *session) plainPassthrough(token []byte) (bool, error) {
 	s.gw.releaseTenant(prev)
 	s.auth.principal = ak
 	return true, nil
+}
+
+// saslHandshake is what SaslHandshake does to r's connection: it chooses
+// the mechanism, one of offered, and after v0 takes the next frames for bare
+// SASL tokens. It returns the answer's error code; on an error the
+// connection closes after the answer.
+func (r *request) saslHandshake(mechanism string, version int16, offered []string) int16 {
+	s := r.s
+	var code int16
+	switch {
+	case !s.lis.Protocol.usesSASL() || s.auth.authenticated || s.auth.mech != "":
+		code = kerr.IllegalSaslState.Code
+	case !slices.Contains(offered, mechanism):
+		code = kerr.UnsupportedSaslMechanism.Code
+		s.log.Warn().Str("mechanism", mechanism).Msg("SASL handshake with an unsupported mechanism")
+	default:
+		s.auth.mech = mechanism
+		if version == 0 {
+			s.rawSASL.Store(true)
+		}
+	}
+	if code != 0 {
+		s.closeAfterQueued()
+	}
+	return code
+}
+
+// saslAuthenticate is what SaslAuthenticate does to r's connection: one
+// step of the exchange its handshake chose. It returns the server's token,
+// or the answer's error code and message; on an error the connection
+// closes after the answer.
+func (r *request) saslAuthenticate(token []byte) ([]byte, int16, *string) {
+	s := r.s
+	if s.auth.mech == "" || s.auth.authenticated || s.rawSASL.Load() {
+		s.closeAfterQueued()
+		return nil, kerr.IllegalSaslState.Code, kmsg.StringPtr("SaslHandshake v1 must come first")
+	}
+	out, done, err := s.saslStep(token)
+	if err != nil {
+		s.gw.metrics.authFailures.WithLabelValues(s.auth.mech).Inc()
+		s.closeAfterQueued()
+		return nil, kerr.SaslAuthenticationFailed.Code, kmsg.StringPtr(err.Error())
+	}
+	if done {
+		s.authenticated()
+	}
+	return out, 0, nil
+}
+
+// authenticated records a completed authentication.
+func (s *session) authenticated() {
+	s.auth.authenticated = true
+	s.auth.scram = nil
+	s.rawSASL.Store(false)
+	s.authed.Store(true)
+	s.log.Info().Str("principal", s.auth.principal).Str("mechanism", s.auth.mech).Msg("SASL authentication succeeded")
+}
+
+// serveRawSASL handles a bare SASL token after a v0 handshake; the answer
+// is a bare token too.
+func (s *session) serveRawSASL(r *request) {
+	defer s.gw.recoverPanic("SASL token", func() {
+		r.finish(nil)
+		s.closeAfterQueued()
+	})
+	out, done, err := s.saslStep(r.raw)
+	if err != nil {
+		s.gw.metrics.authFailures.WithLabelValues(s.auth.mech).Inc()
+		// Kafka closes the connection without an answer here: v0 has no
+		// way to carry an error.
+		r.finishFrame(nil)
+		s.closeAfterQueued()
+		return
+	}
+	if done {
+		s.authenticated()
+	}
+	r.finishFrame(binaryFrame(out))
+}
+
+// binaryFrame prefixes payload with its 4-byte size, as bare SASL tokens
+// travel after a v0 handshake.
+func binaryFrame(payload []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(payload))), payload...)
 }
 
 // allowedBeforeAuth lists what a client may send on a SASL listener before

@@ -138,18 +138,13 @@ type request struct {
 	// gw.handlersRun until answered.
 	served bool
 	began  time.Time
-	// tenant is the connection's tenant when the handler started, which
-	// the request's latency series are labelled with whatever a later
-	// re-authentication does.
+	// tenant is the connection's tenant when the handler started: whose
+	// DIS credentials the handler uses (its call context, handlers.go), and
+	// what the request's latency series are labelled with, whatever a
+	// later re-authentication does.
 	tenant *tenant
 	early  []byte // a response frame prepared on the loop (ApiVersions v0 errors)
 	raw    []byte // a bare SASL token (after SaslHandshake v0)
-	// scratch holds responseBuffers buffers the handler's response
-	// refers to, given back once the response is encoded; splices are the
-	// record batches its frame is to carry without a copy
-	// (fetch_splice.go). Only the handler's goroutine touches them.
-	scratch [][]byte
-	splices []fetchSplice
 }
 
 const sessionQueueLen = 256
@@ -451,20 +446,16 @@ func (r *request) logEvent(e *zerolog.Event) *zerolog.Event {
 // reply answers r with what its handler returned: resp, or for an error
 // the API's error response with the Kafka code for it.
 func (r *request) reply(resp kmsg.Response, err error) {
-	splices := r.splices
-	defer func() {
-		for _, b := range r.scratch {
-			responseBuffers.put(b)
-		}
-		r.scratch, r.splices = nil, nil
-	}()
+	if fr, ok := resp.(framedResponse); ok {
+		defer fr.release()
+	}
 	if err != nil {
 		code := errorCodeFor(err)
 		r.logEvent(r.s.log.Warn()).Err(err).Int16("error_code", code).Msg("handler failed")
 		r.replyCode(code)
 		return
 	}
-	if !r.respondWith(resp, splices) {
+	if !r.respond(resp) {
 		r.replyCode(kerr.UnknownServerError.Code)
 	}
 }
@@ -507,24 +498,34 @@ func errorCodeFor(err error) int16 {
 
 // respond encodes resp and finishes r with it; a nil resp sends nothing
 // (acks=0 produce). It returns false, leaving r unanswered, when encoding
-// panicked; a request already answered counts as success.
-func (r *request) respond(resp kmsg.Response) bool { return r.respondWith(resp, nil) }
-
-// respondWith is respond for a response whose frame carries splices.
-func (r *request) respondWith(resp kmsg.Response, splices []fetchSplice) bool {
+// failed; a request already answered counts as success.
+func (r *request) respond(resp kmsg.Response) bool {
 	if r.once.Load() {
 		return true
 	}
-	out, ok := r.encode(resp, splices)
+	out, ok := r.encode(resp)
 	if ok && !r.finishOut(out) {
 		out.release()
 	}
 	return ok
 }
 
-// encode is resp's frame, with splices put in it; ok is false when
-// encoding panicked (a response whose fields do not fit its version).
-func (r *request) encode(resp kmsg.Response, splices []fetchSplice) (out outFrame, ok bool) {
+// framedResponse is a response that builds its own frame rather than
+// being encoded as it is: one whose frame carries more than its encoding,
+// or is built in a buffer to give back (Fetch, frames.go).
+type framedResponse interface {
+	kmsg.Response
+	// frame is the response's frame for r; ok is false, logged, when it
+	// cannot be built.
+	frame(r *request) (out outFrame, ok bool)
+	// release gives back what the response borrowed, once it is encoded
+	// or will not be; nothing may read the response afterwards.
+	release()
+}
+
+// encode is resp's frame; ok is false when encoding failed or panicked (a
+// response whose fields do not fit its version).
+func (r *request) encode(resp kmsg.Response) (out outFrame, ok bool) {
 	if resp == nil {
 		return outFrame{}, true
 	}
@@ -534,41 +535,10 @@ func (r *request) encode(resp kmsg.Response, splices []fetchSplice) (out outFram
 			ok = false
 		}
 	}()
-	if fr, isFetch := resp.(*kmsg.FetchResponse); isFetch {
-		if n := fetchFrameSize(fr); pooledSize(n) || len(splices) > 0 {
-			buf := responseBuffers.get(n)
-			out.frame = protocol.AppendResponse(buf, r.hdr, resp)
-			if out.recycled = cap(out.frame) == cap(buf) && &out.frame[:1][0] == &buf[:1][0]; !out.recycled {
-				responseBuffers.put(buf)
-			}
-			if len(splices) > 0 && !out.splice(splices, r.hdr.Version >= 12) {
-				// Not where they were put: answer from copies instead.
-				out.release()
-				if err := unsplice(splices); err != nil {
-					r.logEvent(r.s.log.Error().Err(err)).Msg("reading record batches from the record log failed")
-					return outFrame{}, false
-				}
-				return r.encode(resp, nil)
-			}
-			return out, true
-		}
+	if fr, own := resp.(framedResponse); own {
+		return fr.frame(r)
 	}
 	return outFrame{frame: protocol.AppendResponse(nil, r.hdr, resp)}, true
-}
-
-// fetchFrameSize is at least the encoded size of a Fetch response: its
-// record batches and a generous allowance for everything else.
-func fetchFrameSize(resp *kmsg.FetchResponse) int {
-	n := 1 << 10
-	for i := range resp.Topics {
-		t := &resp.Topics[i]
-		n += len(t.Topic) + 64
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			n += len(p.RecordBatches) + 128 + 16*len(p.AbortedTransactions)
-		}
-	}
-	return n
 }
 
 // finish writes r's one answer (nil: none) and reports whether this was

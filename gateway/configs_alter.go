@@ -1,0 +1,31 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
+)
+
+// What AlterConfigs (33_alter_configs.go) and IncrementalAlterConfigs
+// (44_incremental_alter_configs.go) share: both answer each resource of the
+// request on its own, as Kafka does, and differ only in how the request
+// states a topic's changes. kmsg gives the two APIs' resources the same
+// fields under different types, so each API keeps the few lines that copy
+// them into its own response.
+
+// alterConfigResource authorizes ALTER_CONFIGS on one resource of an
+// AlterConfigs or IncrementalAlterConfigs request and alters it
+// (alterResource), fill stating the request's changes. It returns the error
+// code and message the resource is answered with, 0 and nil when it was
+// altered (or, with validateOnly, would be).
+func (gw *Gateway) alterConfigResource(ctx context.Context, r *request, rt kmsg.ConfigResourceType, name string, validateOnly bool, fill func(a *topicAlter) *configError) (int16, *string) {
+	if code := gw.authorizeConfigs(r, authz.OpAlterConfigs, rt, name); code != 0 {
+		return code, nil
+	}
+	if cerr := gw.alterResource(ctx, r.tenant, rt, name, validateOnly, fill); cerr != nil {
+		return cerr.code, kmsg.StringPtr(cerr.msg)
+	}
+	return 0, nil
+}

@@ -1,0 +1,55 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/disgw/disgw/gateway/authz"
+)
+
+// What OffsetForLeaderEpoch and DescribeProducers share: both answer each
+// partition from its own state on the gateway that owns it, after the same
+// checks in the same order. ListOffsets, Produce and Fetch make these
+// checks too, with cases of their own between them (the internal offsets
+// topic, a fresh lookup, writability, leader hints), so they keep theirs.
+
+// servedTopic is one topic of such a request, authorized and looked up
+// once for all its partitions.
+type servedTopic struct {
+	name   string
+	t      *topicMeta
+	err    error
+	denied bool
+}
+
+// serveTopic authorizes op on topic name and, when allowed, looks it up in
+// r's tenant's catalog: a denied topic costs DIS no describe.
+func (gw *Gateway) serveTopic(ctx context.Context, r *request, op authz.Operation, name string) servedTopic {
+	st := servedTopic{name: name, denied: !gw.authorize(r, op, authz.ResourceTopic, name)}
+	if !st.denied {
+		st.t, st.err = r.tenant.catalog.get(ctx, name)
+	}
+	return st
+}
+
+// partitionCode is the error partition p of st is answered with before its
+// state is read: the topic is denied or unknown, its lookup failed, the
+// partition cannot be read, or another gateway owns it. It is 0 when this
+// gateway serves p.
+func (gw *Gateway) partitionCode(st servedTopic, p int32) int16 {
+	switch {
+	case st.denied:
+		return topicDenied
+	case errors.Is(st.err, errUnknownTopic):
+		return kerr.UnknownTopicOrPartition.Code
+	case st.err != nil:
+		return kafkaCodeForDIS(st.err)
+	case !st.t.readable(p):
+		return kerr.UnknownTopicOrPartition.Code
+	case !gw.ownsPartition(st.name, p):
+		return kerr.NotLeaderForPartition.Code
+	}
+	return 0
+}
