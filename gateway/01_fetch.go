@@ -11,6 +11,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -78,7 +79,7 @@ type fetchPart struct {
 	resp    *kmsg.FetchResponseTopicPartition
 	offset  int64
 	records []protocol.Record // raw format
-	batches []cachedBatch     // kafka format
+	batches []plog.Batch      // kafka format
 	bytes   int
 	done    bool
 	// throttled: DIS refused to read the partition for traffic control; it
@@ -224,7 +225,7 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 		}
 		wg.Wait()
 		total := 0
-		var waiting []*partitionState
+		var waiting []*plog.Partition
 		for _, p := range parts {
 			total += p.bytes
 			if !p.done {
@@ -235,11 +236,11 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 			break
 		}
 		for _, ps := range waiting {
-			ps.register(wake)
+			ps.Register(wake)
 		}
 		ok := gw.waitWake(ctx, gw.draining, wake, deadline, gw.cfg.PollInterval)
 		for _, ps := range waiting {
-			ps.unregister(wake)
+			ps.Unregister(wake)
 		}
 		select {
 		case <-wake:
@@ -259,7 +260,7 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 		if len(p.batches) > 0 {
 			n := 0
 			for i := range p.batches {
-				n += p.batches[i].size()
+				n += p.batches[i].Size()
 			}
 			batches := batchParts(make([]framePart, 0, len(p.batches)), p.batches)
 			// Cached batches are never changed: the frame carries them
@@ -321,7 +322,7 @@ func trimToMaxBytes(parts []*fetchPart, maxBytes int) {
 		if len(p.batches) > 0 {
 			keep := 0
 			for keep < len(p.batches) {
-				n := p.batches[keep].size()
+				n := p.batches[keep].Size()
 				if total > 0 && total+n > maxBytes {
 					break
 				}
@@ -356,18 +357,18 @@ func (gw *Gateway) fetchPartition(ctx context.Context, p *fetchPart, limit int) 
 		return
 	}
 	k := p.topic.key(p.resp.Partition)
-	pr := gw.readerFor(k)
+	pr := gw.partitionFor(k)
 	pm := p.topic.partitions[p.resp.Partition]
-	pr.observeHWM(pm.next)
+	pr.ObserveHWM(pm.next)
 	p.resp.LogStartOffset = pm.earliest
-	hwm := pr.knownHWM()
+	hwm := pr.KnownHWM()
 	if p.offset < pm.earliest || p.offset > hwm {
 		// The description may be stale; look again before refusing.
 		if t, err := p.topic.tenant.catalog.refresh(ctx, p.topic.name); err == nil && int(k.partition) < len(t.partitions) {
 			p.topic = t
 			pm = t.partitions[k.partition]
-			pr.observeHWM(pm.next)
-			hwm = pr.knownHWM()
+			pr.ObserveHWM(pm.next)
+			hwm = pr.KnownHWM()
 			p.resp.LogStartOffset = pm.earliest
 		}
 		if p.offset < pm.earliest || p.offset > hwm {
@@ -375,11 +376,11 @@ func (gw *Gateway) fetchPartition(ctx context.Context, p *fetchPart, limit int) 
 			return
 		}
 	}
-	recs, err := pr.read(ctx, p.topic.format, p.offset, limit)
-	hwm = pr.knownHWM()
+	recs, err := pr.ReadRecords(ctx, p.offset, limit)
+	hwm = pr.KnownHWM()
 	p.resp.HighWatermark, p.resp.LastStableOffset = hwm, hwm
 	if err != nil {
-		if errors.Is(err, errOutOfRange) {
+		if errors.Is(err, plog.ErrOutOfRange) {
 			if t, rerr := p.topic.tenant.catalog.refresh(ctx, p.topic.name); rerr == nil && int(k.partition) < len(t.partitions) {
 				pm = t.partitions[k.partition]
 			}
@@ -389,7 +390,7 @@ func (gw *Gateway) fetchPartition(ctx context.Context, p *fetchPart, limit int) 
 		if ctx.Err() != nil {
 			return
 		}
-		if isThrottle(disclient.ErrorCode(err)) {
+		if disclient.IsThrottle(disclient.ErrorCode(err)) {
 			p.throttled, p.done = true, true
 			return
 		}
@@ -403,7 +404,7 @@ func (gw *Gateway) fetchPartition(ctx context.Context, p *fetchPart, limit int) 
 	}
 	n := 0
 	for i := range recs {
-		n += recordSize(&recs[i])
+		n += plog.RecordSize(&recs[i])
 	}
 	p.records, p.bytes, p.done = recs, n, true
 }
@@ -449,11 +450,11 @@ func (gw *Gateway) fetchBatches(ctx context.Context, p *fetchPart, limit int) {
 		p.done = true
 	}
 	bounds := func(t *topicMeta) (int64, int64, error) {
-		earliest, err := ps.earliestOffset(ctx, t.partitions[k.partition].earliest)
+		earliest, err := ps.Earliest(ctx, t.partitions[k.partition].earliest)
 		if err != nil {
 			return 0, 0, err
 		}
-		next, err := ps.nextOffset(ctx)
+		next, err := ps.Next(ctx)
 		return earliest, next, err
 	}
 	earliest, next, err := bounds(p.topic)
@@ -466,7 +467,7 @@ func (gw *Gateway) fetchBatches(ctx context.Context, p *fetchPart, limit int) {
 		// before refusing.
 		if t, err := p.topic.tenant.catalog.refresh(ctx, p.topic.name); err == nil && int(k.partition) < len(t.partitions) {
 			p.topic = t
-			_, rerr := ps.readBatches(ctx, next, 1)
+			_, rerr := ps.ReadBatches(ctx, next, 1)
 			if rerr == nil {
 				earliest, next, rerr = bounds(t)
 			}
@@ -481,10 +482,10 @@ func (gw *Gateway) fetchBatches(ctx context.Context, p *fetchPart, limit int) {
 		}
 	}
 	p.resp.LogStartOffset = earliest
-	batches, err := ps.readBatches(ctx, p.offset, limit)
-	hwm := ps.knownNext()
+	batches, err := ps.ReadBatches(ctx, p.offset, limit)
+	hwm := ps.KnownNext()
 	p.resp.HighWatermark, p.resp.LastStableOffset = hwm, hwm
-	if errors.Is(err, errOutOfRange) {
+	if errors.Is(err, plog.ErrOutOfRange) {
 		gw.outOfRange(p, earliest, hwm)
 		return
 	}
@@ -497,7 +498,7 @@ func (gw *Gateway) fetchBatches(ctx context.Context, p *fetchPart, limit int) {
 	}
 	n := 0
 	for i := range batches {
-		n += batches[i].size()
+		n += batches[i].Size()
 	}
 	p.batches, p.bytes, p.done = batches, n, true
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/plog"
 )
 
 // kafkaCodeForDIS maps a failed DIS call to the closest Kafka error code.
@@ -65,10 +66,10 @@ func kafkaCodeForDIS(err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 
-// isTimestampExpired reports whether err is DIS's answer to an AT_TIMESTAMP
-// cursor before retention: DIS.4300, a code DIS shares with other request
-// errors, told apart by its message as the Java SDK does.
-func isTimestampExpired(err error) bool {
-	var de *disclient.Error
-	return errors.As(err, &de) && de.Code == disclient.CodeRequestError && strings.Contains(de.Message, "timestamp is expired")
+// fetchErrorCode maps a read error to the Fetch partition error.
+func fetchErrorCode(err error) int16 {
+	if errors.Is(err, plog.ErrOutOfRange) {
+		return kerr.OffsetOutOfRange.Code
+	}
+	return kafkaCodeForDIS(err)
 }

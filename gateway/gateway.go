@@ -20,6 +20,7 @@ import (
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/gateway/cluster"
+	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -399,9 +400,9 @@ type Gateway struct {
 	// groupForApp maps encoded app names back to group ids.
 	groupForApp sync.Map
 
-	queues *writeQueues
+	queues *plog.Queues
 	// readCache is the gateway-wide budget of cached batches.
-	readCache *readCache
+	readCache *plog.Cache
 
 	// acls is where the ACLs live, nil without an authorizer; aclPolicy
 	// holds the super users and the no-ACL rule.
@@ -454,8 +455,8 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		authLimit: newAuthLimiter(&cfg),
 	}
 	gw.metrics = newMetrics(gw)
-	gw.queues = newWriteQueues(&gw.cfg, gw.metrics)
-	gw.readCache = newReadCache(gw.cfg.ReadCacheBytes, gw.metrics.readCacheBytes)
+	gw.queues = plog.NewQueues(gw.cfg.MaxPartitionQueueBytes, gw.cfg.MaxQueueBytes, gw.metrics.produceQueued, gw.metrics.produceQueueWaits)
+	gw.readCache = plog.NewCache(gw.cfg.ReadCacheBytes, gw.metrics.readCacheBytes)
 	gw.tenant = newTenant(gw, "", "", dis)
 	notChecked := disNotChecked
 	gw.disDown.Store(&notChecked)

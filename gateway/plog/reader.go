@@ -1,14 +1,13 @@
-package gateway
+package plog
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/protocol"
@@ -25,9 +24,9 @@ const cursorRefreshAge = 270 * time.Second
 // records serves several consumers at once and hands records just produced
 // through this gateway to fetchers without a DIS round trip.
 type partitionReader struct {
-	gw    *Gateway
-	key   partitionKey
-	state *partitionState // whose waiters appends wake
+	d     *Deps
+	key   Key
+	state *Partition // whose waiters appends wake
 	pid   string
 
 	mu         sync.Mutex
@@ -48,10 +47,10 @@ type partitionReader struct {
 
 // rawCacheBytes bounds one raw partition's record cache, within the
 // gateway's read cache budget.
-func (pr *partitionReader) rawCacheBytes() int { return min(pr.gw.cfg.ReadCacheBytes, 8<<20) }
+func (pr *partitionReader) rawCacheBytes() int { return min(pr.d.ReadCacheBytes, 8<<20) }
 
-// recordSize estimates a record's share of a fetch response.
-func recordSize(r *protocol.Record) int {
+// RecordSize estimates a record's share of a fetch response.
+func RecordSize(r *protocol.Record) int {
 	n := 24 + len(r.Key) + len(r.Value)
 	for _, h := range r.Headers {
 		n += 8 + len(h.Key) + len(h.Value)
@@ -140,11 +139,11 @@ func (pr *partitionReader) addLocked(recs []protocol.Record) {
 	}
 	pr.cache = append(pr.cache, recs...)
 	for i := range recs {
-		pr.cacheBytes += recordSize(&recs[i])
+		pr.cacheBytes += RecordSize(&recs[i])
 	}
 	drop := 0
 	for pr.cacheBytes > pr.rawCacheBytes() && drop < len(pr.cache)-1 {
-		pr.cacheBytes -= recordSize(&pr.cache[drop])
+		pr.cacheBytes -= RecordSize(&pr.cache[drop])
 		drop++
 	}
 	// Re-slicing drops the front; append reallocates (copying only live
@@ -178,7 +177,7 @@ func (pr *partitionReader) settle() {
 	pr.charged = pr.cacheBytes
 	pr.mu.Unlock()
 	if d != 0 {
-		pr.gw.readCache.charge(pr.state, d)
+		pr.d.Cache.charge(pr.state, d)
 	}
 }
 
@@ -190,7 +189,7 @@ func (pr *partitionReader) trimCache(n int) int {
 	defer pr.mu.Unlock()
 	freed, drop := 0, 0
 	for drop < len(pr.cache) && freed < n {
-		freed += recordSize(&pr.cache[drop])
+		freed += RecordSize(&pr.cache[drop])
 		drop++
 	}
 	clear(pr.cache[:drop])
@@ -215,8 +214,8 @@ func (pr *partitionReader) fromCacheLocked(offset int64, maxBytes int) ([]protoc
 	}
 	i := int(offset - pr.cache[0].Offset)
 	j, bytes := i, 0
-	for j < len(pr.cache) && (j == i || bytes+recordSize(&pr.cache[j]) <= maxBytes) {
-		bytes += recordSize(&pr.cache[j])
+	for j < len(pr.cache) && (j == i || bytes+RecordSize(&pr.cache[j]) <= maxBytes) {
+		bytes += RecordSize(&pr.cache[j])
 		j++
 	}
 	out := make([]protocol.Record, j-i)
@@ -238,20 +237,35 @@ func (pr *partitionReader) observeHWM(next int64) {
 	pr.mu.Unlock()
 }
 
-// errOutOfRange means DIS has no records at the requested offset.
-var errOutOfRange = errors.New("offset out of range")
+// ReadRecords serves Fetch on a raw-format partition: the records from
+// offset on, up to maxBytes (at least one when any is there). Nothing
+// means nothing is there yet.
+func (ps *Partition) ReadRecords(ctx context.Context, offset int64, maxBytes int) ([]protocol.Record, error) {
+	return ps.reader.read(ctx, offset, maxBytes)
+}
+
+// KnownHWM is the high watermark of a raw-format partition as this gateway
+// has seen it, or -1.
+func (ps *Partition) KnownHWM() int64 { return ps.reader.knownHWM() }
+
+// ObserveHWM raises the known high watermark of a raw-format partition to
+// next, the end DescribeStream reported, waking the fetches waiting.
+func (ps *Partition) ObserveHWM(next int64) { ps.reader.observeHWM(next) }
+
+// ErrOutOfRange means DIS has no records at the requested offset.
+var ErrOutOfRange = errors.New("offset out of range")
 
 // read returns records from offset on, up to maxBytes (at least one record
 // when any is there). An empty answer means nothing is there yet.
-func (pr *partitionReader) read(ctx context.Context, format RecordFormat, offset int64, maxBytes int) ([]protocol.Record, error) {
+func (pr *partitionReader) read(ctx context.Context, offset int64, maxBytes int) ([]protocol.Record, error) {
 	defer pr.settle()
 	pr.mu.Lock()
 	if recs, ok := pr.fromCacheLocked(offset, maxBytes); ok {
 		pr.mu.Unlock()
-		pr.readAhead(format, recs[len(recs)-1].Offset+1, maxBytes)
+		pr.readAhead(recs[len(recs)-1].Offset+1, maxBytes)
 		return recs, nil
 	}
-	if offset == pr.hwm && time.Since(pr.lastEmpty) < pr.gw.cfg.PollInterval {
+	if offset == pr.hwm && time.Since(pr.lastEmpty) < pr.d.PollInterval {
 		pr.mu.Unlock()
 		return nil, nil
 	}
@@ -266,7 +280,7 @@ func (pr *partitionReader) read(ctx context.Context, format RecordFormat, offset
 	}
 	pr.mu.Unlock()
 
-	recs, err := pr.readDIS(ctx, format, offset, maxBytes)
+	recs, err := pr.readDIS(ctx, offset, maxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +296,7 @@ func (pr *partitionReader) read(ctx context.Context, format RecordFormat, offset
 	if out == nil {
 		out = recs
 	}
-	pr.readAheadLocked(format, out[len(out)-1].Offset+1, maxBytes)
+	pr.readAheadLocked(out[len(out)-1].Offset+1, maxBytes)
 	return out, nil
 }
 
@@ -290,18 +304,18 @@ func (pr *partitionReader) read(ctx context.Context, format RecordFormat, offset
 // consumer is busy with what it just got, so that its next fetch needs no
 // DIS round trip. It does nothing when the cache already holds enough after
 // next or nothing more is known to be there.
-func (pr *partitionReader) readAhead(format RecordFormat, next int64, maxBytes int) {
+func (pr *partitionReader) readAhead(next int64, maxBytes int) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	pr.readAheadLocked(format, next, maxBytes)
+	pr.readAheadLocked(next, maxBytes)
 }
 
-func (pr *partitionReader) readAheadLocked(format RecordFormat, next int64, maxBytes int) {
+func (pr *partitionReader) readAheadLocked(next int64, maxBytes int) {
 	if pr.enoughAheadLocked(next) {
 		return
 	}
 	if pr.loading.CompareAndSwap(false, true) {
-		pr.gw.goSafe("partition read-ahead", func() { pr.load(format, next, maxBytes) })
+		pr.d.Go("partition read-ahead", func() { pr.load(next, maxBytes) })
 	}
 }
 
@@ -325,12 +339,12 @@ func (pr *partitionReader) readAheadTarget() int { return pr.rawCacheBytes() / 2
 
 // load reads from DIS into the cache until enough is loaded after next;
 // one runs at a time per partition.
-func (pr *partitionReader) load(format RecordFormat, next int64, maxBytes int) {
+func (pr *partitionReader) load(next int64, maxBytes int) {
 	defer pr.loading.Store(false)
 	defer pr.settle()
 	pr.readMu.Lock()
 	defer pr.readMu.Unlock()
-	ctx, cancel := context.WithTimeout(pr.gw.ctx, putTimeout)
+	ctx, cancel := context.WithTimeout(pr.d.Ctx, PutTimeout)
 	defer cancel()
 	for {
 		pr.mu.Lock()
@@ -343,7 +357,7 @@ func (pr *partitionReader) load(format RecordFormat, next int64, maxBytes int) {
 			from = end
 		}
 		pr.mu.Unlock()
-		recs, err := pr.readDIS(ctx, format, from, maxBytes)
+		recs, err := pr.readDIS(ctx, from, maxBytes)
 		if err != nil || len(recs) == 0 {
 			return
 		}
@@ -357,19 +371,13 @@ func (pr *partitionReader) load(format RecordFormat, next int64, maxBytes int) {
 	}
 }
 
-// disReadBytes is the least max_fetch_bytes a GetRecords asks for: more
-// than the largest record the gateway writes (data and key), since DIS
-// returns nothing when the next record is larger than asked and the reader
-// would stall in front of it.
-func (gw *Gateway) disReadBytes() int { return max(gw.cfg.MaxRecordBytes+64<<10, 2<<20) }
-
 // readDIS reads from DIS with the reader's cursor, opening a new one on a
 // seek, near its expiry, or when DIS says it expired.
-func (pr *partitionReader) readDIS(ctx context.Context, format RecordFormat, offset int64, maxBytes int) ([]protocol.Record, error) {
+func (pr *partitionReader) readDIS(ctx context.Context, offset int64, maxBytes int) ([]protocol.Record, error) {
 	for attempt := 0; ; attempt++ {
 		if pr.cursor == "" || pr.cursorOffset != offset || time.Since(pr.cursorAt) > cursorRefreshAge {
-			c, err := pr.key.tenant.dis.GetCursor(ctx, &disclient.GetCursorRequest{
-				StreamName:             pr.key.streamName(),
+			c, err := pr.d.DIS.GetCursor(ctx, &disclient.GetCursorRequest{
+				StreamName:             pr.key.Stream,
 				PartitionID:            pr.pid,
 				CursorType:             disclient.CursorAtSequenceNumber,
 				StartingSequenceNumber: strconv.FormatInt(offset, 10),
@@ -377,27 +385,27 @@ func (pr *partitionReader) readDIS(ctx context.Context, format RecordFormat, off
 			if err != nil {
 				pr.cursor = ""
 				if disclient.IsCode(err, disclient.CodeSequenceOutOfRange) {
-					return nil, errOutOfRange
+					return nil, ErrOutOfRange
 				}
 				return nil, err
 			}
 			pr.cursor, pr.cursorOffset, pr.cursorAt = c.PartitionCursor, offset, time.Now()
 		}
-		resp, err := pr.key.tenant.dis.GetRecords(ctx, pr.cursor, max(maxBytes, pr.gw.disReadBytes()))
+		resp, err := pr.d.DIS.GetRecords(ctx, pr.cursor, max(maxBytes, pr.d.ReadBytes))
 		if err != nil {
 			pr.cursor = ""
 			switch {
 			case disclient.IsCode(err, disclient.CodeCursorExpired) && attempt == 0:
 				continue
 			case disclient.IsCode(err, disclient.CodeCursorPositionGone):
-				return nil, errOutOfRange
+				return nil, ErrOutOfRange
 			}
 			return nil, err
 		}
 		pr.state.meter.read(resp.Records)
 		recs := make([]protocol.Record, 0, len(resp.Records))
 		for i := range resp.Records {
-			r, err := fromRawDIS(&resp.Records[i])
+			r, err := FromRawDIS(&resp.Records[i])
 			if err != nil {
 				pr.cursor = ""
 				return nil, err
@@ -418,10 +426,19 @@ func (pr *partitionReader) readDIS(ctx context.Context, format RecordFormat, off
 	}
 }
 
-// fetchErrorCode maps a read error to the Fetch partition error.
-func fetchErrorCode(err error) int16 {
-	if errors.Is(err, errOutOfRange) {
-		return kerr.OffsetOutOfRange.Code
+// FromRawDIS converts a DIS record of a raw-format stream back into a Kafka
+// record at the offset of its sequence number.
+func FromRawDIS(d *disclient.Record) (protocol.Record, error) {
+	off, err := strconv.ParseInt(d.SequenceNumber, 10, 64)
+	if err != nil {
+		return protocol.Record{}, fmt.Errorf("DIS returned sequence number %q: %w", d.SequenceNumber, err)
 	}
-	return kafkaCodeForDIS(err)
+	r := protocol.Record{Offset: off, Timestamp: d.Timestamp, Value: d.Data}
+	if r.Value == nil {
+		r.Value = []byte{}
+	}
+	if d.PartitionKey != "" {
+		r.Key = []byte(d.PartitionKey)
+	}
+	return r, nil
 }

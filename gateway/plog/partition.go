@@ -1,4 +1,4 @@
-package gateway
+package plog
 
 import (
 	"context"
@@ -14,16 +14,17 @@ import (
 	"github.com/disgw/disgw/protocol"
 )
 
-// partitionState is everything the gateway holds for one partition, in one
+// Partition is everything the gateway holds for one partition, in one
 // place: its writer and reader, and for kafka-format streams the offset
 // bookkeeping they share (docs/design.md §2): the next Kafka offset and DIS
 // sequence number, a sparse index from offsets to sequence numbers learned
 // from writes and reads, the largest timestamp, the cached batches, and the
 // fetches waiting for appends. It is owned by the tenant's partition map and
 // evicted from it when idle; writer and reader never outlive it.
-type partitionState struct {
-	gw     *Gateway
-	key    partitionKey
+type Partition struct {
+	t      *Tenant
+	d      *Deps
+	key    Key
 	writer *partitionWriter
 	reader *partitionReader // raw streams' record reader
 
@@ -51,7 +52,7 @@ type partitionState struct {
 	lastEmpty       time.Time // when DIS last had nothing at nextSeq
 	// window holds the batches of consecutive DIS records last written
 	// or read, counted against the gateway-wide read cache.
-	window      []cachedBatch
+	window      []Batch
 	windowBytes int
 	// watermark is the next offset the watermark checkpoint holds, -1
 	// when unknown or none; watermarkAt when it was last written.
@@ -70,7 +71,7 @@ type partitionState struct {
 	ahead atomic.Bool
 	// moved is set when the partition moved to another gateway while
 	// this state was busy: it is dropped once idle, even if the partition
-	// came back meanwhile (releaseMovedPartitions).
+	// came back meanwhile (Tenant.ReleaseMoved).
 	moved atomic.Bool
 	// meter counts the partition's DIS traffic for its quota share.
 	meter ioMeter
@@ -91,43 +92,45 @@ type batchLoc struct {
 // startSeq is where reading the record at loc starts: its first fragment.
 func (loc batchLoc) startSeq() int64 { return loc.seq - max(loc.lead, 0) }
 
-// cachedBatch is one stored record batch in the read cache, a copy that
-// aliases no request frame: for a DIS record that is not a batch, the
+// Batch is one stored record batch as the read cache holds it, a copy
+// that aliases no request frame: for a DIS record that is not a batch, the
 // one-record batch built from it; no data for a stale copy, which holds no
 // offsets and is never served (labelRecords). A batch read from the
-// embedded DIS may be in its record log still, file, with only its header
-// in data, and is sent from there (readUnlessBatches).
-type cachedBatch struct {
+// embedded DIS may be in its record log still, File, with only its header
+// in Data, and is sent from there (readUnlessBatches). Readers share
+// batches: Data and File are never changed.
+type Batch struct {
 	batchLoc
 	maxTS int64
-	data  []byte
-	file  disclient.FileSpan
+	Data  []byte
+	File  disclient.FileSpan
 }
 
-// size is the batch's length.
-func (b *cachedBatch) size() int {
-	if b.file.Len > 0 {
-		return b.file.Len
+// Size is the batch's length.
+func (b *Batch) Size() int {
+	if b.File.Len > 0 {
+		return b.File.Len
 	}
-	return len(b.data)
+	return len(b.Data)
 }
 
-func (gw *Gateway) partitionFor(k partitionKey) *partitionState {
-	return k.tenant.parts.get(k, func() *partitionState {
-		ps := &partitionState{gw: gw, key: k, earliestSeq: -1, watermark: -1, maxTSSeq: -1}
-		ps.writer = &partitionWriter{gw: gw, key: k, state: ps, producers: make(map[int64]*producerState)}
-		ps.reader = &partitionReader{gw: gw, key: k, state: ps, pid: disclient.PartitionID(k.partition), hwm: -1}
-		return ps
-	})
+// Records is how many offsets the batch holds.
+func (b *Batch) Records() int64 { return b.last - b.base + 1 }
+
+// newPartition makes the state of partition k of tn.
+func newPartition(tn *Tenant, k Key) *Partition {
+	ps := &Partition{t: tn, d: &tn.d, key: k, earliestSeq: -1, watermark: -1, maxTSSeq: -1}
+	ps.writer = &partitionWriter{d: &tn.d, key: k, state: ps, producers: make(map[int64]*producerState)}
+	ps.reader = &partitionReader{d: &tn.d, key: k, state: ps, pid: disclient.PartitionID(k.Partition), hwm: -1}
+	return ps
 }
 
-func (gw *Gateway) writerFor(k partitionKey) *partitionWriter { return gw.partitionFor(k).writer }
-
-func (gw *Gateway) readerFor(k partitionKey) *partitionReader { return gw.partitionFor(k).reader }
+// Key is the partition's key.
+func (ps *Partition) Key() Key { return ps.key }
 
 // idle reports whether nothing runs on the state, so that eviction may drop
 // it; called under the partition map lock.
-func (ps *partitionState) idle() bool {
+func (ps *Partition) idle() bool {
 	w := ps.writer
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -139,7 +142,7 @@ func (ps *partitionState) idle() bool {
 }
 
 // dropped releases what an evicted state holds in the read cache.
-func (ps *partitionState) dropped() {
+func (ps *Partition) dropped() {
 	ps.mu.Lock()
 	n := ps.windowBytes
 	ps.window, ps.windowBytes = nil, 0
@@ -149,13 +152,13 @@ func (ps *partitionState) dropped() {
 	n += pr.charged
 	pr.cache, pr.cacheBytes, pr.charged = nil, 0, 0
 	pr.mu.Unlock()
-	ps.gw.readCache.charge(ps, -n)
-	ps.gw.readCache.forget(ps)
+	ps.d.Cache.charge(ps, -n)
+	ps.d.Cache.forget(ps)
 }
 
 // trim frees at least n bytes of the partition's cached batches, then of
 // its cached raw records, or all of them; it returns the bytes freed.
-func (ps *partitionState) trim(n int) int {
+func (ps *Partition) trim(n int) int {
 	freed := ps.trimWindow(n)
 	if freed < n {
 		freed += ps.reader.trimCache(n - freed)
@@ -163,15 +166,15 @@ func (ps *partitionState) trim(n int) int {
 	return freed
 }
 
-// register adds a waiter that the next append to the partition wakes.
-func (ps *partitionState) register(c chan struct{}) {
+// Register adds a waiter that the next append to the partition wakes.
+func (ps *Partition) Register(c chan struct{}) {
 	ps.mu.Lock()
 	ps.waiters = append(ps.waiters, c)
 	ps.mu.Unlock()
 }
 
-// unregister removes a waiter that was not woken.
-func (ps *partitionState) unregister(c chan struct{}) {
+// Unregister removes a waiter that was not woken.
+func (ps *Partition) Unregister(c chan struct{}) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for i, w := range ps.waiters {
@@ -186,7 +189,7 @@ func (ps *partitionState) unregister(c chan struct{}) {
 }
 
 // wakeLocked wakes every waiter; each is woken once and forgotten.
-func (ps *partitionState) wakeLocked() {
+func (ps *Partition) wakeLocked() {
 	for i, c := range ps.waiters {
 		select {
 		case c <- struct{}{}:
@@ -198,7 +201,7 @@ func (ps *partitionState) wakeLocked() {
 }
 
 // wake wakes the partition's waiters.
-func (ps *partitionState) wake() {
+func (ps *Partition) wake() {
 	ps.mu.Lock()
 	ps.wakeLocked()
 	ps.mu.Unlock()
@@ -219,17 +222,17 @@ var errNotRecovered = errors.New("the partition's offsets could not be recovered
 // ensure recovers the partition's offsets on first use (docs/record-formats.md):
 // the next offset follows the last batch in the partition's tail, or, for
 // a partition retention emptied, comes from its watermark checkpoint.
-func (ps *partitionState) ensure(ctx context.Context) error {
+func (ps *Partition) ensure(ctx context.Context) error {
 	return ps.ensureWith(ctx, false)
 }
 
-// ensureProducers is ensure for a writer that needs its idempotent
+// EnsureProducers is ensure for a writer that needs its idempotent
 // producers' state too: it reads enough of the tail to rebuild it, once.
-func (ps *partitionState) ensureProducers(ctx context.Context) error {
+func (ps *Partition) EnsureProducers(ctx context.Context) error {
 	return ps.ensureWith(ctx, true)
 }
 
-func (ps *partitionState) ensureWith(ctx context.Context, producers bool) error {
+func (ps *Partition) ensureWith(ctx context.Context, producers bool) error {
 	done := func() bool {
 		ps.mu.Lock()
 		defer ps.mu.Unlock()
@@ -248,7 +251,7 @@ func (ps *partitionState) ensureWith(ctx context.Context, producers bool) error 
 
 // forget makes the next use recover again, after a write whose outcome the
 // gateway cannot know.
-func (ps *partitionState) forget() {
+func (ps *Partition) forget() {
 	ps.mu.Lock()
 	ps.recovered = false
 	ps.mu.Unlock()
@@ -257,16 +260,14 @@ func (ps *partitionState) forget() {
 // recover reads the partition's range, its watermark checkpoint and its
 // tail: up to its last batch, or with producers up to tailMaxBytes or
 // 8 chunks, from which the writer rebuilds its producers' state.
-func (ps *partitionState) recover(ctx context.Context, producers bool) error {
-	t, err := ps.key.tenant.catalog.refresh(ctx, ps.key.topic)
+func (ps *Partition) recover(ctx context.Context, producers bool) error {
+	earliest, nextSeq, ok, err := ps.d.Refresh(ctx, ps.key.Topic, ps.key.Partition)
 	if err != nil {
 		return err
 	}
-	if int(ps.key.partition) >= len(t.partitions) {
+	if !ok {
 		return errNotRecovered
 	}
-	pm := t.partitions[ps.key.partition]
-	earliest, nextSeq := pm.earliest, pm.next
 	wm, err := ps.readWatermark(ctx)
 	if err != nil {
 		return err
@@ -274,7 +275,7 @@ func (ps *partitionState) recover(ctx context.Context, producers bool) error {
 	// A partition without batches has offsets that end where its
 	// sequence numbers do, or the watermark says.
 	next := max(wm, nextSeq)
-	var tail []cachedBatch
+	var tail []Batch
 	if nextSeq > earliest {
 		recs, err := ps.readTail(ctx, earliest, nextSeq, producers)
 		if err != nil {
@@ -322,7 +323,7 @@ func (ps *partitionState) recover(ctx context.Context, producers bool) error {
 // readTail reads the last records of [earliest, nextSeq), going back in
 // chunks until it has found a batch and, with producers, enough of the
 // tail for producer state, or reached a bound.
-func (ps *partitionState) readTail(ctx context.Context, earliest, nextSeq int64, producers bool) ([]disclient.Record, error) {
+func (ps *Partition) readTail(ctx context.Context, earliest, nextSeq int64, producers bool) ([]disclient.Record, error) {
 	var out []disclient.Record
 	hi, bytes, chunk := nextSeq, 0, int64(tailChunk)
 	found := false
@@ -351,14 +352,11 @@ func (ps *partitionState) readTail(ctx context.Context, earliest, nextSeq int64,
 	return out, nil
 }
 
-// readBytes is what one GetRecords asks for (Gateway.disReadBytes).
-func (ps *partitionState) readBytes() int { return ps.gw.disReadBytes() }
-
 // readRange reads the records of [from, to), fewer when DIS has fewer.
-func (ps *partitionState) readRange(ctx context.Context, from, to int64) ([]disclient.Record, error) {
-	dis := ps.key.tenant.dis
+func (ps *Partition) readRange(ctx context.Context, from, to int64) ([]disclient.Record, error) {
+	dis := ps.d.DIS
 	c, err := dis.GetCursor(ctx, &disclient.GetCursorRequest{
-		StreamName: ps.key.streamName(), PartitionID: disclient.PartitionID(ps.key.partition),
+		StreamName: ps.key.Stream, PartitionID: disclient.PartitionID(ps.key.Partition),
 		CursorType: disclient.CursorAtSequenceNumber, StartingSequenceNumber: strconv.FormatInt(from, 10),
 	})
 	if err != nil {
@@ -367,7 +365,7 @@ func (ps *partitionState) readRange(ctx context.Context, from, to int64) ([]disc
 	cursor := c.PartitionCursor
 	var out []disclient.Record
 	for cursor != "" {
-		resp, err := dis.GetRecords(ctx, cursor, ps.readBytes())
+		resp, err := dis.GetRecords(ctx, cursor, ps.d.ReadBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -412,14 +410,14 @@ const noContext = math.MinInt64
 // hold none either, nor does a fragment whose batch began before the run.
 // A batch whose fragments run past the end of recs is left out, with the
 // records after it: it is being written, or the rest has not been read.
-func labelRecords(recs []disclient.Record, after int64, fallback func(seq int64) int64) ([]cachedBatch, error) {
+func labelRecords(recs []disclient.Record, after int64, fallback func(seq int64) int64) ([]Batch, error) {
 	return labelRun(recs[:incompleteTail(recs)], after, fallback)
 }
 
 // labelTail is labelRecords for the writer's view of a partition's tail,
 // which it alone writes: a batch whose fragments run to the end is one its
 // writer stopped in the middle of, and holds no offsets.
-func labelTail(recs []disclient.Record, after int64, fallback func(seq int64) int64) ([]cachedBatch, error) {
+func labelTail(recs []disclient.Record, after int64, fallback func(seq int64) int64) ([]Batch, error) {
 	return labelRun(recs, after, fallback)
 }
 
@@ -432,8 +430,8 @@ const (
 	kindEmpty                    // a fragment that holds no offsets
 )
 
-func labelRun(recs []disclient.Record, after int64, fallback func(seq int64) int64) ([]cachedBatch, error) {
-	out := make([]cachedBatch, len(recs))
+func labelRun(recs []disclient.Record, after int64, fallback func(seq int64) int64) ([]Batch, error) {
+	out := make([]Batch, len(recs))
 	kind := make([]recordKind, len(recs))
 	first := -1
 	for i := range recs {
@@ -448,9 +446,9 @@ func labelRun(recs []disclient.Record, after int64, fallback func(seq int64) int
 		if info, ok := protocol.ParseBatchHead(data, len(data)+recs[i].Rest.Len); ok {
 			kind[i] = kindBatch
 			out[i].base, out[i].last, out[i].maxTS = info.BaseOffset, info.LastOffset(), info.MaxTimestamp
-			out[i].data = data
+			out[i].Data = data
 			if recs[i].Rest.Len > 0 {
-				out[i].file = recs[i].Whole()
+				out[i].File = recs[i].Whole()
 			}
 			if first < 0 {
 				first = i
@@ -481,7 +479,7 @@ func labelRun(recs []disclient.Record, after int64, fallback func(seq int64) int
 		info, _ := protocol.ParseBatchInfo(batch)
 		kind[i] = kindBatch
 		out[i].base, out[i].last, out[i].maxTS = info.BaseOffset, info.LastOffset(), info.MaxTimestamp
-		out[i].data, out[i].lead = batch, int64(n-1)
+		out[i].Data, out[i].lead = batch, int64(n-1)
 		if first < 0 {
 			first = i
 		}
@@ -525,7 +523,7 @@ func labelRun(recs []disclient.Record, after int64, fallback func(seq int64) int
 		if err != nil {
 			return nil, err
 		}
-		out[i].last, out[i].maxTS, out[i].data = out[i].base, recs[i].Timestamp, b
+		out[i].last, out[i].maxTS, out[i].Data = out[i].base, recs[i].Timestamp, b
 		if known || first < 0 {
 			top, known = out[i].last, true
 		}
@@ -537,11 +535,11 @@ func labelRun(recs []disclient.Record, after int64, fallback func(seq int64) int
 // last offset the records before it hold, and returns the new top. A stale
 // batch holds the empty range after top, so offsets still grow with
 // sequence numbers, and has no data.
-func markStale(b *cachedBatch, top int64) int64 {
-	if b.data == nil || b.base > top {
+func markStale(b *Batch, top int64) int64 {
+	if b.Data == nil || b.base > top {
 		return max(top, b.last)
 	}
-	b.base, b.last, b.maxTS, b.data, b.file = top+1, top, -1, nil, disclient.FileSpan{}
+	b.base, b.last, b.maxTS, b.Data, b.File = top+1, top, -1, nil, disclient.FileSpan{}
 	return top
 }
 
@@ -565,7 +563,7 @@ const maxIndexEntries = 1024
 // learnLocked adds loc to the sparse index. When the index is full its older
 // three quarters are thinned to every other entry, so recent positions stay
 // exact and old ones a search away.
-func (ps *partitionState) learnLocked(loc batchLoc) {
+func (ps *Partition) learnLocked(loc batchLoc) {
 	if loc.lead < 0 {
 		return
 	}
@@ -595,7 +593,7 @@ func (ps *partitionState) learnLocked(loc batchLoc) {
 }
 
 // learnMaxTSLocked takes the largest timestamp of batches.
-func (ps *partitionState) learnMaxTSLocked(batches []cachedBatch) {
+func (ps *Partition) learnMaxTSLocked(batches []Batch) {
 	for i := range batches {
 		if b := &batches[i]; b.maxTS > ps.maxTS || ps.maxTSSeq < 0 {
 			ps.maxTS, ps.maxTSSeq = b.maxTS, b.startSeq()
@@ -606,7 +604,7 @@ func (ps *partitionState) learnMaxTSLocked(batches []cachedBatch) {
 // appended takes batches this gateway just wrote at the end of the
 // partition: it advances the next offset, learns their places, caches them
 // and wakes the fetches waiting.
-func (ps *partitionState) appended(batches []cachedBatch) {
+func (ps *Partition) appended(batches []Batch) {
 	if len(batches) == 0 {
 		return
 	}
@@ -627,13 +625,13 @@ func (ps *partitionState) appended(batches []cachedBatch) {
 	delta := ps.addWindowLocked(batches)
 	ps.wakeLocked()
 	ps.mu.Unlock()
-	ps.gw.readCache.charge(ps, delta)
+	ps.d.Cache.charge(ps, delta)
 }
 
 // storedUpTo makes the next sequence number follow every record results
 // stored, so that the fragments of a batch whose write failed half way,
 // which hold no offsets, are not taken for someone else's write.
-func (ps *partitionState) storedUpTo(results []disclient.PutRecordsResult) {
+func (ps *Partition) storedUpTo(results []disclient.PutRecordsResult) {
 	top := int64(-1)
 	for i := range results {
 		if seq, err := strconv.ParseInt(results[i].SequenceNumber, 10, 64); err == nil && results[i].ErrorCode == "" {
@@ -650,7 +648,7 @@ func (ps *partitionState) storedUpTo(results []disclient.PutRecordsResult) {
 
 // addWindowLocked puts batches into the partition's cache window: ones that
 // continue it extend it, others replace it. It returns the change in bytes.
-func (ps *partitionState) addWindowLocked(batches []cachedBatch) int {
+func (ps *Partition) addWindowLocked(batches []Batch) int {
 	before := ps.windowBytes
 	if n := len(ps.window); n > 0 {
 		end := ps.window[n-1].seq + 1
@@ -668,7 +666,7 @@ func (ps *partitionState) addWindowLocked(batches []cachedBatch) int {
 	}
 	for i := range batches {
 		ps.window = append(ps.window, batches[i])
-		ps.windowBytes += batches[i].size()
+		ps.windowBytes += batches[i].Size()
 	}
 	// One partition keeps at most half the gateway's budget, and at
 	// least its last batch unless that alone is over it: a larger batch
@@ -676,12 +674,12 @@ func (ps *partitionState) addWindowLocked(batches []cachedBatch) int {
 	// never cached.
 	drop := 0
 	keep := 1
-	if n := len(ps.window); n > 0 && ps.window[n-1].size() > ps.gw.cfg.ReadCacheBytes/2 {
+	if n := len(ps.window); n > 0 && ps.window[n-1].Size() > ps.d.ReadCacheBytes/2 {
 		keep = 0
 	}
-	for ps.windowBytes > ps.gw.cfg.ReadCacheBytes/2 && drop < len(ps.window)-keep {
-		ps.windowBytes -= ps.window[drop].size()
-		ps.window[drop] = cachedBatch{}
+	for ps.windowBytes > ps.d.ReadCacheBytes/2 && drop < len(ps.window)-keep {
+		ps.windowBytes -= ps.window[drop].Size()
+		ps.window[drop] = Batch{}
 		drop++
 	}
 	ps.window = ps.window[drop:]
@@ -690,13 +688,13 @@ func (ps *partitionState) addWindowLocked(batches []cachedBatch) int {
 
 // trimWindow drops the oldest cached batches until at least n bytes are
 // freed or the window is empty; it returns the bytes freed.
-func (ps *partitionState) trimWindow(n int) int {
+func (ps *Partition) trimWindow(n int) int {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	freed, drop := 0, 0
 	for drop < len(ps.window) && freed < n {
-		freed += ps.window[drop].size()
-		ps.window[drop] = cachedBatch{}
+		freed += ps.window[drop].Size()
+		ps.window[drop] = Batch{}
 		drop++
 	}
 	ps.window = ps.window[drop:]
@@ -706,235 +704,36 @@ func (ps *partitionState) trimWindow(n int) int {
 
 // fromWindowLocked returns the cached batches from the one holding offset
 // on, up to maxBytes (at least one), when the window holds offset.
-func (ps *partitionState) fromWindowLocked(offset int64, maxBytes int) []cachedBatch {
+func (ps *Partition) fromWindowLocked(offset int64, maxBytes int) []Batch {
 	n := len(ps.window)
 	if n == 0 || offset < ps.window[0].base || offset > ps.window[n-1].last {
 		return nil
 	}
 	i := sort.Search(n, func(i int) bool { return ps.window[i].last >= offset })
-	var out []cachedBatch
-	for bytes := 0; i < n && (len(out) == 0 || bytes+ps.window[i].size() <= maxBytes); i++ {
-		if ps.window[i].data == nil {
+	var out []Batch
+	for bytes := 0; i < n && (len(out) == 0 || bytes+ps.window[i].Size() <= maxBytes); i++ {
+		if ps.window[i].Data == nil {
 			continue // stale: never served
 		}
-		bytes += ps.window[i].size()
+		bytes += ps.window[i].Size()
 		out = append(out, ps.window[i])
 	}
 	return out
 }
 
-// locateLocked finds the DIS record holding offset (the first whose last
-// offset is at or after it) from the index: its sequence number when the
-// index tells, or the range [lo, hi] it must be in.
-func (ps *partitionState) locateLocked(offset int64) (seq, lo, hi int64, exact bool) {
-	n := len(ps.index)
-	j := sort.Search(n, func(i int) bool { return ps.index[i].last >= offset })
-	lo, hi = max(ps.earliestSeq, 0), ps.nextSeq-1
-	if j > 0 {
-		prev := ps.index[j-1]
-		if prev.last+1 == offset {
-			// Right after a known record, as a following consumer asks.
-			return prev.seq + 1, 0, 0, true
-		}
-		lo = max(lo, prev.seq+1)
-	}
-	if j < n {
-		e := ps.index[j]
-		if e.base <= offset || e.startSeq() <= lo {
-			return e.startSeq(), 0, 0, true
-		}
-		hi = e.startSeq()
-	}
-	if lo >= hi {
-		return hi, 0, 0, true
-	}
-	return 0, lo, hi, false
-}
-
-// seqFor returns the sequence number of the DIS record holding offset,
-// which must be below the next offset: from the index, or by binary search
-// over the partition, reading single records at a sequence number.
-func (ps *partitionState) seqFor(ctx context.Context, offset int64) (int64, error) {
-	for range 64 {
-		ps.mu.Lock()
-		seq, lo, hi, exact := ps.locateLocked(offset)
-		next, nextSeq := ps.next, ps.nextSeq
-		ps.mu.Unlock()
-		if exact {
-			return seq, nil
-		}
-		mid := lo + (hi-lo)/2
-		// One record before mid gives the run the context that tells a
-		// stale copy (labelRecords); it is not learned itself.
-		from := max(mid-1, ps.earliestSeqOr(lo))
-		ps.gw.metrics.offsetProbes.Inc()
-		recs, err := ps.probe(ctx, from)
-		if err != nil {
-			return 0, err
-		}
-		if len(recs) == 0 {
-			return 0, errOutOfRange
-		}
-		batches, err := labelRecords(recs, noContext, func(seq int64) int64 { return next - (nextSeq - seq) })
-		if err != nil {
-			return 0, err
-		}
-		if from < mid && len(batches) > 1 {
-			batches = batches[1:]
-		}
-		ps.mu.Lock()
-		for i := range batches {
-			ps.learnLocked(batches[i].batchLoc)
-		}
-		ps.mu.Unlock()
-	}
-	return 0, errors.New("the search for an offset in DIS did not converge")
-}
-
-// earliestSeqOr is the earliest sequence number known, or lo.
-func (ps *partitionState) earliestSeqOr(lo int64) int64 {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if ps.earliestSeq < 0 {
-		return lo
-	}
-	return ps.earliestSeq
-}
-
-// probe reads a few records from seq on, for the binary search.
-func (ps *partitionState) probe(ctx context.Context, seq int64) ([]disclient.Record, error) {
-	dis := ps.key.tenant.dis
-	c, err := dis.GetCursor(ctx, &disclient.GetCursorRequest{
-		StreamName: ps.key.streamName(), PartitionID: disclient.PartitionID(ps.key.partition),
-		CursorType: disclient.CursorAtSequenceNumber, StartingSequenceNumber: strconv.FormatInt(seq, 10),
-	})
-	if err != nil {
-		if disclient.IsCode(err, disclient.CodeSequenceOutOfRange) {
-			return nil, errOutOfRange
-		}
-		return nil, err
-	}
-	return ps.readWhole(ctx, c.PartitionCursor)
-}
-
-// readWhole reads records from cursor, going on while they end inside a
-// batch stored in fragments so that it is read whole, until DIS has no
-// more.
-func (ps *partitionState) readWhole(ctx context.Context, cursor string) ([]disclient.Record, error) {
-	var out []disclient.Record
-	for {
-		resp, err := ps.key.tenant.dis.GetRecords(ctx, cursor, ps.readBytes())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, resp.Records...)
-		if len(resp.Records) == 0 || resp.NextPartitionCursor == "" || incompleteTail(out) == len(out) {
-			return out, nil
-		}
-		cursor = resp.NextPartitionCursor
-	}
-}
-
-// earliestOffset is the partition's log start offset: the base offset of
-// the batch at its earliest sequence number, or the next offset when it is
-// empty. earliestSeq comes from the catalog.
-func (ps *partitionState) earliestOffset(ctx context.Context, earliestSeq int64) (int64, error) {
-	if err := ps.ensure(ctx); err != nil {
-		return 0, err
-	}
-	ps.mu.Lock()
-	if earliestSeq >= ps.nextSeq {
-		defer ps.mu.Unlock()
-		return ps.next, nil
-	}
-	if ps.earliestSeq == earliestSeq {
-		defer ps.mu.Unlock()
-		return ps.earliestOff, nil
-	}
-	i := sort.Search(len(ps.index), func(i int) bool { return ps.index[i].seq >= earliestSeq })
-	if i < len(ps.index) && ps.index[i].seq == earliestSeq {
-		ps.earliestSeq, ps.earliestOff = earliestSeq, ps.index[i].base
-		defer ps.mu.Unlock()
-		return ps.earliestOff, nil
-	}
-	next, nextSeq := ps.next, ps.nextSeq
-	ps.mu.Unlock()
-	recs, err := ps.probe(ctx, earliestSeq)
-	if errors.Is(err, errOutOfRange) {
-		// Retention moved on since the catalog looked: look again, once.
-		t, rerr := ps.key.tenant.catalog.refresh(ctx, ps.key.topic)
-		if rerr != nil || int(ps.key.partition) >= len(t.partitions) || t.partitions[ps.key.partition].earliest <= earliestSeq {
-			return 0, err
-		}
-		return ps.earliestOffset(ctx, t.partitions[ps.key.partition].earliest)
-	}
-	if err != nil {
-		return 0, err
-	}
-	if len(recs) == 0 {
-		return next, nil
-	}
-	batches, err := labelRecords(recs, noContext, func(seq int64) int64 { return next - (nextSeq - seq) })
-	if err != nil {
-		return 0, err
-	}
-	if len(batches) == 0 {
-		return next, nil
-	}
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	for i := range batches {
-		ps.learnLocked(batches[i].batchLoc)
-	}
-	ps.earliestSeq, ps.earliestOff = batches[0].seq, batches[0].base
-	return ps.earliestOff, nil
-}
-
-// nextOffset is the high watermark, recovering it on first use.
-func (ps *partitionState) nextOffset(ctx context.Context) (int64, error) {
-	if err := ps.ensure(ctx); err != nil {
-		return 0, err
-	}
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	return ps.next, nil
-}
-
-// knownEarliest is the log start offset as last learned, or -1: what a
-// produce answer says without a DIS call.
-func (ps *partitionState) knownEarliest() int64 {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if ps.earliestSeq < 0 {
-		return -1
-	}
-	return ps.earliestOff
-}
-
-// knownNext is the high watermark when recovered, or -1.
-func (ps *partitionState) knownNext() int64 {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if !ps.recovered {
-		return -1
-	}
-	return ps.next
-}
-
 // readBack reads the partition from the record before wantSeq to its end,
 // learns where everything is, and returns the sequence numbers of the
 // stale batches among them (see labelRecords).
-func (ps *partitionState) readBack(ctx context.Context, wantSeq int64) (map[int64]bool, error) {
-	t, err := ps.key.tenant.catalog.refresh(ctx, ps.key.topic)
+func (ps *Partition) readBack(ctx context.Context, wantSeq int64) (map[int64]bool, error) {
+	earliest, nextSeq, ok, err := ps.d.Refresh(ctx, ps.key.Topic, ps.key.Partition)
 	if err != nil {
 		return nil, err
 	}
-	if int(ps.key.partition) >= len(t.partitions) {
+	if !ok {
 		return nil, errNotRecovered
 	}
-	pm := t.partitions[ps.key.partition]
-	from := max(wantSeq-1, pm.earliest, 0)
-	recs, err := ps.readRange(ctx, from, pm.next)
+	from := max(wantSeq-1, earliest, 0)
+	recs, err := ps.readRange(ctx, from, nextSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -949,7 +748,7 @@ func (ps *partitionState) readBack(ctx context.Context, wantSeq int64) (map[int6
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for i := range labels {
-		if labels[i].data == nil {
+		if labels[i].Data == nil {
 			stale[labels[i].seq] = true
 		}
 		ps.learnLocked(labels[i].batchLoc)
@@ -957,60 +756,7 @@ func (ps *partitionState) readBack(ctx context.Context, wantSeq int64) (map[int6
 	if n := len(labels); n > 0 {
 		ps.next = max(ps.next, labels[n-1].last+1)
 	}
-	ps.nextSeq = max(ps.nextSeq, pm.next)
+	ps.nextSeq = max(ps.nextSeq, nextSeq)
 	ps.recovered = true
 	return stale, nil
-}
-
-// checkpointSeq is the sequence number a committed offset's checkpoint
-// holds (docs/groups.md): the DIS record holding the offset, or the last
-// record when the offset is the end, so it is inside the partition's valid
-// range as DIS requires.
-func (ps *partitionState) checkpointSeq(ctx context.Context, earliestSeq, offset int64) (int64, error) {
-	next, err := ps.nextOffset(ctx)
-	if err != nil {
-		return 0, err
-	}
-	ps.mu.Lock()
-	nextSeq := ps.nextSeq
-	ps.mu.Unlock()
-	if nextSeq <= earliestSeq {
-		return nextSeq, nil
-	}
-	if offset >= next {
-		return nextSeq - 1, nil
-	}
-	earliest, err := ps.earliestOffset(ctx, earliestSeq)
-	if err != nil {
-		return 0, err
-	}
-	if offset <= earliest {
-		return earliestSeq, nil
-	}
-	seq, err := ps.seqFor(ctx, offset)
-	if errors.Is(err, errOutOfRange) {
-		return earliestSeq, nil
-	}
-	return seq, err
-}
-
-// offsetOfSeq is the first offset of the DIS record at seq, or the next
-// offset when there is none.
-func (ps *partitionState) offsetOfSeq(ctx context.Context, seq int64) (int64, error) {
-	next, err := ps.nextOffset(ctx)
-	if err != nil {
-		return 0, err
-	}
-	recs, err := ps.probe(ctx, seq)
-	if err != nil || len(recs) == 0 {
-		return next, nil
-	}
-	ps.mu.Lock()
-	nextSeq := ps.nextSeq
-	ps.mu.Unlock()
-	batches, err := labelRecords(recs, noContext, func(s int64) int64 { return next - (nextSeq - s) })
-	if err != nil || len(batches) == 0 {
-		return next, err
-	}
-	return batches[0].base, nil
 }
