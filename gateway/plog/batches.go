@@ -3,7 +3,6 @@ package plog
 import (
 	"container/list"
 	"context"
-	"errors"
 	"sort"
 	"strconv"
 	"sync"
@@ -194,59 +193,18 @@ func (ps *Partition) readAtWhole(ctx context.Context, seq int64) ([]disclient.Re
 	return recs, err
 }
 
-// readAt reads records from seq on with the partition's cursor, opening a
-// new one on a seek, near its expiry, or when DIS says it expired.
+// readAt reads records from seq on with the partition's cursor, leaving
+// the rest of large batches in the embedded DIS's files.
 func (ps *Partition) readAt(ctx context.Context, seq int64) ([]disclient.Record, error) {
-	dis := ps.d.DIS
-	for attempt := 0; ; attempt++ {
-		if ps.cursor == "" || ps.cursorSeq != seq || time.Since(ps.cursorAt) > cursorRefreshAge {
-			c, err := dis.GetCursor(ctx, &disclient.GetCursorRequest{
-				StreamName: ps.key.Stream, PartitionID: disclient.PartitionID(ps.key.Partition),
-				CursorType: disclient.CursorAtSequenceNumber, StartingSequenceNumber: strconv.FormatInt(seq, 10),
-			})
-			if err != nil {
-				ps.cursor = ""
-				if disclient.IsCode(err, disclient.CodeSequenceOutOfRange) {
-					return nil, ErrOutOfRange
-				}
-				return nil, err
-			}
-			ps.cursor, ps.cursorSeq, ps.cursorAt = c.PartitionCursor, seq, time.Now()
-		}
-		var resp *disclient.GetRecordsResponse
-		var err error
-		if sg, ok := dis.(disclient.SpanGetter); ok {
-			resp, err = sg.GetRecordsSpans(ctx, ps.cursor, ps.d.ReadBytes, protocol.BatchHeaderSize, spanMinBytes)
-		} else {
-			resp, err = dis.GetRecords(ctx, ps.cursor, ps.d.ReadBytes)
-		}
-		if err != nil {
-			ps.cursor = ""
-			switch {
-			case disclient.IsCode(err, disclient.CodeCursorExpired) && attempt == 0:
-				continue
-			case disclient.IsCode(err, disclient.CodeCursorPositionGone):
-				return nil, ErrOutOfRange
-			}
-			return nil, err
-		}
-		ps.meter.read(resp.Records)
-		if n := len(resp.Records); n > 0 {
-			first, err1 := strconv.ParseInt(resp.Records[0].SequenceNumber, 10, 64)
-			last, err2 := strconv.ParseInt(resp.Records[n-1].SequenceNumber, 10, 64)
-			if err1 != nil || err2 != nil || first != seq || last != seq+int64(n)-1 {
-				ps.cursor = ""
-				return nil, errors.New("DIS returned records " + resp.Records[0].SequenceNumber + ".." +
-					resp.Records[n-1].SequenceNumber + " for a cursor at " + strconv.FormatInt(seq, 10))
-			}
-		}
-		ps.cursor, ps.cursorSeq = resp.NextPartitionCursor, seq+int64(len(resp.Records))
-		if err := readUnlessBatches(resp.Records); err != nil {
-			ps.cursor = ""
-			return nil, err
-		}
-		return resp.Records, nil
+	recs, err := ps.cursor.read(ctx, ps, seq, ps.d.ReadBytes, true)
+	if err != nil {
+		return nil, err
 	}
+	if err := readUnlessBatches(recs); err != nil {
+		ps.cursor.id = ""
+		return nil, err
+	}
+	return recs, nil
 }
 
 // spanMinBytes is the least data a record must have for a read to leave

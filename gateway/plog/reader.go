@@ -13,10 +13,6 @@ import (
 	"github.com/disgw/disgw/protocol"
 )
 
-// cursorRefreshAge reopens a DIS cursor before its 5-minute expiry, as
-// Huawei's own adapter does after 270 s.
-const cursorRefreshAge = 270 * time.Second
-
 // partitionReader serves Fetch for one partition of a raw-format stream,
 // whose offsets are DIS sequence numbers (docs/design.md §4). It keeps the
 // DIS cursor for the offset it will read next, so sequential consumers cost
@@ -27,7 +23,6 @@ type partitionReader struct {
 	d     *Deps
 	key   Key
 	state *Partition // whose waiters appends wake
-	pid   string
 
 	mu         sync.Mutex
 	cache      []protocol.Record // consecutive offsets
@@ -38,11 +33,9 @@ type partitionReader struct {
 	// counts; settle brings it up to date outside the lock.
 	charged int
 
-	readMu       sync.Mutex  // one DIS read at a time
-	loading      atomic.Bool // a read-ahead is queued or running
-	cursor       string
-	cursorOffset int64
-	cursorAt     time.Time
+	readMu  sync.Mutex  // one DIS read at a time
+	loading atomic.Bool // a read-ahead is queued or running
+	cursor  cursor
 }
 
 // rawCacheBytes bounds one raw partition's record cache, within the
@@ -371,59 +364,22 @@ func (pr *partitionReader) load(next int64, maxBytes int) {
 	}
 }
 
-// readDIS reads from DIS with the reader's cursor, opening a new one on a
-// seek, near its expiry, or when DIS says it expired.
+// readDIS reads records from offset on with the reader's cursor.
 func (pr *partitionReader) readDIS(ctx context.Context, offset int64, maxBytes int) ([]protocol.Record, error) {
-	for attempt := 0; ; attempt++ {
-		if pr.cursor == "" || pr.cursorOffset != offset || time.Since(pr.cursorAt) > cursorRefreshAge {
-			c, err := pr.d.DIS.GetCursor(ctx, &disclient.GetCursorRequest{
-				StreamName:             pr.key.Stream,
-				PartitionID:            pr.pid,
-				CursorType:             disclient.CursorAtSequenceNumber,
-				StartingSequenceNumber: strconv.FormatInt(offset, 10),
-			})
-			if err != nil {
-				pr.cursor = ""
-				if disclient.IsCode(err, disclient.CodeSequenceOutOfRange) {
-					return nil, ErrOutOfRange
-				}
-				return nil, err
-			}
-			pr.cursor, pr.cursorOffset, pr.cursorAt = c.PartitionCursor, offset, time.Now()
-		}
-		resp, err := pr.d.DIS.GetRecords(ctx, pr.cursor, max(maxBytes, pr.d.ReadBytes))
+	got, err := pr.cursor.read(ctx, pr.state, offset, max(maxBytes, pr.d.ReadBytes), false)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]protocol.Record, 0, len(got))
+	for i := range got {
+		r, err := FromRawDIS(&got[i])
 		if err != nil {
-			pr.cursor = ""
-			switch {
-			case disclient.IsCode(err, disclient.CodeCursorExpired) && attempt == 0:
-				continue
-			case disclient.IsCode(err, disclient.CodeCursorPositionGone):
-				return nil, ErrOutOfRange
-			}
+			pr.cursor.id = ""
 			return nil, err
 		}
-		pr.state.meter.read(resp.Records)
-		recs := make([]protocol.Record, 0, len(resp.Records))
-		for i := range resp.Records {
-			r, err := FromRawDIS(&resp.Records[i])
-			if err != nil {
-				pr.cursor = ""
-				return nil, err
-			}
-			recs = append(recs, r)
-		}
-		if len(recs) > 0 && recs[0].Offset != offset {
-			pr.cursor = ""
-			return nil, errors.New("DIS returned records from offset " + strconv.FormatInt(recs[0].Offset, 10) +
-				" for a cursor at " + strconv.FormatInt(offset, 10))
-		}
-		pr.cursor = resp.NextPartitionCursor
-		pr.cursorOffset = offset + int64(len(recs))
-		if pr.cursor == "" {
-			pr.cursorOffset = -1
-		}
-		return recs, nil
+		recs = append(recs, r)
 	}
+	return recs, nil
 }
 
 // FromRawDIS converts a DIS record of a raw-format stream back into a Kafka
