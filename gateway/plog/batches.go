@@ -1,14 +1,10 @@
 package plog
 
 import (
-	"container/list"
 	"context"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/protocol"
@@ -323,63 +319,4 @@ func (ps *Partition) scheduleWatermark() {
 			ps.writeWatermark(ctx)
 		})
 	})
-}
-
-// Cache bounds what all partitions cache, kafka-format batches and
-// raw-format records, with one gateway-wide byte budget
-// (Config.ReadCacheBytes): past it, the partitions read least recently give
-// up their oldest first.
-type Cache struct {
-	budget int64
-	gauge  prometheus.Gauge
-
-	mu    sync.Mutex
-	used  int64
-	lru   list.List // of *Partition, most recently used first
-	elems map[*Partition]*list.Element
-}
-
-// NewCache makes the read cache of budget bytes, with the gauge of the bytes
-// it holds.
-func NewCache(budget int, gauge prometheus.Gauge) *Cache {
-	return &Cache{budget: int64(budget), gauge: gauge, elems: make(map[*Partition]*list.Element)}
-}
-
-// charge records that ps's window changed by delta bytes and marks it
-// used, then trims windows until the cache is within its budget. It must
-// be called without ps.mu held.
-func (c *Cache) charge(ps *Partition, delta int) {
-	c.mu.Lock()
-	c.used += int64(delta)
-	if e := c.elems[ps]; e != nil {
-		c.lru.MoveToFront(e)
-	} else if delta > 0 {
-		c.elems[ps] = c.lru.PushFront(ps)
-	}
-	for c.used > c.budget && c.lru.Len() > 0 {
-		victim := c.lru.Back().Value.(*Partition)
-		over := c.used - c.budget
-		c.mu.Unlock()
-		freed := victim.trim(int(over))
-		c.mu.Lock()
-		c.used -= int64(freed)
-		if int64(freed) < over {
-			if e := c.elems[victim]; e != nil {
-				c.lru.Remove(e)
-				delete(c.elems, victim)
-			}
-		}
-	}
-	c.gauge.Set(float64(c.used))
-	c.mu.Unlock()
-}
-
-// forget drops an evicted partition, whose bytes it already released.
-func (c *Cache) forget(ps *Partition) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.elems[ps]; e != nil {
-		c.lru.Remove(e)
-		delete(c.elems, ps)
-	}
 }

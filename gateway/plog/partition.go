@@ -28,9 +28,13 @@ type Partition struct {
 	reader *partitionReader // raw streams' record reader
 
 	// recoverMu makes one recovery at a time; recovery reads DIS with mu
-	// released.
+	// released. It is taken before mu and the writer's mu, never while
+	// holding a lock of the partition (docs/design.md §11).
 	recoverMu sync.Mutex
 
+	// mu guards the fields from recovered to watermarkDo. It is taken
+	// after recoverMu, readMu and the reader's mu, and no other lock of
+	// the partition log is taken while it is held.
 	mu        sync.Mutex
 	recovered bool
 	// producersKnown is set once the writer's producers were rebuilt
@@ -59,7 +63,8 @@ type Partition struct {
 	watermarkAt time.Time
 	watermarkDo bool // a delayed watermark write is scheduled
 
-	// readMu serialises kafka-format DIS reads and guards the cursor.
+	// readMu serialises kafka-format DIS reads and guards the cursor; it
+	// is taken before mu.
 	readMu sync.Mutex
 	cursor cursor
 	// busy counts kafka-format reads in progress, which keep eviction away;

@@ -15,7 +15,8 @@ import (
 // offsets and refuse one out of sequence as Kafka does.
 
 // producerState is what an idempotent producer last wrote to one partition:
-// enough to answer a retried batch with its original offsets.
+// enough to answer a retried batch with its original offsets. Its fields
+// are guarded by the mu of the writer whose producers map holds it.
 type producerState struct {
 	epoch   int16
 	lastSeq int32

@@ -24,6 +24,9 @@ type partitionReader struct {
 	key   Key
 	state *Partition // whose waiters appends wake
 
+	// mu guards the fields from cache to charged. It is taken after
+	// readMu and before the partition's mu (raising the high watermark
+	// wakes the partition's waiters).
 	mu         sync.Mutex
 	cache      []protocol.Record // consecutive offsets
 	cacheBytes int
@@ -33,7 +36,9 @@ type partitionReader struct {
 	// counts; settle brings it up to date outside the lock.
 	charged int
 
-	readMu  sync.Mutex  // one DIS read at a time
+	// readMu makes one DIS read at a time and guards cursor; it is
+	// taken before mu.
+	readMu  sync.Mutex
 	loading atomic.Bool // a read-ahead is queued or running
 	cursor  cursor
 }

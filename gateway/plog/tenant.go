@@ -24,12 +24,14 @@ type Key struct {
 type Tenant struct {
 	d Deps
 
+	// mu guards m and the entries' used; it is taken before every other
+	// lock of the partition log (docs/design.md §11).
 	mu sync.Mutex
 	m  map[Key]*entry
 }
 
 // entry is one partition's state and when it was last looked up, which is
-// what idle eviction goes by.
+// what idle eviction goes by; used is guarded by the Tenant's mu.
 type entry struct {
 	ps   *Partition
 	used time.Time

@@ -44,6 +44,8 @@ type Append struct {
 	// answer.
 	Deadline time.Time
 
+	// The outcome: written by the writer before done is closed, read by
+	// the handler after.
 	done       chan struct{}
 	BaseOffset int64
 	scattered  bool // DIS did not store the records at consecutive offsets
@@ -107,6 +109,9 @@ type partitionWriter struct {
 	key   Key
 	state *Partition
 
+	// mu guards the fields from queue to completing, evicted, and the
+	// producerState of every producer in producers. It is taken before
+	// Deps.Queues.mu, after the tenant's mu and the partition's recoverMu.
 	mu         sync.Mutex
 	queue      []*Append
 	running    bool
@@ -122,7 +127,8 @@ type partitionWriter struct {
 	// queued is the cost of the ops queued and in flight, guarded by
 	// Deps.Queues.mu.
 	queued int64
-	// evicted is set when idle eviction dropped the writer (Tenant.EvictIdle).
+	// evicted is set when idle eviction dropped the writer
+	// (Tenant.EvictIdle).
 	evicted bool
 }
 

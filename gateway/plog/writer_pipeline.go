@@ -34,7 +34,8 @@ type pipelinedCall struct {
 	written []Batch
 	cost    int64
 	// released is set once cost is given back, so that a completer
-	// that panicked after that does not give it back twice.
+	// that panicked after that does not give it back twice; only the
+	// completer touches it.
 	released bool
 	wait     func() error
 	// next and nextSeq are the partition's next offset and sequence
