@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/disgw/disgw/disclient"
-	"github.com/disgw/disgw/gateway/plog"
 )
 
 // kafkaCodeForDIS maps a failed DIS call to the closest Kafka error code.
@@ -64,12 +63,4 @@ func kafkaCodeForDIS(err error) int16 {
 		return kerr.InvalidRequest.Code
 	}
 	return kerr.UnknownServerError.Code
-}
-
-// fetchErrorCode maps a read error to the Fetch partition error.
-func fetchErrorCode(err error) int16 {
-	if errors.Is(err, plog.ErrOutOfRange) {
-		return kerr.OffsetOutOfRange.Code
-	}
-	return kafkaCodeForDIS(err)
 }

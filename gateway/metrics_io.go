@@ -21,9 +21,9 @@ func (m *metrics) produced(accessKey, topic string, partition int32, records, by
 func (m *metrics) fetched(parts []*fetchPart) {
 	total := 0
 	for _, p := range parts {
-		n := len(p.records)
-		for i := range p.batches {
-			n += int(p.batches[i].Records())
+		n := len(p.Records)
+		for i := range p.Batches {
+			n += int(p.Batches[i].Records())
 		}
 		if n == 0 {
 			continue

@@ -10,11 +10,11 @@ import (
 	"github.com/disgw/disgw/protocol"
 )
 
-// ReadBatches serves Fetch on a kafka-format partition: the stored batches
+// readBatches serves Fetch on a kafka-format partition: the stored batches
 // from the one holding offset on, unchanged, up to maxBytes (at least one
 // when any is there). The client skips the records before its offset, as
 // with Kafka. Nothing means nothing is at offset yet.
-func (ps *Partition) ReadBatches(ctx context.Context, offset int64, maxBytes int) ([]Batch, error) {
+func (ps *Partition) readBatches(ctx context.Context, offset int64, maxBytes int) ([]Batch, error) {
 	if err := ps.ensure(ctx); err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func (c *cursor) read(ctx context.Context, ps *Partition, seq int64, bytes int, 
 			if err != nil {
 				c.id = ""
 				if disclient.IsCode(err, disclient.CodeSequenceOutOfRange) {
-					return nil, ErrOutOfRange
+					return nil, errOutOfRange
 				}
 				return nil, err
 			}
@@ -59,7 +59,7 @@ func (c *cursor) read(ctx context.Context, ps *Partition, seq int64, bytes int, 
 			case disclient.IsCode(err, disclient.CodeCursorExpired) && attempt == 0:
 				continue
 			case disclient.IsCode(err, disclient.CodeCursorPositionGone):
-				return nil, ErrOutOfRange
+				return nil, errOutOfRange
 			}
 			return nil, err
 		}

@@ -6,9 +6,10 @@
 // gives produced batches their offsets, with the idempotent producers'
 // state; for raw-format streams a record reader with its cursor and cache
 // and the same writer. Handlers use a small API: Enqueue to append,
-// ReadBatches and ReadRecords to read, Earliest, Next, MaxTimestamp and
-// ByTimestamp for ListOffsets, CheckpointSeq and OffsetOfSeq for committed
-// offsets. What the partition log needs of the gateway comes in Deps.
+// Tenant.Fetch (or readBatches and ReadRecords) to read, Earliest, Next,
+// MaxTimestamp and ByTimestamp for ListOffsets, CheckpointSeq and
+// OffsetOfSeq for committed offsets. What the partition log needs of the
+// gateway comes in Deps.
 package plog
 
 import (

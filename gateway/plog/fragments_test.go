@@ -207,7 +207,7 @@ func TestRecoveryAfterABatchWrittenInPart(t *testing.T) {
 	}
 	var offsets []int64
 	for off := int64(0); off < 5; {
-		batches, err := fresh.Partition(key).ReadBatches(ctx, off, 1<<20)
+		batches, err := fresh.Partition(key).readBatches(ctx, off, 1<<20)
 		if err != nil || len(batches) == 0 {
 			t.Fatalf("nothing at %d: %v", off, err)
 		}

@@ -65,7 +65,7 @@ func (ps *Partition) seqFor(ctx context.Context, offset int64) (int64, error) {
 			return 0, err
 		}
 		if len(recs) == 0 {
-			return 0, ErrOutOfRange
+			return 0, errOutOfRange
 		}
 		batches, err := labelRecords(recs, noContext, func(seq int64) int64 { return next - (nextSeq - seq) })
 		if err != nil {
@@ -102,7 +102,7 @@ func (ps *Partition) probe(ctx context.Context, seq int64) ([]disclient.Record, 
 	})
 	if err != nil {
 		if disclient.IsCode(err, disclient.CodeSequenceOutOfRange) {
-			return nil, ErrOutOfRange
+			return nil, errOutOfRange
 		}
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (ps *Partition) Earliest(ctx context.Context, earliestSeq int64) (int64, er
 	next, nextSeq := ps.next, ps.nextSeq
 	ps.mu.Unlock()
 	recs, err := ps.probe(ctx, earliestSeq)
-	if errors.Is(err, ErrOutOfRange) {
+	if errors.Is(err, errOutOfRange) {
 		// Retention moved on since the catalog looked: look again, once.
 		earliest, _, ok, rerr := ps.d.Refresh(ctx, ps.key.Topic, ps.key.Partition)
 		if rerr != nil || !ok || earliest <= earliestSeq {
@@ -239,7 +239,7 @@ func (ps *Partition) CheckpointSeq(ctx context.Context, earliestSeq, offset int6
 		return earliestSeq, nil
 	}
 	seq, err := ps.seqFor(ctx, offset)
-	if errors.Is(err, ErrOutOfRange) {
+	if errors.Is(err, errOutOfRange) {
 		return earliestSeq, nil
 	}
 	return seq, err

@@ -168,15 +168,15 @@ func (ps *Partition) trim(n int) int {
 	return freed
 }
 
-// Register adds a waiter that the next append to the partition wakes.
-func (ps *Partition) Register(c chan struct{}) {
+// register adds a waiter that the next append to the partition wakes.
+func (ps *Partition) register(c chan struct{}) {
 	ps.mu.Lock()
 	ps.waiters = append(ps.waiters, c)
 	ps.mu.Unlock()
 }
 
-// Unregister removes a waiter that was not woken.
-func (ps *Partition) Unregister(c chan struct{}) {
+// unregister removes a waiter that was not woken.
+func (ps *Partition) unregister(c chan struct{}) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for i, w := range ps.waiters {

@@ -112,7 +112,7 @@ func TestReadCacheCountsRawRecords(t *testing.T) {
 	if tn.d.Cache.used > 100_000 || tn.d.Cache.used != int64(raw.cacheBytes+ps.windowBytes) {
 		t.Fatalf("cache counts %d bytes, raw %d and batches %d: want their sum, within 100000", tn.d.Cache.used, raw.cacheBytes, ps.windowBytes)
 	}
-	if raw.cacheBytes >= 60*RecordSize(&recs[0]) {
+	if raw.cacheBytes >= 60*recordSize(&recs[0]) {
 		t.Fatal("the raw partition read least recently gave up nothing")
 	}
 }

@@ -47,8 +47,8 @@ type partitionReader struct {
 // gateway's read cache budget.
 func (pr *partitionReader) rawCacheBytes() int { return min(pr.d.ReadCacheBytes, 8<<20) }
 
-// RecordSize estimates a record's share of a fetch response.
-func RecordSize(r *protocol.Record) int {
+// recordSize estimates a record's share of a fetch response.
+func recordSize(r *protocol.Record) int {
 	n := 24 + len(r.Key) + len(r.Value)
 	for _, h := range r.Headers {
 		n += 8 + len(h.Key) + len(h.Value)
@@ -137,11 +137,11 @@ func (pr *partitionReader) addLocked(recs []protocol.Record) {
 	}
 	pr.cache = append(pr.cache, recs...)
 	for i := range recs {
-		pr.cacheBytes += RecordSize(&recs[i])
+		pr.cacheBytes += recordSize(&recs[i])
 	}
 	drop := 0
 	for pr.cacheBytes > pr.rawCacheBytes() && drop < len(pr.cache)-1 {
-		pr.cacheBytes -= RecordSize(&pr.cache[drop])
+		pr.cacheBytes -= recordSize(&pr.cache[drop])
 		drop++
 	}
 	// Re-slicing drops the front; append reallocates (copying only live
@@ -187,7 +187,7 @@ func (pr *partitionReader) trimCache(n int) int {
 	defer pr.mu.Unlock()
 	freed, drop := 0, 0
 	for drop < len(pr.cache) && freed < n {
-		freed += RecordSize(&pr.cache[drop])
+		freed += recordSize(&pr.cache[drop])
 		drop++
 	}
 	clear(pr.cache[:drop])
@@ -212,8 +212,8 @@ func (pr *partitionReader) fromCacheLocked(offset int64, maxBytes int) ([]protoc
 	}
 	i := int(offset - pr.cache[0].Offset)
 	j, bytes := i, 0
-	for j < len(pr.cache) && (j == i || bytes+RecordSize(&pr.cache[j]) <= maxBytes) {
-		bytes += RecordSize(&pr.cache[j])
+	for j < len(pr.cache) && (j == i || bytes+recordSize(&pr.cache[j]) <= maxBytes) {
+		bytes += recordSize(&pr.cache[j])
 		j++
 	}
 	out := make([]protocol.Record, j-i)
@@ -235,13 +235,6 @@ func (pr *partitionReader) observeHWM(next int64) {
 	pr.mu.Unlock()
 }
 
-// ReadRecords serves Fetch on a raw-format partition: the records from
-// offset on, up to maxBytes (at least one when any is there). Nothing
-// means nothing is there yet.
-func (ps *Partition) ReadRecords(ctx context.Context, offset int64, maxBytes int) ([]protocol.Record, error) {
-	return ps.reader.read(ctx, offset, maxBytes)
-}
-
 // KnownHWM is the high watermark of a raw-format partition as this gateway
 // has seen it, or -1.
 func (ps *Partition) KnownHWM() int64 { return ps.reader.knownHWM() }
@@ -250,8 +243,8 @@ func (ps *Partition) KnownHWM() int64 { return ps.reader.knownHWM() }
 // next, the end DescribeStream reported, waking the fetches waiting.
 func (ps *Partition) ObserveHWM(next int64) { ps.reader.observeHWM(next) }
 
-// ErrOutOfRange means DIS has no records at the requested offset.
-var ErrOutOfRange = errors.New("offset out of range")
+// errOutOfRange means DIS has no records at the requested offset.
+var errOutOfRange = errors.New("offset out of range")
 
 // read returns records from offset on, up to maxBytes (at least one record
 // when any is there). An empty answer means nothing is there yet.

@@ -53,7 +53,7 @@ func TestReadCacheWindow(t *testing.T) {
 }
 
 func TestReadCacheEvictsOldestPastItsSize(t *testing.T) {
-	pr := testReader(t, 10*RecordSize(&recsAt(0, 1)[0]))
+	pr := testReader(t, 10*recordSize(&recsAt(0, 1)[0]))
 	pr.appended(recsAt(0, 25))
 	if got := cacheRange(pr); got != [2]int64{15, 25} {
 		t.Fatalf("window %v, want the newest 10 records", got)
