@@ -6,10 +6,10 @@
 // gives produced batches their offsets, with the idempotent producers'
 // state; for raw-format streams a record reader with its cursor and cache
 // and the same writer. Handlers use a small API: Enqueue to append,
-// Tenant.Fetch (or readBatches and ReadRecords) to read, Earliest, Next,
-// MaxTimestamp and ByTimestamp for ListOffsets, CheckpointSeq and
-// OffsetOfSeq for committed offsets. What the partition log needs of the
-// gateway comes in Deps.
+// Tenant.Fetch to read, Earliest, Next, MaxTimestamp and ByTimestamp for
+// ListOffsets, CheckpointSeq and OffsetOfSeq for committed offsets. What
+// the partition log needs of the gateway comes in Deps; docs/design.md §11
+// has its locks.
 package plog
 
 import (
@@ -72,8 +72,9 @@ type Deps struct {
 	Cache  *Cache
 
 	// Go runs fn on a new goroutine whose panic is recovered, logged and
-	// counted. Recover, deferred first thing in a goroutine, does that for
-	// a goroutine the partition log starts itself, then runs cleanup.
+	// counted. Recover does that for a goroutine the partition log starts
+	// itself, then runs cleanup: the partition log defers it first thing
+	// in the goroutine, so it must call recover itself.
 	Go      func(what string, fn func())
 	Recover func(what string, cleanup func())
 

@@ -228,8 +228,9 @@ func (ps *Partition) ensure(ctx context.Context) error {
 	return ps.ensureWith(ctx, false)
 }
 
-// EnsureProducers is ensure for a writer that needs its idempotent
-// producers' state too: it reads enough of the tail to rebuild it, once.
+// EnsureProducers recovers the partition's offsets and its idempotent
+// producers' state on first use: it reads enough of the partition's tail
+// to rebuild them, once.
 func (ps *Partition) EnsureProducers(ctx context.Context) error {
 	return ps.ensureWith(ctx, true)
 }

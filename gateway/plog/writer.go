@@ -18,8 +18,10 @@ import (
 // batch and its producer, the writer the outcome, which may be read once
 // Done is closed.
 type Append struct {
+	// Entries are the DIS records to write, Records the same records for
+	// the raw read cache, and Bytes their data's length.
 	Entries []disclient.PutRecordsEntry
-	Records []protocol.Record // the same records, for the raw read cache
+	Records []protocol.Record
 	Bytes   int
 	// Kafka appends hold one entry per record batch, stored as sent
 	// (docs/record-formats.md); LogAppendTime has the writer stamp them
