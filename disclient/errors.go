@@ -82,3 +82,6 @@ func ErrorCode(err error) string {
 
 // IsCode reports whether err is a DIS answer with the given code.
 func IsCode(err error, code string) bool { return ErrorCode(err) == code }
+
+// IsThrottle reports whether a DIS code is traffic control.
+func IsThrottle(code string) bool { return code == CodeTrafficControl || code == CodeTooManyRequests }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -32,12 +33,12 @@ func init() {
 	regKey(0, 3, 11, api[*kmsg.ProduceRequest]{staged: handleProduce, deadline: produceDeadline, errors: produceError})
 }
 
-// produceDeadline is the request's timeout_ms, within putTimeout. Waiting
+// produceDeadline is the request's timeout_ms, within plog.PutTimeout. Waiting
 // for write-queue room counts against it.
 func produceDeadline(_ *Gateway, req *kmsg.ProduceRequest) time.Duration {
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
-	if timeout <= 0 || timeout > putTimeout {
-		timeout = putTimeout
+	if timeout <= 0 || timeout > plog.PutTimeout {
+		timeout = plog.PutTimeout
 	}
 	return timeout
 }
@@ -74,7 +75,7 @@ const throttleHintMillis = 1000
 // producePending is one partition of a produce request waiting for DIS.
 type producePending struct {
 	topic, part int
-	op          *appendOp
+	op          *plog.Append
 	// owned is false when op is the original of a retried idempotent
 	// batch: only the request that queued an op may cancel it.
 	owned bool
@@ -159,26 +160,26 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 				sp.ErrorCode = kerr.RequestTimedOut.Code
 				continue
 			}
-			if w.op.errCode != 0 {
-				if w.op.throttled {
+			if w.op.ErrCode != 0 {
+				if w.op.Throttled {
 					// Kafka's way to ask a client to slow down.
 					resp.ThrottleMillis = throttleHintMillis
 				}
-				sp.ErrorCode = w.op.errCode
-				sp.ErrorMessage = kmsg.StringPtr(w.op.errMsg)
+				sp.ErrorCode = w.op.ErrCode
+				sp.ErrorMessage = kmsg.StringPtr(w.op.ErrMsg)
 				continue
 			}
-			sp.BaseOffset = w.op.baseOffset
-			if w.op.logAppendTime {
+			sp.BaseOffset = w.op.BaseOffset
+			if w.op.LogAppendTime {
 				// Kafka answers a LogAppendTime topic's produce with the
 				// time it stamped the batch with.
-				sp.LogAppendTime = w.op.appendTime
+				sp.LogAppendTime = w.op.AppendTime
 			}
 			sp.LogStartOffset = 0
 			if t, err := r.tenant.catalog.get(ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.partitions) {
 				sp.LogStartOffset = t.partitions[sp.Partition].earliest
 				if t.format == FormatKafka {
-					sp.LogStartOffset = gw.partitionFor(t.key(sp.Partition)).knownEarliest()
+					sp.LogStartOffset = gw.partitionFor(t.key(sp.Partition)).KnownEarliest()
 				}
 			}
 		}
@@ -212,7 +213,7 @@ func (gw *Gateway) holdDecompressed(waits []producePending, n int64) {
 	gw.goSafe("decompressed bytes release", func() {
 		defer gw.inflight.Add(-n)
 		for _, w := range waits {
-			<-w.op.done
+			<-w.op.Done()
 		}
 	})
 }
@@ -231,20 +232,20 @@ func queueWaitContext(ctx context.Context, r *request, req *kmsg.ProduceRequest)
 // awaitAppend waits for w's op until ctx is done and reports whether it
 // finished. An op not finished by then is cancelled if this request queued
 // it, so the REQUEST_TIMED_OUT its producer gets is not followed by a write;
-// one already in a PutRecords call may still be written (appendOp.cancel).
+// one already in a PutRecords call may still be written (plog.Append.Cancel).
 func awaitAppend(ctx context.Context, w producePending) bool {
 	select {
-	case <-w.op.done:
+	case <-w.op.Done():
 		return true
 	case <-ctx.Done():
 	}
 	select {
-	case <-w.op.done:
+	case <-w.op.Done():
 		return true
 	default:
 	}
 	if w.owned {
-		w.op.cancel()
+		w.op.Cancel()
 	}
 	return false
 }
@@ -254,11 +255,11 @@ func awaitAppend(ctx context.Context, w producePending) bool {
 // one DIS record, as sent (docs/record-formats.md); the writer sets the
 // base offsets. The DIS record's timestamp is the batch's max timestamp, so
 // AT_TIMESTAMP cursors find the first batch that may hold a timestamp.
-func (gw *Gateway) batchOp(t *topicMeta, p int32, batches []protocol.Batch) (*appendOp, int16, string) {
-	op := &appendOp{producerID: -1, kafka: true, done: make(chan struct{})}
+func (gw *Gateway) batchOp(t *topicMeta, p int32, batches []protocol.Batch) (*plog.Append, int16, string) {
+	op := plog.NewAppend(true)
 	policy := timestampPolicyOf(&gw.cfg, t)
 	maxBytes := maxMessageBytesOf(&gw.cfg, t)
-	op.logAppendTime = policy.logAppendTime
+	op.LogAppendTime = policy.logAppendTime
 	now := time.Now().UnixMilli()
 	pid := disclient.PartitionID(p)
 	for bi := range batches {
@@ -287,13 +288,13 @@ func (gw *Gateway) batchOp(t *topicMeta, p int32, batches []protocol.Batch) (*ap
 			protocol.SetMaxTimestamp(b.Raw, maxTS)
 		}
 		if b.ProducerID >= 0 {
-			op.producerID, op.epoch, op.firstSeq = b.ProducerID, b.ProducerEpoch, b.BaseSequence
+			op.ProducerID, op.Epoch, op.FirstSeq = b.ProducerID, b.ProducerEpoch, b.BaseSequence
 			info, _ := protocol.ParseBatchInfo(b.Raw)
-			op.lastSeq = info.LastSequence()
+			op.LastSeq = info.LastSequence()
 		}
 		ts := maxTS
-		op.entries = append(op.entries, disclient.PutRecordsEntry{PartitionID: pid, Data: b.Raw, Timestamp: &ts})
-		op.bytes += len(b.Raw)
+		op.Entries = append(op.Entries, disclient.PutRecordsEntry{PartitionID: pid, Data: b.Raw, Timestamp: &ts})
+		op.Bytes += len(b.Raw)
 	}
 	return op, 0, ""
 }
@@ -316,7 +317,7 @@ func refusedBatch(b *protocol.Batch, n int) string {
 
 // refuseAppend answers a partition that startAppend or enqueueAppend
 // cannot queue with code and, unless it is "", msg, and returns no op.
-func refuseAppend(sp *kmsg.ProduceResponseTopicPartition, code int16, msg string) (*appendOp, bool) {
+func refuseAppend(sp *kmsg.ProduceResponseTopicPartition, code int16, msg string) (*plog.Append, bool) {
 	sp.ErrorCode = code
 	if msg != "" {
 		sp.ErrorMessage = kmsg.StringPtr(msg)
@@ -330,7 +331,7 @@ func refuseAppend(sp *kmsg.ProduceResponseTopicPartition, code int16, msg string
 // op is queued. It returns the op to wait for and
 // whether this request queued it (false for the original of a retried
 // idempotent batch), or nil with sp's error set.
-func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *protocol.DecompressBudget) (*appendOp, bool) {
+func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *protocol.DecompressBudget) (*plog.Append, bool) {
 	decode := protocol.DecodeBatches
 	if t.format == FormatKafka {
 		// Stored as sent: the records are checked, not kept.
@@ -357,11 +358,11 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp
 		if code != 0 {
 			return refuseAppend(sp, code, msg)
 		}
-		op.deadline, _ = ctx.Deadline()
+		op.Deadline, _ = ctx.Deadline()
 		return gw.enqueueAppend(ctx, t, rp.Partition, op, sp)
 	}
-	op := &appendOp{producerID: -1, done: make(chan struct{})}
-	op.deadline, _ = ctx.Deadline()
+	op := plog.NewAppend(false)
+	op.Deadline, _ = ctx.Deadline()
 	pid := disclient.PartitionID(rp.Partition)
 	var drops rawDrops
 	for bi := range batches {
@@ -370,12 +371,12 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp
 			return refuseAppend(sp, kerr.InvalidRecord.Code, msg)
 		}
 		if b.ProducerID >= 0 {
-			op.producerID, op.epoch, op.firstSeq = b.ProducerID, b.ProducerEpoch, b.BaseSequence
+			op.ProducerID, op.Epoch, op.FirstSeq = b.ProducerID, b.ProducerEpoch, b.BaseSequence
 			last := int64(b.BaseSequence) + int64(b.NumRecords) - 1
 			if last > 1<<31-1 {
 				last -= 1 << 31 // sequences wrap to 0 after int32 max
 			}
-			op.lastSeq = int32(last)
+			op.LastSeq = int32(last)
 		}
 		for i := range b.Records {
 			rec := &b.Records[i]
@@ -392,25 +393,24 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp
 				sp.ErrorRecords = append(sp.ErrorRecords, re2)
 				return refuseAppend(sp, code, err.Error())
 			}
-			op.entries = append(op.entries, e)
-			op.bytes += len(e.Data)
+			op.Entries = append(op.Entries, e)
+			op.Bytes += len(e.Data)
 		}
-		op.records = append(op.records, b.Records...)
+		op.Records = append(op.Records, b.Records...)
 	}
-	if len(op.entries) == 0 {
+	if len(op.Entries) == 0 {
 		return refuseAppend(sp, kerr.InvalidRecord.Code, "the record batches hold no records")
 	}
 	queued, owned := gw.enqueueAppend(ctx, t, rp.Partition, op, sp)
 	if queued == op {
-		gw.noteRawDrops(r, t, rp.Partition, op.producerID, drops)
+		gw.noteRawDrops(r, t, rp.Partition, op.ProducerID, drops)
 	}
 	return queued, owned
 }
 
 // enqueueAppend queues op on the partition's writer; see startAppend.
-func (gw *Gateway) enqueueAppend(ctx context.Context, t *topicMeta, p int32, op *appendOp, sp *kmsg.ProduceResponseTopicPartition) (*appendOp, bool) {
-	w := gw.writerFor(t.key(p))
-	dup, code := w.enqueue(ctx, op)
+func (gw *Gateway) enqueueAppend(ctx context.Context, t *topicMeta, p int32, op *plog.Append, sp *kmsg.ProduceResponseTopicPartition) (*plog.Append, bool) {
+	dup, code := gw.partitionFor(t.key(p)).Enqueue(ctx, op)
 	switch {
 	case code == kerr.RequestTimedOut.Code:
 		return refuseAppend(sp, code, "the partition's write queue stayed full until the request timed out")

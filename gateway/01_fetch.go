@@ -3,14 +3,13 @@ package gateway
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -71,19 +70,13 @@ func fetchError(req *kmsg.FetchRequest, code int16) kmsg.Response {
 	return &fetchResponse{FetchResponse: resp}
 }
 
-// fetchPart is one partition of a fetch in progress.
+// fetchPart is one partition of a fetch in progress: what the partition
+// log reads for it (plog.FetchPart), and where its answer goes.
 type fetchPart struct {
-	topic   *topicMeta
-	req     *kmsg.FetchRequestTopicPartition
-	resp    *kmsg.FetchResponseTopicPartition
-	offset  int64
-	records []protocol.Record // raw format
-	batches []cachedBatch     // kafka format
-	bytes   int
-	done    bool
-	// throttled: DIS refused to read the partition for traffic control; it
-	// answers empty and the response asks the client to back off.
-	throttled bool
+	plog.FetchPart
+	topic *topicMeta
+	req   *kmsg.FetchRequestTopicPartition
+	resp  *kmsg.FetchResponseTopicPartition
 }
 
 func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRequest) (kmsg.Response, error) {
@@ -169,14 +162,14 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 				continue
 			}
 			rp := &req.Topics[ti].Partitions[pi]
-			parts = append(parts, &fetchPart{topic: metas[ti], req: rp, resp: sp, offset: rp.FetchOffset})
+			parts = append(parts, &fetchPart{topic: metas[ti], req: rp, resp: sp})
 		}
 	}
 	if len(parts) == 0 && offsetsServed {
 		gw.waitEmptyFetch(ctx, req)
 		return resp, nil
 	}
-	gw.serveFetch(ctx, req, resp, parts)
+	gw.serveFetch(ctx, r, req, resp, parts)
 	return resp, nil
 }
 
@@ -196,72 +189,42 @@ func (gw *Gateway) fetchNotLeader(r *request, resp *kmsg.FetchResponse, sp *kmsg
 	}
 }
 
-// serveFetch reads every partition, long-polling until min_bytes are there
-// or max_wait_ms has passed, then encodes the batches. A long poll registers
-// one waiter with every partition still waiting, which an append wakes.
-func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp *fetchResponse, parts []*fetchPart) {
+// serveFetch reads every partition with the partition log, long-polling
+// until min_bytes are there or max_wait_ms has passed (plog.Tenant.Fetch),
+// then encodes the batches.
+func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRequest, resp *fetchResponse, parts []*fetchPart) {
 	deadline := time.Now().Add(fetchWait(req))
 	maxBytes := gw.fetchLimit(req)
-	minBytes := int(req.MinBytes)
-	wake := make(chan struct{}, 1)
-	for {
-		// Read every partition still waiting at once: one DIS round trip
-		// per fetch, not one per partition.
-		var wg sync.WaitGroup
-		for _, p := range parts {
-			if p.done {
-				continue
-			}
-			limit := int(p.req.PartitionMaxBytes)
-			if limit <= 0 || limit > maxBytes {
-				limit = maxBytes
-			}
-			wg.Add(1)
-			gw.goSafe("fetch partition", func() {
-				defer wg.Done()
-				gw.fetchPartition(ctx, p, limit)
-			})
+	reads := make([]*plog.FetchPart, len(parts))
+	for i, p := range parts {
+		limit := int(p.req.PartitionMaxBytes)
+		if limit <= 0 || limit > maxBytes {
+			limit = maxBytes
 		}
-		wg.Wait()
-		total := 0
-		var waiting []*partitionState
-		for _, p := range parts {
-			total += p.bytes
-			if !p.done {
-				waiting = append(waiting, gw.partitionFor(p.topic.key(p.resp.Partition)))
-			}
+		pm := p.topic.partitions[p.resp.Partition]
+		p.FetchPart = plog.FetchPart{
+			Partition: gw.partitionFor(p.topic.key(p.resp.Partition)), Kafka: p.topic.format == FormatKafka,
+			Offset: p.req.FetchOffset, Limit: limit, Earliest: pm.earliest, Next: pm.next,
+			HighWatermark: -1, LogStartOffset: -1,
 		}
-		if total >= max(minBytes, 1) || len(waiting) == 0 || !time.Now().Before(deadline) {
-			break
-		}
-		for _, ps := range waiting {
-			ps.register(wake)
-		}
-		ok := gw.waitWake(ctx, gw.draining, wake, deadline, gw.cfg.PollInterval)
-		for _, ps := range waiting {
-			ps.unregister(wake)
-		}
-		select {
-		case <-wake:
-		default:
-		}
-		if !ok {
-			break
-		}
+		reads[i] = &p.FetchPart
 	}
-	trimToMaxBytes(parts, maxBytes)
+	r.tenant.parts.Fetch(ctx, reads, deadline, int(req.MinBytes), maxBytes, gw.draining)
 	pieces := 1
 	for _, p := range parts {
-		if p.throttled {
+		p.resp.ErrorCode = p.ErrorCode
+		p.resp.HighWatermark, p.resp.LastStableOffset = p.HighWatermark, p.HighWatermark
+		p.resp.LogStartOffset = p.LogStartOffset
+		if p.Throttled {
 			// Kafka's way to ask a client to slow down.
 			resp.ThrottleMillis = throttleHintMillis
 		}
-		if len(p.batches) > 0 {
+		if len(p.Batches) > 0 {
 			n := 0
-			for i := range p.batches {
-				n += p.batches[i].size()
+			for i := range p.Batches {
+				n += p.Batches[i].Size()
 			}
-			batches := batchParts(make([]framePart, 0, len(p.batches)), p.batches)
+			batches := batchParts(make([]framePart, 0, len(p.Batches)), p.Batches)
 			// Cached batches are never changed: the frame carries them
 			// as they are (fetch_splice.go), unless it would have too
 			// many pieces; then they are copied together.
@@ -286,10 +249,10 @@ func (gw *Gateway) serveFetch(ctx context.Context, req *kmsg.FetchRequest, resp 
 			p.resp.RecordBatches = b
 			continue
 		}
-		if len(p.records) == 0 {
+		if len(p.Records) == 0 {
 			continue
 		}
-		b, err := protocol.AppendBatch(nil, p.records, protocol.CodecNone, 0)
+		b, err := protocol.AppendBatch(nil, p.Records, protocol.CodecNone, 0)
 		if err != nil {
 			gw.log.Error().Err(err).Str("topic", p.topic.name).Msg("fetch: encoding a record batch failed")
 			p.resp.ErrorCode = kerr.UnknownServerError.Code
@@ -308,196 +271,4 @@ func (gw *Gateway) fetchLimit(req *kmsg.FetchRequest) int {
 		limit = int(req.MaxBytes)
 	}
 	return limit
-}
-
-// trimToMaxBytes keeps the encoded response within max_bytes, in request
-// order; the first record always stays so that a consumer makes progress
-// past a record larger than its limit, as Kafka returns the first batch
-// whatever its size (a record is at most MaxRecordBytes). Dropped records
-// stay in the read cache for the next fetch.
-func trimToMaxBytes(parts []*fetchPart, maxBytes int) {
-	total := 0
-	for _, p := range parts {
-		if len(p.batches) > 0 {
-			keep := 0
-			for keep < len(p.batches) {
-				n := p.batches[keep].size()
-				if total > 0 && total+n > maxBytes {
-					break
-				}
-				total += n
-				keep++
-			}
-			p.batches = p.batches[:keep]
-			continue
-		}
-		keep := 0
-		for keep < len(p.records) {
-			r := &p.records[keep]
-			n := protocol.RecordSizeInBatch(r, int32(r.Offset-p.records[0].Offset), r.Timestamp-p.records[0].Timestamp)
-			if keep == 0 {
-				n += protocol.BatchHeaderSize
-			}
-			if total > 0 && total+n > maxBytes {
-				break
-			}
-			total += n
-			keep++
-		}
-		p.records = p.records[:keep]
-	}
-}
-
-// fetchPartition reads once for p. A partition is done once it has records
-// or an error.
-func (gw *Gateway) fetchPartition(ctx context.Context, p *fetchPart, limit int) {
-	if p.topic.format == FormatKafka {
-		gw.fetchBatches(ctx, p, limit)
-		return
-	}
-	k := p.topic.key(p.resp.Partition)
-	pr := gw.readerFor(k)
-	pm := p.topic.partitions[p.resp.Partition]
-	pr.observeHWM(pm.next)
-	p.resp.LogStartOffset = pm.earliest
-	hwm := pr.knownHWM()
-	if p.offset < pm.earliest || p.offset > hwm {
-		// The description may be stale; look again before refusing.
-		if t, err := p.topic.tenant.catalog.refresh(ctx, p.topic.name); err == nil && int(k.partition) < len(t.partitions) {
-			p.topic = t
-			pm = t.partitions[k.partition]
-			pr.observeHWM(pm.next)
-			hwm = pr.knownHWM()
-			p.resp.LogStartOffset = pm.earliest
-		}
-		if p.offset < pm.earliest || p.offset > hwm {
-			gw.outOfRange(p, pm.earliest, hwm)
-			return
-		}
-	}
-	recs, err := pr.read(ctx, p.topic.format, p.offset, limit)
-	hwm = pr.knownHWM()
-	p.resp.HighWatermark, p.resp.LastStableOffset = hwm, hwm
-	if err != nil {
-		if errors.Is(err, errOutOfRange) {
-			if t, rerr := p.topic.tenant.catalog.refresh(ctx, p.topic.name); rerr == nil && int(k.partition) < len(t.partitions) {
-				pm = t.partitions[k.partition]
-			}
-			gw.outOfRange(p, pm.earliest, max(pm.next, hwm))
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		if isThrottle(disclient.ErrorCode(err)) {
-			p.throttled, p.done = true, true
-			return
-		}
-		gw.log.Warn().Err(err).Str("topic", k.topic).Int32("partition", k.partition).Msg("fetch: reading DIS failed")
-		p.resp.ErrorCode = fetchErrorCode(err)
-		p.done = true
-		return
-	}
-	if len(recs) == 0 {
-		return
-	}
-	n := 0
-	for i := range recs {
-		n += recordSize(&recs[i])
-	}
-	p.records, p.bytes, p.done = recs, n, true
-}
-
-func (gw *Gateway) outOfRange(p *fetchPart, earliest, hwm int64) {
-	p.resp.ErrorCode = kerr.OffsetOutOfRange.Code
-	p.resp.LogStartOffset = earliest
-	p.resp.HighWatermark, p.resp.LastStableOffset = hwm, hwm
-	p.done = true
-}
-
-// waitWake blocks until wake is signalled, poll passes, or deadline. It
-// returns false when ctx is done or stop closes.
-func (gw *Gateway) waitWake(ctx context.Context, stop <-chan struct{}, wake <-chan struct{}, deadline time.Time, poll time.Duration) bool {
-	d := min(time.Until(deadline), poll)
-	if d <= 0 {
-		return true
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-wake:
-	case <-timer.C:
-	case <-ctx.Done():
-		return false
-	case <-stop:
-		return false
-	}
-	return true
-}
-
-// fetchBatches reads once for p, a partition of a kafka-format topic: the
-// stored batches from the one holding the fetch offset on.
-func (gw *Gateway) fetchBatches(ctx context.Context, p *fetchPart, limit int) {
-	k := p.topic.key(p.resp.Partition)
-	ps := gw.partitionFor(k)
-	fail := func(err error) {
-		if ctx.Err() != nil {
-			return
-		}
-		gw.log.Warn().Err(err).Str("topic", k.topic).Int32("partition", k.partition).Msg("fetch: reading DIS failed")
-		p.resp.ErrorCode = fetchErrorCode(err)
-		p.done = true
-	}
-	bounds := func(t *topicMeta) (int64, int64, error) {
-		earliest, err := ps.earliestOffset(ctx, t.partitions[k.partition].earliest)
-		if err != nil {
-			return 0, 0, err
-		}
-		next, err := ps.nextOffset(ctx)
-		return earliest, next, err
-	}
-	earliest, next, err := bounds(p.topic)
-	if err != nil {
-		fail(err)
-		return
-	}
-	if p.offset < earliest || p.offset > next {
-		// The description may be stale, or someone else wrote: look again
-		// before refusing.
-		if t, err := p.topic.tenant.catalog.refresh(ctx, p.topic.name); err == nil && int(k.partition) < len(t.partitions) {
-			p.topic = t
-			_, rerr := ps.readBatches(ctx, next, 1)
-			if rerr == nil {
-				earliest, next, rerr = bounds(t)
-			}
-			if rerr != nil {
-				fail(rerr)
-				return
-			}
-		}
-		if p.offset < earliest || p.offset > next {
-			gw.outOfRange(p, earliest, next)
-			return
-		}
-	}
-	p.resp.LogStartOffset = earliest
-	batches, err := ps.readBatches(ctx, p.offset, limit)
-	hwm := ps.knownNext()
-	p.resp.HighWatermark, p.resp.LastStableOffset = hwm, hwm
-	if errors.Is(err, errOutOfRange) {
-		gw.outOfRange(p, earliest, hwm)
-		return
-	}
-	if err != nil {
-		fail(err)
-		return
-	}
-	if len(batches) == 0 {
-		return
-	}
-	n := 0
-	for i := range batches {
-		n += batches[i].size()
-	}
-	p.batches, p.bytes, p.done = batches, n, true
 }

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"math"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
-	"github.com/disgw/disgw/protocol"
+	"github.com/disgw/disgw/gateway/plog"
 )
 
 // ListOffsets v1–v11.
@@ -112,9 +111,9 @@ func (gw *Gateway) listOffset(ctx context.Context, t *topicMeta, p int32, ts int
 		return
 	}
 	pm := t.partitions[p]
-	pr := gw.readerFor(t.key(p))
-	pr.observeHWM(pm.next)
-	hwm := pr.knownHWM()
+	pr := gw.partitionFor(t.key(p))
+	pr.ObserveHWM(pm.next)
+	hwm := pr.KnownHWM()
 	switch ts {
 	case listEarliest, listEarliestLoc:
 		sp.Offset = pm.earliest
@@ -141,28 +140,12 @@ func (gw *Gateway) listOffset(ctx context.Context, t *topicMeta, p int32, ts int
 		sp.ErrorCode = kerr.InvalidRequest.Code
 		return
 	}
-	c, _, err := timestampCursor(ctx, t, p, ts)
+	c, _, err := pr.TimestampCursor(ctx, ts)
 	if err != nil {
 		gw.listOffsetFailed(t, p, sp, err)
 		return
 	}
 	gw.firstRecordAt(ctx, t, p, c, sp)
-}
-
-// timestampCursor opens an AT_TIMESTAMP cursor on partition p. A timestamp
-// DIS calls expired (records from it on are past retention) opens the
-// partition at its earliest record instead, and ts becomes math.MinInt64:
-// Kafka answers a timestamp before the log start with the first retained
-// record.
-func timestampCursor(ctx context.Context, t *topicMeta, p int32, ts int64) (*disclient.GetCursorResponse, int64, error) {
-	cr := &disclient.GetCursorRequest{StreamName: t.stream, PartitionID: disclient.PartitionID(p),
-		CursorType: disclient.CursorAtTimestamp, Timestamp: ts}
-	c, err := t.tenant.dis.GetCursor(ctx, cr)
-	if isTimestampExpired(err) {
-		cr.CursorType, cr.Timestamp, ts = disclient.CursorTrimHorizon, 0, math.MinInt64
-		c, err = t.tenant.dis.GetCursor(ctx, cr)
-	}
-	return c, ts, err
 }
 
 // listOffsetFailed answers sp with the Kafka code for a failed DIS call.
@@ -179,7 +162,7 @@ func (gw *Gateway) firstRecordAt(ctx context.Context, t *topicMeta, p int32, c *
 		if len(recs.Records) == 0 {
 			return
 		}
-		rec, ferr := fromRawDIS(&recs.Records[0])
+		rec, ferr := plog.FromRawDIS(&recs.Records[0])
 		if ferr == nil {
 			sp.Offset, sp.Timestamp = rec.Offset, rec.Timestamp
 			return
@@ -197,17 +180,17 @@ func (gw *Gateway) listBatchOffset(ctx context.Context, t *topicMeta, p int32, t
 	var err error
 	switch ts {
 	case listEarliest, listEarliestLoc:
-		if sp.Offset, err = ps.earliestOffset(ctx, t.partitions[p].earliest); err != nil {
+		if sp.Offset, err = ps.Earliest(ctx, t.partitions[p].earliest); err != nil {
 			fail(err)
 		}
 		return
 	case listLatest:
-		if sp.Offset, err = ps.nextOffset(ctx); err != nil {
+		if sp.Offset, err = ps.Next(ctx); err != nil {
 			fail(err)
 		}
 		return
 	case listMaxTime:
-		if err := gw.maxTimestampOffset(ctx, ps, t.partitions[p].earliest, sp); err != nil {
+		if sp.Offset, sp.Timestamp, err = ps.MaxTimestamp(ctx, t.partitions[p].earliest); err != nil {
 			fail(err)
 		}
 		return
@@ -216,109 +199,7 @@ func (gw *Gateway) listBatchOffset(ctx context.Context, t *topicMeta, p int32, t
 		sp.ErrorCode = kerr.InvalidRequest.Code
 		return
 	}
-	if err := ps.ensure(ctx); err != nil {
-		fail(err)
-		return
-	}
-	c, ts, err := timestampCursor(ctx, t, p, ts)
-	if err != nil {
-		fail(err)
-		return
-	}
-	recs, err := ps.readWhole(ctx, c.PartitionCursor)
-	if err != nil {
-		fail(err)
-		return
-	}
-	if len(recs) == 0 {
-		return
-	}
-	if err := gw.firstRecordFrom(ps, recs, ts, sp); err != nil {
+	if sp.Offset, sp.Timestamp, err = ps.ByTimestamp(ctx, ts); err != nil {
 		fail(err)
 	}
-}
-
-// firstRecordFrom sets sp to the first record of recs whose timestamp is
-// at least ts: inside a batch, the records are decoded to find it.
-func (gw *Gateway) firstRecordFrom(ps *partitionState, recs []disclient.Record, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) error {
-	ps.mu.Lock()
-	next, nextSeq := ps.next, ps.nextSeq
-	ps.mu.Unlock()
-	batches, err := labelRecords(recs, noContext, func(seq int64) int64 { return next - (nextSeq - seq) })
-	if err != nil {
-		return err
-	}
-	for i := range batches {
-		if batches[i].maxTS < ts {
-			continue
-		}
-		decoded, err := protocol.DecodeBatches(batches[i].data, protocol.NewDecompressBudget(gw.cfg.MaxDecompressedBytes))
-		if err != nil {
-			return err
-		}
-		for _, b := range decoded {
-			for _, r := range b.Records {
-				if r.Timestamp >= ts {
-					sp.Offset, sp.Timestamp = r.Offset, r.Timestamp
-					return nil
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// maxTimestampOffset answers ListOffsets -3: the offset and timestamp of
-// the first record with the partition's largest timestamp. The partition
-// state learns it from writes; the first ask scans the partition's batch
-// headers.
-func (gw *Gateway) maxTimestampOffset(ctx context.Context, ps *partitionState, earliestSeq int64, sp *kmsg.ListOffsetsResponseTopicPartition) error {
-	if err := ps.ensure(ctx); err != nil {
-		return err
-	}
-	ps.mu.Lock()
-	known, seq, nextSeq, next := ps.maxTSKnown, ps.maxTSSeq, ps.nextSeq, ps.next
-	ps.mu.Unlock()
-	if !known || seq < earliestSeq {
-		maxTS, maxSeq := int64(-1), int64(-1)
-		for from := earliestSeq; from < nextSeq; {
-			recs, err := ps.readRange(ctx, from, nextSeq)
-			if err != nil {
-				return err
-			}
-			if len(recs) == 0 {
-				break
-			}
-			batches, err := labelRecords(recs, noContext, func(s int64) int64 { return next - (nextSeq - s) })
-			if err != nil {
-				return err
-			}
-			if len(batches) == 0 {
-				break
-			}
-			for i := range batches {
-				if batches[i].maxTS > maxTS || maxSeq < 0 {
-					maxTS, maxSeq = batches[i].maxTS, batches[i].startSeq()
-				}
-			}
-			from = batches[len(batches)-1].seq + 1
-		}
-		ps.mu.Lock()
-		if ps.nextSeq == nextSeq {
-			ps.maxTS, ps.maxTSSeq, ps.maxTSKnown = maxTS, maxSeq, true
-		}
-		ps.mu.Unlock()
-		seq = maxSeq
-	}
-	if seq < 0 {
-		return nil
-	}
-	ps.mu.Lock()
-	maxTS := ps.maxTS
-	ps.mu.Unlock()
-	recs, err := ps.probe(ctx, seq)
-	if err != nil || len(recs) == 0 {
-		return err
-	}
-	return gw.firstRecordFrom(ps, recs, maxTS, sp)
 }

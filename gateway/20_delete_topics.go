@@ -131,6 +131,6 @@ func (gw *Gateway) deleteTopic(ctx context.Context, tn *tenant, name string) (in
 // forgetStream drops the partition states of a deleted stream.
 func (gw *Gateway) forgetStream(streamID string) {
 	gw.forEachTenant(func(tn *tenant) {
-		tn.parts.forgetStream(streamID, (*partitionState).dropped)
+		tn.parts.ForgetStream(streamID)
 	})
 }

@@ -54,16 +54,16 @@ func handleOffsetForLeaderEpoch(ctx context.Context, gw *Gateway, r *request, re
 			case req.Version >= 2 && rp.CurrentLeaderEpoch > 0:
 				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			case rp.LeaderEpoch == 0 && t.format == FormatKafka:
-				next, err := gw.partitionFor(t.key(rp.Partition)).nextOffset(ctx)
+				next, err := gw.partitionFor(t.key(rp.Partition)).Next(ctx)
 				if err != nil {
 					sp.ErrorCode = kafkaCodeForDIS(err)
 					break
 				}
 				sp.LeaderEpoch, sp.EndOffset = 0, next
 			case rp.LeaderEpoch == 0:
-				pr := gw.readerFor(t.key(rp.Partition))
-				pr.observeHWM(t.partitions[rp.Partition].next)
-				sp.LeaderEpoch, sp.EndOffset = 0, pr.knownHWM()
+				pr := gw.partitionFor(t.key(rp.Partition))
+				pr.ObserveHWM(t.partitions[rp.Partition].next)
+				sp.LeaderEpoch, sp.EndOffset = 0, pr.KnownHWM()
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

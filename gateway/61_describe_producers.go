@@ -66,16 +66,16 @@ func handleDescribeProducers(ctx context.Context, gw *Gateway, r *request, req *
 func (gw *Gateway) describeProducers(ctx context.Context, t *topicMeta, p int32) ([]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, int16) {
 	ps := gw.partitionFor(t.key(p))
 	if t.format == FormatKafka {
-		if err := ps.ensureProducers(ctx); err != nil {
+		if err := ps.EnsureProducers(ctx); err != nil {
 			gw.log.Warn().Err(err).Str("topic", t.name).Int32("partition", p).Msg("describe producers: recovering the partition's producers from DIS failed")
 			return nil, kafkaCodeForDIS(err)
 		}
 	}
 	var out []kmsg.DescribeProducersResponseTopicPartitionActiveProducer
-	for _, s := range ps.writer.activeProducers(time.Now()) {
+	for _, s := range ps.ActiveProducers(time.Now()) {
 		ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
-		ap.ProducerID, ap.ProducerEpoch = s.id, int32(s.epoch)
-		ap.LastSequence, ap.LastTimestamp = s.lastSeq, s.lastTimestamp
+		ap.ProducerID, ap.ProducerEpoch = s.ID, int32(s.Epoch)
+		ap.LastSequence, ap.LastTimestamp = s.LastSeq, s.LastTimestamp
 		ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
 		out = append(out, ap)
 	}

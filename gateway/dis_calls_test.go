@@ -136,12 +136,16 @@ func TestSequentialFetchReusesCursor(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A fresh gateway view: drop what the writer cached so reads go to DIS.
+	// A fresh gateway view: drop the partition's state, with what the
+	// writer cached, so reads go to DIS, and recover its offsets.
 	seq, err := gw.tenant.catalog.get(ctx, "seq")
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw.partitionFor(seq.key(0)).dropped()
+	gw.tenant.parts.EvictIdle(time.Now().Add(time.Hour))
+	if _, err := gw.partitionFor(seq.key(0)).Next(ctx); err != nil {
+		t.Fatal(err)
+	}
 	before := dis.getCursor.Load()
 	cons, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"seq": {0: kgo.NewOffset().AtStart()}}),

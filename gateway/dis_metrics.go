@@ -74,7 +74,7 @@ func (m *metrics) instrumentDIS(dis disclient.API, accessKey string) disclient.A
 // isThrottleErr reports whether err is DIS refusing traffic for a limit.
 func isThrottleErr(err error) bool {
 	var e *disclient.Error
-	return errors.As(err, &e) && (isThrottle(e.Code) || e.Status == 429)
+	return errors.As(err, &e) && (disclient.IsThrottle(e.Code) || e.Status == 429)
 }
 
 // start begins a call of op: the context carries the retry observer.
@@ -186,7 +186,7 @@ func (d *disMetrics) countRefused(op *disOp, resp *disclient.PutRecordsResponse,
 		for i := range resp.Records {
 			if c := resp.Records[i].ErrorCode; c != "" {
 				d.m.disRecordErrors.WithLabelValues(d.tenant, c).Inc()
-				throttled = throttled || isThrottle(c)
+				throttled = throttled || disclient.IsThrottle(c)
 			}
 		}
 		if throttled {

@@ -64,11 +64,3 @@ func kafkaCodeForDIS(err error) int16 {
 	}
 	return kerr.UnknownServerError.Code
 }
-
-// isTimestampExpired reports whether err is DIS's answer to an AT_TIMESTAMP
-// cursor before retention: DIS.4300, a code DIS shares with other request
-// errors, told apart by its message as the Java SDK does.
-func isTimestampExpired(err error) bool {
-	var de *disclient.Error
-	return errors.As(err, &de) && de.Code == disclient.CodeRequestError && strings.Contains(de.Message, "timestamp is expired")
-}

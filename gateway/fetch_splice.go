@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/plog"
 )
 
 // A Fetch answer of kafka-format partitions is mostly cached record
@@ -43,11 +44,11 @@ func (p *framePart) appendTo(b []byte) ([]byte, error) {
 // keeps them back to back), become one part: one sendfile call between
 // them, where a call each cost the gateway a third of its CPU under a
 // consumer of 16 KiB batches (docs/design.md §10).
-func batchParts(parts []framePart, batches []cachedBatch) []framePart {
+func batchParts(parts []framePart, batches []plog.Batch) []framePart {
 	for i := range batches {
-		f := batches[i].file
+		f := batches[i].File
 		if f.Len == 0 {
-			parts = append(parts, framePart{b: batches[i].data})
+			parts = append(parts, framePart{b: batches[i].Data})
 			continue
 		}
 		if n := len(parts); n > 0 {

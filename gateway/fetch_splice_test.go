@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -136,14 +137,14 @@ func TestBatchPartsJoinAdjacentRanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	span := func(f *os.File, off int64, n int) cachedBatch {
-		return cachedBatch{file: disclient.FileSpan{File: f, Off: off, Len: n}}
+	span := func(f *os.File, off int64, n int) plog.Batch {
+		return plog.Batch{File: disclient.FileSpan{File: f, Off: off, Len: n}}
 	}
-	batches := []cachedBatch{
+	batches := []plog.Batch{
 		span(a, 10, 100), span(a, 110, 50), span(a, 160, 5), // one run
 		span(a, 170, 20),                  // after a gap
 		span(b, 190, 30),                  // another file at the next offset
-		{data: []byte("in memory")},       // bytes
+		{Data: []byte("in memory")},       // bytes
 		span(b, 220, 40), span(b, 260, 1), // a run again
 	}
 	got := batchParts([]framePart{{b: []byte("before")}}, batches)

@@ -20,6 +20,7 @@ import (
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/gateway/cluster"
+	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -399,9 +400,9 @@ type Gateway struct {
 	// groupForApp maps encoded app names back to group ids.
 	groupForApp sync.Map
 
-	queues *writeQueues
+	queues *plog.Queues
 	// readCache is the gateway-wide budget of cached batches.
-	readCache *readCache
+	readCache *plog.Cache
 
 	// acls is where the ACLs live, nil without an authorizer; aclPolicy
 	// holds the super users and the no-ACL rule.
@@ -409,7 +410,7 @@ type Gateway struct {
 	aclPolicy authz.Policy
 
 	// tenantsMu guards tenants and each tenant's conns and lastActive. It
-	// is taken before a tenant's partitionMap.mu, never held across a DIS
+	// is taken before the partition log's Tenant.mu, never held across a DIS
 	// call (docs/design.md §11).
 	tenantsMu sync.Mutex
 	tenants   map[string]*tenant // passthrough tenants by id; under tenantsMu
@@ -457,8 +458,8 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		authLimit: newAuthLimiter(&cfg),
 	}
 	gw.metrics = newMetrics(gw)
-	gw.queues = newWriteQueues(&gw.cfg, gw.metrics)
-	gw.readCache = newReadCache(gw.cfg.ReadCacheBytes, gw.metrics.readCacheBytes)
+	gw.queues = plog.NewQueues(gw.cfg.MaxPartitionQueueBytes, gw.cfg.MaxQueueBytes, gw.metrics.produceQueued, gw.metrics.produceQueueWaits)
+	gw.readCache = plog.NewCache(gw.cfg.ReadCacheBytes, gw.metrics.readCacheBytes)
 	gw.tenant = newTenant(gw, "", "", dis)
 	notChecked := disNotChecked
 	gw.disDown.Store(&notChecked)

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/plog"
 )
 
 // Groups outlive their members: a group with committed offsets exists as a
@@ -29,7 +30,7 @@ func (gw *Gateway) groupIDForApp(ctx context.Context, tn *tenant, app string) st
 	if !isEncodedAppName(app) {
 		return app
 	}
-	if app == watermarkApp {
+	if app == plog.WatermarkApp {
 		return ""
 	}
 	if g, ok := gw.groupForApp.Load(app); ok {

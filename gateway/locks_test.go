@@ -48,7 +48,7 @@ func (d *lockProbeDIS) DescribeStream(ctx context.Context, name, start string, l
 }
 
 // Sign-ins and the catalog call DIS with no lock of the gateway's held:
-// not the tenants lock, a tenant's partition map, or its catalog.
+// not the tenants lock, the group driver's, or a tenant's catalog.
 func TestNoLockAcrossDISCalls(t *testing.T) {
 	backend := localDIS(t)
 	createStreams(t, backend, 1, "t1", "t2")
@@ -57,7 +57,6 @@ func TestNoLockAcrossDISCalls(t *testing.T) {
 	locks := func() map[string]*sync.Mutex {
 		m := map[string]*sync.Mutex{"Gateway.tenantsMu": &gw.tenantsMu, "groupDriver.mu": &gw.groups.mu}
 		for _, tn := range append([]*tenant{gw.tenant}, tenants...) {
-			m["partitionMap.mu of "+tn.accessKey] = &tn.parts.mu
 			m["catalog.mu of "+tn.accessKey] = &tn.catalog.mu
 		}
 		return m

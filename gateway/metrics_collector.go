@@ -131,21 +131,22 @@ func (c *stateCollector) collectPartitions(ch chan<- prometheus.Metric) {
 	now := time.Now()
 	aggs := make(map[[3]string]*partAgg)
 	gw.forEachTenant(func(tn *tenant) {
-		for _, ps := range tn.parts.values() {
-			tenant, topic, part := m.labels.of(tn.accessKey, ps.key.topic, ps.key.partition)
+		for _, ps := range tn.parts.All() {
+			k := ps.Key()
+			tenant, topic, part := m.labels.of(tn.accessKey, k.Topic, k.Partition)
 			l := [3]string{tenant, topic, part}
 			a := aggs[l]
 			if a == nil {
 				a = &partAgg{}
 				aggs[l] = a
 			}
-			if next := ps.knownNext(); next >= 0 {
+			if next := ps.KnownNext(); next >= 0 {
 				a.hwm += float64(next)
-				a.logStart += float64(max(ps.knownEarliest(), 0))
+				a.logStart += float64(max(ps.KnownEarliest(), 0))
 				a.offsets = true
 			}
-			limRecs, limIn, limOut := quotaLimits(tn.catalog.streamType(ps.key.topic))
-			recs, in, out := ps.meter.rates(now)
+			limRecs, limIn, limOut := quotaLimits(tn.catalog.streamType(k.Topic))
+			recs, in, out := ps.Rates(now)
 			for i, share := range [3]float64{recs / limRecs, in / limIn, out / limOut} {
 				a.quota[i] = max(a.quota[i], share)
 			}
@@ -240,12 +241,12 @@ func (c *stateCollector) collectLag(ch chan<- prometheus.Metric) {
 		}
 		a.offset += float64(off)
 		hwm := int64(-1)
-		if ps, ok := k.part.tenant.parts.peek(k.part); ok {
-			hwm = ps.knownNext()
+		if ps, ok := k.part.tenant.parts.Peek(k.part.log()); ok {
+			hwm = ps.KnownNext()
 		}
 		if hwm < 0 && recoveries < lagRecoveriesPerScrape && ctx.Err() == nil && gw.ownsPartition(k.part.topic, k.part.partition) {
 			recoveries++
-			if next, err := gw.partitionFor(k.part).nextOffset(ctx); err == nil {
+			if next, err := gw.partitionFor(k.part).Next(ctx); err == nil {
 				hwm = next
 			}
 		}
@@ -257,30 +258,6 @@ func (c *stateCollector) collectLag(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descGroupOffset, prometheus.GaugeValue, a.offset, l[0], l[1], l[2], l[3])
 		ch <- prometheus.MustNewConstMetric(descGroupLag, prometheus.GaugeValue, a.lag, l[0], l[1], l[2], l[3])
 	}
-}
-
-// values returns the values the map holds, without marking them used.
-func (pm *partitionMap[T]) values() []T {
-	pm.mu.Lock()
-	defer pm.mu.Unlock()
-	out := make([]T, 0, len(pm.m))
-	for _, e := range pm.m {
-		out = append(out, e.v)
-	}
-	return out
-}
-
-// peek returns k's value if there is one, without making it or marking it
-// used, so a scrape keeps nothing from going idle.
-func (pm *partitionMap[T]) peek(k partitionKey) (T, bool) {
-	pm.mu.Lock()
-	defer pm.mu.Unlock()
-	e, ok := pm.m[k]
-	if !ok {
-		var zero T
-		return zero, false
-	}
-	return e.v, true
 }
 
 // streamType is the DIS stream type of a cached topic, "" when the topic

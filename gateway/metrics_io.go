@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -9,10 +8,11 @@ import (
 	"github.com/disgw/disgw/disclient"
 )
 
-// produced counts records and bytes stored in DIS for a partition.
-func (m *metrics) produced(k partitionKey, records, bytes int) {
+// produced counts records and bytes stored in DIS for a partition of the
+// tenant with this access key.
+func (m *metrics) produced(accessKey, topic string, partition int32, records, bytes int) {
 	m.producedRecs.Add(float64(records))
-	tenant, topic, part := m.labels.of(k.tenant.accessKey, k.topic, k.partition)
+	tenant, topic, part := m.labels.of(accessKey, topic, partition)
 	m.topicRecsIn.WithLabelValues(tenant, topic, part).Add(float64(records))
 	m.topicBytesIn.WithLabelValues(tenant, topic, part).Add(float64(bytes))
 }
@@ -21,9 +21,9 @@ func (m *metrics) produced(k partitionKey, records, bytes int) {
 func (m *metrics) fetched(parts []*fetchPart) {
 	total := 0
 	for _, p := range parts {
-		n := len(p.records)
-		for i := range p.batches {
-			n += int(p.batches[i].last - p.batches[i].base + 1)
+		n := len(p.Records)
+		for i := range p.Batches {
+			n += int(p.Batches[i].Records())
 		}
 		if n == 0 {
 			continue
@@ -70,75 +70,6 @@ func topicIDLabel(id [16]byte) string {
 		b = append(b, hex[c>>4], hex[c&15])
 	}
 	return string(b)
-}
-
-// quotaWindow is how many whole seconds the DIS quota share is averaged
-// over.
-const quotaWindow = 10
-
-// ioMeter counts a partition's DIS traffic per second over the last
-// quotaWindow seconds, which is what DIS's per-partition limits apply to.
-// The zero value is ready.
-type ioMeter struct {
-	mu    sync.Mutex
-	slots [quotaWindow + 1]ioSlot
-}
-
-type ioSlot struct {
-	sec                          int64
-	recordsIn, bytesIn, bytesOut float64
-}
-
-// entriesBytes is the record data of PutRecords entries.
-func entriesBytes(recs []disclient.PutRecordsEntry) int {
-	n := 0
-	for i := range recs {
-		n += len(recs[i].Data)
-	}
-	return n
-}
-
-// wrote counts records DIS stored.
-func (m *ioMeter) wrote(recs []disclient.PutRecordsEntry) {
-	m.add(time.Now(), float64(len(recs)), float64(entriesBytes(recs)), 0)
-}
-
-// read counts records DIS returned.
-func (m *ioMeter) read(recs []disclient.Record) {
-	n := 0
-	for i := range recs {
-		n += len(recs[i].Data) + recs[i].Rest.Len
-	}
-	m.add(time.Now(), 0, 0, float64(n))
-}
-
-func (m *ioMeter) add(now time.Time, recordsIn, bytesIn, bytesOut float64) {
-	sec := now.Unix()
-	m.mu.Lock()
-	s := &m.slots[sec%int64(len(m.slots))]
-	if s.sec != sec {
-		*s = ioSlot{sec: sec}
-	}
-	s.recordsIn += recordsIn
-	s.bytesIn += bytesIn
-	s.bytesOut += bytesOut
-	m.mu.Unlock()
-}
-
-// rates are the per-second averages over the last quotaWindow whole
-// seconds before now.
-func (m *ioMeter) rates(now time.Time) (recordsIn, bytesIn, bytesOut float64) {
-	cur := now.Unix()
-	m.mu.Lock()
-	for _, s := range m.slots {
-		if s.sec < cur && s.sec >= cur-quotaWindow {
-			recordsIn += s.recordsIn
-			bytesIn += s.bytesIn
-			bytesOut += s.bytesOut
-		}
-	}
-	m.mu.Unlock()
-	return recordsIn / quotaWindow, bytesIn / quotaWindow, bytesOut / quotaWindow
 }
 
 // quotaLimits are DIS's per-partition limits of a stream type

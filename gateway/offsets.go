@@ -204,11 +204,11 @@ func (gw *Gateway) checkpointFor(ctx context.Context, t *topicMeta, group string
 		if req.Metadata, err = encodeOffsetCheckpointMetadata(group, meta, offset); err != nil {
 			return nil, kerr.OffsetMetadataTooLarge.Code
 		}
-		if seq, err = gw.partitionFor(t.key(partition)).checkpointSeq(ctx, pm.earliest, offset); err != nil {
+		if seq, err = gw.partitionFor(t.key(partition)).CheckpointSeq(ctx, pm.earliest, offset); err != nil {
 			gw.log.Warn().Err(err).Str("group", group).Str("topic", t.name).Int32("partition", partition).Msg("finding the DIS record of a committed offset failed")
 			return nil, kafkaCodeForDIS(err)
 		}
-	} else if next := max(pm.next, gw.readerFor(t.key(partition)).knownHWM()); offset < pm.earliest || offset > next {
+	} else if next := max(pm.next, gw.partitionFor(t.key(partition)).KnownHWM()); offset < pm.earliest || offset > next {
 		seq = min(max(offset, pm.earliest), next)
 		if req.Metadata, err = encodeOffsetCheckpointMetadata(group, meta, offset); err != nil {
 			return nil, kerr.OffsetMetadataTooLarge.Code
@@ -252,7 +252,7 @@ func (gw *Gateway) committedOffset(ctx context.Context, tn *tenant, group, topic
 		if int(partition) >= len(t.partitions) {
 			return -1, nil, 0
 		}
-		exact, err := gw.partitionFor(t.key(partition)).offsetOfSeq(ctx, off)
+		exact, err := gw.partitionFor(t.key(partition)).OffsetOfSeq(ctx, off)
 		if err != nil {
 			return -1, nil, 0
 		}

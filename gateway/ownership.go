@@ -84,31 +84,12 @@ func (gw *Gateway) followMembership() {
 }
 
 // releaseMovedPartitions drops the state of every partition this gateway
-// no longer leads, or led again before its state could be dropped, so that
-// when it leads one again it recovers the next offset and producer state
-// from DIS, where another gateway wrote meanwhile. Produce no longer queues on such a partition, so a state
-// still writing its queued batches or serving a read goes once it is idle;
-// it reports whether none is left.
+// no longer leads (plog.Tenant.ReleaseMoved); it reports whether none is
+// left.
 func (gw *Gateway) releaseMovedPartitions() bool {
 	done := true
-	far := time.Now().Add(time.Hour)
 	gw.forEachTenant(func(tn *tenant) {
-		tn.parts.evict(far, func(ps *partitionState) bool {
-			owned := gw.ownsPartition(ps.key.topic, ps.key.partition)
-			if owned && !ps.moved.Load() {
-				return false
-			}
-			if !ps.idle() {
-				// Still writing or reading: look again soon. If the
-				// partition comes back meanwhile the state is stale
-				// all the same, so it goes as soon as it is idle.
-				ps.moved.Store(true)
-				done = false
-				return false
-			}
-			ps.dropped()
-			return true
-		})
+		done = tn.parts.ReleaseMoved(gw.ownsPartition) && done
 	})
 	return done
 }

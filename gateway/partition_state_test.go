@@ -183,75 +183,6 @@ func TestSeeksInLongPartition(t *testing.T) {
 	}
 }
 
-// The read cache keeps all partitions' batches within one budget, taking
-// from the partition read least recently first, and accounts exactly.
-func TestReadCacheOneBudget(t *testing.T) {
-	gw, err := New(Config{ReadCacheBytes: 100_000}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	part := func(p int32) *partitionState {
-		return gw.partitionFor(partitionKey{tenant: gw.tenant, topic: "t", partition: p})
-	}
-	fill := func(ps *partitionState, from int64) {
-		var bs []cachedBatch
-		for i := range int64(4) {
-			seq := from + i
-			bs = append(bs, cachedBatch{batchLoc: batchLoc{seq: seq, base: seq * 10, last: seq*10 + 9}, data: make([]byte, 10_000)})
-		}
-		ps.appended(bs)
-	}
-	a, b, c := part(0), part(1), part(2)
-	fill(a, 0)
-	fill(b, 0)
-	fill(c, 0)
-	sum := a.windowBytes + b.windowBytes + c.windowBytes
-	if gw.readCache.used != int64(sum) || sum > 100_000 {
-		t.Fatalf("cache holds %d bytes, windows %d: want them equal and within 100000", gw.readCache.used, sum)
-	}
-	if a.windowBytes >= 40_000 || c.windowBytes != 40_000 {
-		t.Fatalf("windows %d %d %d: the least recently used partition should give up bytes first", a.windowBytes, b.windowBytes, c.windowBytes)
-	}
-	// A partition alone keeps at most half the budget.
-	fill(c, 4)
-	fill(c, 8)
-	if c.windowBytes > 50_000 {
-		t.Fatalf("one partition holds %d bytes of a 100000-byte cache", c.windowBytes)
-	}
-	c.dropped()
-	if gw.readCache.used != int64(a.windowBytes+b.windowBytes) {
-		t.Fatalf("after a partition was dropped the cache counts %d bytes, windows %d", gw.readCache.used, a.windowBytes+b.windowBytes)
-	}
-}
-
-// The sparse index stays bounded and ordered, and the offsets it still
-// holds locate exactly; the ones it thinned out narrow a search.
-func TestSparseIndexThinning(t *testing.T) {
-	ps := &partitionState{earliestSeq: 0, nextSeq: 3 * maxIndexEntries, next: 3 * maxIndexEntries * 2}
-	for seq := int64(0); seq < 3*maxIndexEntries; seq++ {
-		ps.learnLocked(batchLoc{seq: seq, base: seq * 2, last: seq*2 + 1})
-	}
-	if len(ps.index) > maxIndexEntries {
-		t.Fatalf("index holds %d entries, bound %d", len(ps.index), maxIndexEntries)
-	}
-	for i := 1; i < len(ps.index); i++ {
-		if ps.index[i].seq <= ps.index[i-1].seq || ps.index[i].base <= ps.index[i-1].last {
-			t.Fatalf("index out of order at %d", i)
-		}
-	}
-	last := ps.index[len(ps.index)-1]
-	if seq, _, _, exact := ps.locateLocked(last.base + 1); !exact || seq != last.seq {
-		t.Fatalf("the newest entry located as %d, exact %v", seq, exact)
-	}
-	for off := int64(0); off < ps.next; off += 7 {
-		seq, lo, hi, exact := ps.locateLocked(off)
-		want := off / 2
-		if exact && seq != want || !exact && (want < lo || want > hi) {
-			t.Fatalf("offset %d located as %d [%d, %d] exact %v, want %d", off, seq, lo, hi, exact, want)
-		}
-	}
-}
-
 // lyingDIS stores the records of its first PutRecords calls but answers
 // them with an error, as a DIS that times out after writing does.
 type lyingDIS struct {
@@ -303,22 +234,6 @@ func TestFailedCallThatLandedIsAnsweredAsWritten(t *testing.T) {
 	first, last, hwm := fetchAt(t, kc, "lied", 0)
 	if first != 0 || last != 8 || hwm != 9 {
 		t.Fatalf("the partition holds %d..%d, high watermark %d; want 0..8 and 9", first, last, hwm)
-	}
-}
-
-// Batches written go into the read cache as copies: the produce request's
-// frame they came from is not kept alive, nor changed under the cache.
-func TestWrittenBatchesDoNotAliasTheFrame(t *testing.T) {
-	frame := batchesOf(t, 1, 2, 5)
-	op := &appendOp{kafka: true, producerID: -1, entries: []disclient.PutRecordsEntry{{Data: frame}}}
-	written, _ := op.takeBatchResults([]disclient.PutRecordsResult{{SequenceNumber: "9"}}, []int{1}, 0, nil, nil)
-	if len(written) != 1 || written[0].seq != 9 || written[0].last != 1 {
-		t.Fatalf("written %+v", written)
-	}
-	want := string(frame)
-	clear(frame)
-	if string(written[0].data) != want {
-		t.Fatal("the cached batch aliases the request frame")
 	}
 }
 
@@ -406,34 +321,4 @@ func TestWriterFencesAnotherWriter(t *testing.T) {
 	}
 	defer fc.Close()
 	check(fc, "a fresh gateway")
-}
-
-// Raw-format partitions' record caches count against the same budget and
-// give up records when kafka-format batches need the room.
-func TestReadCacheCountsRawRecords(t *testing.T) {
-	gw, err := New(Config{ReadCacheBytes: 100_000}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := gw.readerFor(partitionKey{tenant: gw.tenant, topic: "r", partition: 0})
-	var recs []protocol.Record
-	for i := range 60 {
-		recs = append(recs, protocol.Record{Offset: int64(i), Value: make([]byte, 1000)})
-	}
-	raw.appended(recs)
-	if gw.readCache.used != int64(raw.cacheBytes) || raw.cacheBytes == 0 {
-		t.Fatalf("cache counts %d bytes, the raw partition holds %d", gw.readCache.used, raw.cacheBytes)
-	}
-	ps := gw.partitionFor(partitionKey{tenant: gw.tenant, topic: "k", partition: 0})
-	var bs []cachedBatch
-	for i := range int64(5) {
-		bs = append(bs, cachedBatch{batchLoc: batchLoc{seq: i, base: i, last: i}, data: make([]byte, 10_000)})
-	}
-	ps.appended(bs)
-	if gw.readCache.used > 100_000 || gw.readCache.used != int64(raw.cacheBytes+ps.windowBytes) {
-		t.Fatalf("cache counts %d bytes, raw %d and batches %d: want their sum, within 100000", gw.readCache.used, raw.cacheBytes, ps.windowBytes)
-	}
-	if raw.cacheBytes >= 60*recordSize(&recs[0]) {
-		t.Fatal("the raw partition read least recently gave up nothing")
-	}
 }

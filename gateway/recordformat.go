@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"fmt"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/disgw/disgw/disclient"
@@ -84,21 +83,4 @@ func rawKeyProblem(key []byte) string {
 		return fmt.Sprintf("whose keys are at most %d bytes", maxRawKeyBytes)
 	}
 	return ""
-}
-
-// fromRawDIS converts a DIS record of a raw-format stream back into a Kafka
-// record at the offset of its sequence number.
-func fromRawDIS(d *disclient.Record) (protocol.Record, error) {
-	off, err := strconv.ParseInt(d.SequenceNumber, 10, 64)
-	if err != nil {
-		return protocol.Record{}, fmt.Errorf("DIS returned sequence number %q: %w", d.SequenceNumber, err)
-	}
-	r := protocol.Record{Offset: off, Timestamp: d.Timestamp, Value: d.Data}
-	if r.Value == nil {
-		r.Value = []byte{}
-	}
-	if d.PartitionKey != "" {
-		r.Key = []byte(d.PartitionKey)
-	}
-	return r, nil
 }

@@ -117,7 +117,7 @@ func (gw *Gateway) close(ctx context.Context) error {
 	gw.handlersRun.wait(ctx)
 	drained := time.Now()
 	unfinished := ctx.Err() != nil
-	gw.flushWatermarks(ctx)
+	gw.forEachTenant(func(tn *tenant) { tn.parts.FlushWatermarks(ctx) })
 	flushed := time.Now()
 	gw.cancel()
 	if gw.swept != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/plog"
 )
 
 // tenant is whose DIS credentials a connection uses: the gateway's own, or
@@ -35,8 +36,9 @@ type tenant struct {
 	// commit costs one DIS call, not two.
 	knownApps sync.Map
 
-	// parts holds each partition's state: writer, reader and offsets.
-	parts partitionMap[*partitionState]
+	// parts is the tenant's partition log: each partition's writer,
+	// reader and offsets.
+	parts *plog.Tenant
 
 	// conns counts the connections signed in as this tenant and lastActive
 	// is when the count last changed; both under Gateway.tenantsMu.
@@ -46,82 +48,9 @@ type tenant struct {
 
 func newTenant(gw *Gateway, id, accessKey string, dis disclient.API) *tenant {
 	tn := &tenant{id: id, accessKey: accessKey, dis: gw.metrics.instrumentDIS(dis, accessKey), lastActive: time.Now()}
-	tn.parts.m = make(map[partitionKey]*partitionEntry[*partitionState])
 	tn.catalog = newCatalog(gw, tn)
+	tn.parts = plog.NewTenant(gw.plogDeps(tn))
 	return tn
-}
-
-// partitionMap holds one tenant's writers or readers and when each was last
-// looked up, which is what idle eviction goes by. Its mu is taken under
-// Gateway.tenantsMu and before the partition log's locks, which evict's
-// and forgetStream's callbacks take; never under them (docs/design.md §11).
-type partitionMap[T any] struct {
-	mu sync.Mutex
-	m  map[partitionKey]*partitionEntry[T]
-}
-
-// partitionEntry is under its partitionMap's mu.
-type partitionEntry[T any] struct {
-	v    T
-	used time.Time
-}
-
-// get returns the value for k, made by create when there is none, and marks
-// it used.
-func (pm *partitionMap[T]) get(k partitionKey, create func() T) T {
-	now := time.Now()
-	pm.mu.Lock()
-	defer pm.mu.Unlock()
-	e := pm.m[k]
-	if e == nil {
-		e = &partitionEntry[T]{v: create()}
-		pm.m[k] = e
-	}
-	e.used = now
-	return e.v
-}
-
-// evict drops the values unused since before cutoff for which drop, called
-// under the map's lock so that no lookup can hand the value out meanwhile,
-// agrees. It returns how many are left.
-func (pm *partitionMap[T]) evict(cutoff time.Time, drop func(T) bool) int {
-	pm.mu.Lock()
-	defer pm.mu.Unlock()
-	for k, e := range pm.m {
-		if e.used.Before(cutoff) && drop(e.v) {
-			delete(pm.m, k)
-		}
-	}
-	return len(pm.m)
-}
-
-// forgetStream drops everything held for a deleted stream, calling dropped
-// for each value.
-func (pm *partitionMap[T]) forgetStream(streamID string, dropped func(T)) {
-	pm.mu.Lock()
-	defer pm.mu.Unlock()
-	for k, e := range pm.m {
-		if k.stream == streamID {
-			delete(pm.m, k)
-			dropped(e.v)
-		}
-	}
-}
-
-// evictIdle drops the partition states unused since before cutoff and
-// reports whether the tenant holds none any more. A state goes only with an
-// empty write queue, no PutRecords in flight and no read running, and its
-// writer is marked so that a produce that looked it up just before enqueues
-// on its successor instead; a fetch still long-polling on it notices new
-// records at its next poll of DIS rather than at once.
-func (tn *tenant) evictIdle(cutoff time.Time) bool {
-	return tn.parts.evict(cutoff, func(ps *partitionState) bool {
-		if !ps.idle() {
-			return false
-		}
-		ps.dropped()
-		return true
-	}) == 0
 }
 
 // tenantVerifyTimeout bounds the DIS call that checks passthrough credentials.
@@ -270,7 +199,7 @@ func (gw *Gateway) makeRoomLocked() bool {
 // writers and readers unused since before cutoff are all gone, and closes
 // its DIS client.
 func (gw *Gateway) dropTenantLocked(tn *tenant, cutoff time.Time) bool {
-	if tn.conns > 0 || !tn.evictIdle(cutoff) {
+	if tn.conns > 0 || !tn.parts.EvictIdle(cutoff) {
 		return false
 	}
 	delete(gw.tenants, tn.id)
@@ -316,7 +245,7 @@ func (gw *Gateway) sweepIdle() {
 func (gw *Gateway) sweepOnce(now time.Time) {
 	cutoff := now.Add(-gw.cfg.StateIdleTimeout)
 	gw.forEachTenant(func(tn *tenant) {
-		tn.evictIdle(cutoff)
+		tn.parts.EvictIdle(cutoff)
 		tn.catalog.pruneUnknown(now)
 	})
 	gw.tenantsMu.Lock()

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/plog"
 )
 
 // metaCountingDIS counts the DIS calls a client's metadata and offset
@@ -282,134 +283,6 @@ func newIdleTestGateway(t *testing.T, dis disclient.API, tune func(*Config)) *Ga
 	return gw
 }
 
-// Idle partition states are dropped; one whose writer has a queue or a
-// call in flight, whose reader reads ahead, or that was used recently stays.
-func TestIdleWritersAndReadersEvicted(t *testing.T) {
-	gw := newIdleTestGateway(t, &metaCountingDIS{}, nil)
-	tn := gw.tenant
-	key := func(p int32) partitionKey { return partitionKey{tenant: tn, topic: "t", stream: "s", partition: p} }
-	idle, busy := gw.writerFor(key(0)), gw.writerFor(key(1))
-	busy.running = true
-	gw.readerFor(key(2)).loading.Store(true)
-
-	gw.sweepOnce(time.Now())
-	if len(tn.parts.m) != 3 {
-		t.Fatal("a sweep dropped partition state used just now")
-	}
-	gw.sweepOnce(time.Now().Add(2 * time.Minute))
-	if _, ok := tn.parts.m[key(0)]; ok || !idle.evicted {
-		t.Fatal("an idle partition was not evicted")
-	}
-	if _, ok := tn.parts.m[key(1)]; !ok || busy.evicted {
-		t.Fatal("a partition with a call in flight was evicted")
-	}
-	if _, ok := tn.parts.m[key(2)]; !ok {
-		t.Fatal("a partition reading ahead was evicted")
-	}
-	if gw.writerFor(key(0)) == idle {
-		t.Fatal("the evicted writer was handed out again")
-	}
-}
-
-// Evicting writers while produces look them up loses no produce and keeps
-// one PutRecords in flight per partition: every batch completes and reaches
-// DIS, none through a writer already dropped.
-func TestEvictionLosesNoProduce(t *testing.T) {
-	dis := &countingDIS{API: localDIS(t), putInFlight: map[string]int{}, putCallsSeen: map[string]int{}}
-	createStreams(t, dis, 1, "evict")
-	gw := newIdleTestGateway(t, dis, nil)
-	k := partitionKey{tenant: gw.tenant, topic: "evict", stream: "s", partition: 0}
-	newOp := func(v string) *appendOp {
-		return &appendOp{
-			entries:    []disclient.PutRecordsEntry{{Data: []byte(v), PartitionID: disclient.PartitionID(0)}},
-			producerID: -1,
-			done:       make(chan struct{}),
-		}
-	}
-
-	// A produce that looked the writer up just before it was evicted.
-	stale := gw.writerFor(k)
-	gw.tenant.evictIdle(time.Now().Add(time.Hour))
-	op := newOp("late")
-	if _, code := stale.enqueue(context.Background(), op); code != 0 {
-		t.Fatalf("enqueue on an evicted writer: code %d", code)
-	}
-	<-op.done
-	if op.errCode != 0 {
-		t.Fatalf("produce through an evicted writer: %d %s", op.errCode, op.errMsg)
-	}
-	gw.tenant.parts.mu.Lock()
-	successor := gw.tenant.parts.m[k]
-	gw.tenant.parts.mu.Unlock()
-	if successor == nil || successor.v.writer == stale {
-		t.Fatal("a produce went through an evicted writer rather than its successor")
-	}
-
-	stop := make(chan struct{})
-	var sweeps sync.WaitGroup
-	sweeps.Add(1)
-	go func() {
-		defer sweeps.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				// A cutoff in the future makes every writer idle enough.
-				gw.tenant.evictIdle(time.Now().Add(time.Hour))
-			}
-		}
-	}()
-	const producers, perProducer = 4, 50
-	var seenMu sync.Mutex
-	seen := map[*partitionWriter]bool{}
-	var wg sync.WaitGroup
-	for p := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range perProducer {
-				op := newOp(fmt.Sprintf("%d-%d", p, i))
-				w := gw.writerFor(k)
-				seenMu.Lock()
-				seen[w] = true
-				seenMu.Unlock()
-				if _, code := w.enqueue(context.Background(), op); code != 0 {
-					t.Errorf("enqueue: code %d", code)
-					return
-				}
-				<-op.done
-				if op.errCode != 0 {
-					t.Errorf("produce failed: %d %s", op.errCode, op.errMsg)
-					return
-				}
-				// Leave the writer idle now and then, so sweeps drop it.
-				time.Sleep(time.Duration(p) * time.Millisecond)
-			}
-		}()
-	}
-	wg.Wait()
-	close(stop)
-	sweeps.Wait()
-	d, err := dis.DescribeStream(context.Background(), "evict", "", 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, next, err := disclient.ParseSequenceNumberRange(d.Partitions[0].SequenceNumberRange)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if next != producers*perProducer+1 {
-		t.Fatalf("DIS holds %d records, want %d", next, producers*perProducer+1)
-	}
-	if len(seen) < 2 {
-		t.Fatal("no writer was evicted while producing")
-	}
-	if dis.maxInFlight != 1 {
-		t.Fatalf("%d PutRecords calls in flight for one partition, want 1", dis.maxInFlight)
-	}
-}
-
 // A passthrough tenant without connections is dropped after StateIdleTimeout
 // with its DIS client closed; MaxTenants bounds how many are held, making
 // room by dropping an idle one, refusing when none is.
@@ -542,6 +415,100 @@ func (refusingDeleteDIS) DeleteStream(context.Context, string) error {
 	return &disclient.Error{Status: 403, Code: disclient.CodeRBACDenied, Message: "not allowed"}
 }
 
+// Evicting writers while produces look them up loses no produce and keeps
+// one PutRecords in flight per partition: every batch completes and reaches
+// DIS, none through a writer already dropped.
+func TestEvictionLosesNoProduce(t *testing.T) {
+	dis := &countingDIS{API: localDIS(t), putInFlight: map[string]int{}, putCallsSeen: map[string]int{}}
+	createStreams(t, dis, 1, "evict")
+	gw := newIdleTestGateway(t, dis, nil)
+	k := partitionKey{tenant: gw.tenant, topic: "evict", stream: "s", partition: 0}
+	newOp := func(v string) *plog.Append {
+		op := plog.NewAppend(false)
+		op.Entries = []disclient.PutRecordsEntry{{Data: []byte(v), PartitionID: disclient.PartitionID(0)}}
+		return op
+	}
+
+	// A produce that looked the writer up just before it was evicted.
+	stale := gw.partitionFor(k)
+	gw.tenant.parts.EvictIdle(time.Now().Add(time.Hour))
+	op := newOp("late")
+	if _, code := stale.Enqueue(context.Background(), op); code != 0 {
+		t.Fatalf("enqueue on an evicted writer: code %d", code)
+	}
+	<-op.Done()
+	if op.ErrCode != 0 {
+		t.Fatalf("produce through an evicted writer: %d %s", op.ErrCode, op.ErrMsg)
+	}
+	if successor, ok := gw.tenant.parts.Peek(k.log()); !ok || successor == stale {
+		t.Fatal("a produce went through an evicted writer rather than its successor")
+	}
+
+	stop := make(chan struct{})
+	var sweeps sync.WaitGroup
+	sweeps.Add(1)
+	go func() {
+		defer sweeps.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				// A cutoff in the future makes every writer idle enough.
+				gw.tenant.parts.EvictIdle(time.Now().Add(time.Hour))
+			}
+		}
+	}()
+	const producers, perProducer = 4, 50
+	var seenMu sync.Mutex
+	seen := map[*plog.Partition]bool{}
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perProducer {
+				op := newOp(fmt.Sprintf("%d-%d", p, i))
+				w := gw.partitionFor(k)
+				seenMu.Lock()
+				seen[w] = true
+				seenMu.Unlock()
+				if _, code := w.Enqueue(context.Background(), op); code != 0 {
+					t.Errorf("enqueue: code %d", code)
+					return
+				}
+				<-op.Done()
+				if op.ErrCode != 0 {
+					t.Errorf("produce failed: %d %s", op.ErrCode, op.ErrMsg)
+					return
+				}
+				// Leave the writer idle now and then, so sweeps drop it.
+				time.Sleep(time.Duration(p) * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	sweeps.Wait()
+	d, err := dis.DescribeStream(context.Background(), "evict", "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, next, err := disclient.ParseSequenceNumberRange(d.Partitions[0].SequenceNumberRange)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next != producers*perProducer+1 {
+		t.Fatalf("DIS holds %d records, want %d", next, producers*perProducer+1)
+	}
+	if len(seen) < 2 {
+		t.Fatal("no writer was evicted while producing")
+	}
+	if dis.maxInFlight != 1 {
+		t.Fatalf("%d PutRecords calls in flight for one partition, want 1", dis.maxInFlight)
+	}
+}
+
 // A DeleteTopics that DIS refuses leaves the topic's partition state in
 // place for every tenant; one DIS confirms drops it.
 func TestDeleteTopicForgetsStateOnlyOnceDISDeleted(t *testing.T) {
@@ -555,18 +522,18 @@ func TestDeleteTopicForgetsStateOnlyOnceDISDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw.writerFor(partitionKey{tenant: gw.tenant, topic: "doomed", stream: topic.streamID, partition: 0})
+	gw.partitionFor(partitionKey{tenant: gw.tenant, topic: "doomed", stream: topic.streamID, partition: 0})
 	if code, _ := gw.deleteTopic(ctx, gw.tenant, "doomed"); code == 0 {
 		t.Fatal("a delete DIS refused answered success")
 	}
-	if len(gw.tenant.parts.m) != 1 {
+	if len(gw.tenant.parts.All()) != 1 {
 		t.Fatal("a refused delete dropped the topic's partition state")
 	}
 	gw.tenant.dis = local
 	if code, msg := gw.deleteTopic(ctx, gw.tenant, "doomed"); code != 0 {
 		t.Fatalf("delete: error %d %v", code, msg)
 	}
-	if len(gw.tenant.parts.m) != 0 {
+	if len(gw.tenant.parts.All()) != 0 {
 		t.Fatal("a delete DIS confirmed kept the topic's partition state")
 	}
 }

@@ -255,6 +255,11 @@ const (
 // configMaxMessageBytes is the largest batch Produce takes on a topic.
 const configMaxMessageBytes = "max.message.bytes"
 
+// maxMessageBytesLimit is the largest max.message.bytes a topic may have:
+// 1 GiB, below Kafka's Int.MaxValue; a batch is also bounded by the
+// largest request the gateway reads (--max-request-bytes).
+const maxMessageBytesLimit = 1 << 30
+
 // parseMaxMessageBytes checks a max.message.bytes value and returns it in
 // canonical form.
 func parseMaxMessageBytes(v string) (string, error) {

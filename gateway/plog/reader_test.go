@@ -1,4 +1,4 @@
-package gateway
+package plog
 
 import (
 	"testing"
@@ -16,11 +16,7 @@ func recsAt(from, to int64) []protocol.Record {
 
 func testReader(t *testing.T, cacheBytes int) *partitionReader {
 	t.Helper()
-	gw, err := New(Config{ReadCacheBytes: cacheBytes}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gw.readerFor(partitionKey{tenant: gw.tenant, topic: "t", partition: 0})
+	return testTenant(t, testSettings{Config: Config{ReadCacheBytes: cacheBytes}}, nil).Partition(testKey("t", 0)).reader
 }
 
 func cacheRange(pr *partitionReader) [2]int64 {

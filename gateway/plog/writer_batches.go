@@ -1,4 +1,4 @@
-package gateway
+package plog
 
 import (
 	"context"
@@ -33,34 +33,34 @@ import (
 //
 // Against the in-process DIS a call that went as planned is handed to the
 // completer as soon as DIS has sequenced it, and the writer goes on to its
-// next call while the fsync runs (partition_writer_pipeline.go); any other
+// next call while the fsync runs (writer_pipeline.go); any other
 // outcome is handled here once every earlier call is completed and this
 // one's records are durable.
-func (w *partitionWriter) writeBatches(ops []*appendOp) {
+func (w *partitionWriter) writeBatches(ops []*Append) {
 	ps := w.state
 	deadline := callDeadline(ops)
 	var cost int64
 	for _, op := range ops {
 		cost += op.queueCost()
 	}
-	ctx, cancel := context.WithDeadline(w.gw.ctx, deadline)
+	ctx, cancel := context.WithDeadline(w.d.Ctx, deadline)
 	err := ps.ensure(ctx)
 	cancel()
 	if err != nil {
-		w.gw.log.Warn().Err(err).Str("topic", w.key.topic).Int32("partition", w.key.partition).
+		w.d.Log.Warn().Err(err).Str("topic", w.key.Topic).Int32("partition", w.key.Partition).
 			Msg("recovering the partition's next offset from DIS failed")
 		code := kerr.KafkaStorageError.Code
 		var de *disclient.Error
 		if errors.As(err, &de) {
-			code = kafkaCodeForDIS(err)
+			code = w.d.KafkaCode(err)
 		}
 		for _, op := range ops {
 			op.fail(code, "disgw could not recover the partition's offsets from DIS: "+err.Error())
-			if op.producerID >= 0 {
+			if op.ProducerID >= 0 {
 				w.producerFailed(op)
 			}
 		}
-		w.gw.queues.release(w, cost)
+		w.d.Queues.release(w, cost)
 		for _, op := range ops {
 			op.finish()
 		}
@@ -77,19 +77,19 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 	var entries []disclient.PutRecordsEntry
 	var ends []int // where each batch's records end in entries
 	for _, op := range ops {
-		op.baseOffset = off
-		for i := range op.entries {
-			e := &op.entries[i]
+		op.BaseOffset = off
+		for i := range op.Entries {
+			e := &op.Entries[i]
 			protocol.StampBatch(e.Data, off, 0)
-			if op.logAppendTime {
+			if op.LogAppendTime {
 				protocol.SetLogAppendTime(e.Data, now)
-				op.appendTime = now
+				op.AppendTime = now
 				ts := now
 				e.Timestamp = &ts
 			}
 			info, _ := protocol.ParseBatchInfo(e.Data)
 			off = info.LastOffset() + 1
-			entries = append(entries, batchRecords(e.Data, e.PartitionID, *e.Timestamp, w.gw.cfg.MaxRecordBytes)...)
+			entries = append(entries, batchRecords(e.Data, e.PartitionID, *e.Timestamp, w.d.MaxRecordBytes)...)
 			ends = append(ends, len(entries))
 		}
 	}
@@ -115,34 +115,34 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 			ps.forget()
 		}
 	}
-	var written []cachedBatch
-	var owners []*appendOp         // the op of each written batch
+	var written []Batch
+	var owners []*Append           // the op of each written batch
 	failed := make(map[int64]bool) // producers with a failed batch in this call
 	scattered := false             // a batch's fragments are not consecutive
 	b := 0                         // the op's first batch in ends
 	for _, op := range ops {
-		n := len(op.entries)
+		n := len(op.Entries)
 		if code != 0 {
 			op.fail(code, msg)
-			op.throttled = throttled
+			op.Throttled = throttled
 		} else {
 			before := len(written)
 			var apart bool
-			written, apart = op.takeBatchResults(results, ends[b:b+n], batchStart(ends, b), lost, written)
+			written, apart = op.takeBatchResults(results, ends[b:b+n], batchStart(ends, b), lost, written, w.d.KafkaCode)
 			scattered = scattered || apart
 			for range len(written) - before {
 				owners = append(owners, op)
 			}
 		}
 		b += n
-		if op.producerID >= 0 && failed[op.producerID] && op.errCode == 0 {
-			w.gw.log.Error().Str("topic", w.key.topic).Int32("partition", w.key.partition).Int64("producer_id", op.producerID).
-				Int64("base_offset", op.baseOffset).
+		if op.ProducerID >= 0 && failed[op.ProducerID] && op.ErrCode == 0 {
+			w.d.Log.Error().Str("topic", w.key.Topic).Int32("partition", w.key.Partition).Int64("producer_id", op.ProducerID).
+				Int64("base_offset", op.BaseOffset).
 				Msg("DIS failed a batch of an idempotent producer and stored a later one of the same call: the log holds this producer's batches out of order (Config.PutRecordsKeepsOrder is wrong for this DIS)")
 		}
-		if op.errCode != 0 {
-			if op.producerID >= 0 {
-				failed[op.producerID] = true
+		if op.ErrCode != 0 {
+			if op.ProducerID >= 0 {
+				failed[op.ProducerID] = true
 				w.producerFailed(op)
 			}
 		}
@@ -163,7 +163,7 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 	expect := wantSeq
 	for j := range written {
 		if written[j].startSeq() != expect || scattered {
-			w.gw.log.Warn().Str("topic", w.key.topic).Int32("partition", w.key.partition).
+			w.d.Log.Warn().Str("topic", w.key.Topic).Int32("partition", w.key.Partition).
 				Int64("sequence_number", written[j].startSeq()).Int64("expected", expect).
 				Msg("someone else wrote this partition between two writes of this gateway; batches whose offsets overlap theirs are written again after them")
 			written = w.fence(deadline, written, owners, wantSeq)
@@ -177,7 +177,7 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 		ps.scheduleWatermark()
 	}
 	w.countProduced(ops)
-	w.gw.queues.release(w, cost)
+	w.d.Queues.release(w, cost)
 	for _, op := range ops {
 		op.finish()
 	}
@@ -187,7 +187,7 @@ func (w *partitionWriter) writeBatches(ops []*appendOp) {
 // the durability of a call not handed to the completer (nil: nothing to
 // wait for). If that fails, the ops of ops that were written fail
 // (failUndurable), and it returns the error.
-func (w *partitionWriter) settle(wait func() error, ops []*appendOp) error {
+func (w *partitionWriter) settle(wait func() error, ops []*Append) error {
 	w.awaitPipeline(0)
 	if wait == nil {
 		return nil
@@ -201,7 +201,7 @@ func (w *partitionWriter) settle(wait func() error, ops []*appendOp) error {
 
 // inSequence reports whether written, in order, starts at sequence number
 // from and follows itself without a gap: nobody else wrote in between.
-func inSequence(written []cachedBatch, from int64) bool {
+func inSequence(written []Batch, from int64) bool {
 	if len(written) == 0 {
 		return false
 	}
@@ -215,9 +215,9 @@ func inSequence(written []cachedBatch, from int64) bool {
 }
 
 // allWritten reports whether every op was written.
-func allWritten(ops []*appendOp) bool {
+func allWritten(ops []*Append) bool {
 	for _, op := range ops {
-		if op.errCode != 0 {
+		if op.ErrCode != 0 {
 			return false
 		}
 	}
@@ -244,38 +244,38 @@ func batchStart(ends []int, b int) int {
 // takeBatchResults takes the per-record results of a kafka op, whose
 // batches' records begin at from and end at ends in results: every batch
 // DIS stored whole goes into written, as a copy that aliases no request
-// frame; the op fails with the first record's error. A result with
-// neither a sequence number nor an error is a record of the failed call
-// lost that did not land. scattered reports a batch whose fragments DIS
-// did not store at consecutive sequence numbers.
-func (op *appendOp) takeBatchResults(results []disclient.PutRecordsResult, ends []int, from int, lost *callFailure, written []cachedBatch) (_ []cachedBatch, scattered bool) {
+// frame; the op fails with the first record's error, as kafkaCode maps
+// it. A result with neither a sequence number nor an error is a record of
+// the failed call lost that did not land. scattered reports a batch whose
+// fragments DIS did not store at consecutive sequence numbers.
+func (op *Append) takeBatchResults(results []disclient.PutRecordsResult, ends []int, from int, lost *callFailure, written []Batch, kafkaCode func(error) int16) (_ []Batch, scattered bool) {
 	for j, end := range ends {
 		rs := results[from:end]
 		from = end
 		first, last, bad := storedSeqs(rs)
 		switch {
 		case bad == nil:
-		case op.errCode != 0:
+		case op.ErrCode != 0:
 			continue
 		case bad.ErrorCode == "" && bad.SequenceNumber == "" && lost != nil:
 			op.fail(lost.code, lost.msg)
-			op.throttled = lost.throttled
+			op.Throttled = lost.throttled
 			continue
 		case bad.ErrorCode != "":
-			op.fail(kafkaCodeForDIS(&disclient.Error{Code: bad.ErrorCode, Message: bad.ErrorMessage}), bad.ErrorCode+": "+bad.ErrorMessage)
-			op.throttled = isThrottle(bad.ErrorCode)
+			op.fail(kafkaCode(&disclient.Error{Code: bad.ErrorCode, Message: bad.ErrorMessage}), bad.ErrorCode+": "+bad.ErrorMessage)
+			op.Throttled = disclient.IsThrottle(bad.ErrorCode)
 			continue
 		default:
 			op.fail(kerr.UnknownServerError.Code, "DIS returned sequence number "+strconv.Quote(bad.SequenceNumber))
 			continue
 		}
-		data := op.entries[j].Data
+		data := op.Entries[j].Data
 		info, _ := protocol.ParseBatchInfo(data)
 		scattered = scattered || last-first != int64(len(rs)-1)
-		written = append(written, cachedBatch{
+		written = append(written, Batch{
 			batchLoc: batchLoc{seq: last, base: info.BaseOffset, last: info.LastOffset(), lead: last - first},
 			maxTS:    info.MaxTimestamp,
-			data:     append([]byte(nil), data...),
+			Data:     append([]byte(nil), data...),
 		})
 	}
 	return written, scattered
@@ -308,14 +308,14 @@ const landedTimeout = 5 * time.Second
 // ok is false when DIS could not be read, or holds records that are none of
 // these batches.
 func (w *partitionWriter) landed(entries []disclient.PutRecordsEntry, wantSeq int64) ([]disclient.PutRecordsResult, bool) {
-	ctx, cancel := context.WithTimeout(w.gw.ctx, landedTimeout)
+	ctx, cancel := context.WithTimeout(w.d.Ctx, landedTimeout)
 	defer cancel()
-	t, err := w.key.tenant.catalog.refresh(ctx, w.key.topic)
-	if err != nil || int(w.key.partition) >= len(t.partitions) {
+	_, next, ok, err := w.d.Refresh(ctx, w.key.Topic, w.key.Partition)
+	if err != nil || !ok {
 		return nil, false
 	}
 	var stored []disclient.Record
-	if next := t.partitions[w.key.partition].next; next > wantSeq {
+	if next > wantSeq {
 		if stored, err = w.state.readRange(ctx, wantSeq, next); err != nil {
 			return nil, false
 		}
@@ -329,11 +329,11 @@ func (w *partitionWriter) landed(entries []disclient.PutRecordsEntry, wantSeq in
 		if j == len(entries) {
 			return nil, false
 		}
-		results[j] = disclient.PutRecordsResult{PartitionID: disclient.PartitionID(w.key.partition), SequenceNumber: r.SequenceNumber}
+		results[j] = disclient.PutRecordsResult{PartitionID: disclient.PartitionID(w.key.Partition), SequenceNumber: r.SequenceNumber}
 		j++
 	}
 	if len(stored) > 0 {
-		w.gw.log.Warn().Str("topic", w.key.topic).Int32("partition", w.key.partition).Int("stored", len(stored)).Int("sent", len(entries)).
+		w.d.Log.Warn().Str("topic", w.key.Topic).Int32("partition", w.key.Partition).Int("stored", len(stored)).Int("sent", len(entries)).
 			Msg("a failed PutRecords call stored some of its batches; they are answered as written")
 	}
 	return results, true
@@ -351,27 +351,27 @@ const fenceAttempts = 3
 // skip, so it writes them again after everything, with new offsets, and
 // only then are their producers answered. It returns the batches written,
 // in sequence order; owners are their ops, which it updates.
-func (w *partitionWriter) fence(deadline time.Time, written []cachedBatch, owners []*appendOp, wantSeq int64) []cachedBatch {
+func (w *partitionWriter) fence(deadline time.Time, written []Batch, owners []*Append, wantSeq int64) []Batch {
 	ps := w.state
-	ctx, cancel := context.WithDeadline(w.gw.ctx, deadline)
+	ctx, cancel := context.WithDeadline(w.d.Ctx, deadline)
 	defer cancel()
 	logf := func() *zerolog.Event {
-		return w.gw.log.Warn().Str("topic", w.key.topic).Int32("partition", w.key.partition)
+		return w.d.Log.Warn().Str("topic", w.key.Topic).Int32("partition", w.key.Partition)
 	}
 	// drop fails the ops of the batches at idx and forgets the batches.
 	drop := func(idx []int, code int16, msg string) {
 		gone := make(map[int]bool, len(idx))
 		for _, i := range idx {
 			gone[i] = true
-			if op := owners[i]; op.errCode == 0 {
+			if op := owners[i]; op.ErrCode == 0 {
 				op.fail(code, msg)
-				if op.producerID >= 0 {
+				if op.ProducerID >= 0 {
 					w.producerFailed(op)
 				}
 			}
 		}
-		var keptW []cachedBatch
-		var keptO []*appendOp
+		var keptW []Batch
+		var keptO []*Append
 		for i := range written {
 			if !gone[i] {
 				keptW, keptO = append(keptW, written[i]), append(keptO, owners[i])
@@ -408,14 +408,14 @@ func (w *partitionWriter) fence(deadline time.Time, written []cachedBatch, owner
 		ends := make([]int, len(again))
 		for k, i := range again {
 			b := &written[i]
-			protocol.StampBatch(b.data, off, 0)
-			info, _ := protocol.ParseBatchInfo(b.data)
+			protocol.StampBatch(b.Data, off, 0)
+			info, _ := protocol.ParseBatchInfo(b.Data)
 			b.base, b.last = off, info.LastOffset()
 			off = b.last + 1
-			entries = append(entries, batchRecords(b.data, disclient.PartitionID(w.key.partition), b.maxTS, w.gw.cfg.MaxRecordBytes)...)
+			entries = append(entries, batchRecords(b.Data, disclient.PartitionID(w.key.Partition), b.maxTS, w.d.MaxRecordBytes)...)
 			ends[k] = len(entries)
 		}
-		w.gw.metrics.fencedBatches.Add(float64(len(again)))
+		w.d.FencedBatches(len(again))
 		results, code, msg, _ := w.put(deadline, entries, ends, false).whole()
 		if code == 0 && len(results) != len(entries) {
 			code, msg = kerr.UnknownServerError.Code, "DIS answered PutRecords with a different number of records"
@@ -437,7 +437,7 @@ func (w *partitionWriter) fence(deadline time.Time, written []cachedBatch, owner
 		ps.storedUpTo(results)
 		for k, i := range again {
 			if op := owners[i]; slices.Index(owners, op) == i {
-				op.baseOffset = written[i].base
+				op.BaseOffset = written[i].base
 			} else if k == 0 || again[k-1] != i-1 {
 				logf().Int64("base_offset", written[i].base).
 					Msg("a produce of several batches was written again in part: the base offset answered covers its first batch only")

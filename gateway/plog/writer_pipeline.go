@@ -1,4 +1,4 @@
-package gateway
+package plog
 
 import (
 	"runtime"
@@ -30,11 +30,12 @@ const pipelineDepth = 4
 // durable. The completer publishes them and answers their ops once wait
 // returns nil, or fails the ops with its error.
 type pipelinedCall struct {
-	ops     []*appendOp
-	written []cachedBatch
+	ops     []*Append
+	written []Batch
 	cost    int64
 	// released is set once cost is given back, so that a completer
-	// that panicked after that does not give it back twice.
+	// that panicked after that does not give it back twice; only the
+	// completer touches it.
 	released bool
 	wait     func() error
 	// next and nextSeq are the partition's next offset and sequence
@@ -91,7 +92,7 @@ func (w *partitionWriter) pipelineCall(c *pipelinedCall) {
 // completePipeline completes the pipelined calls in order until none is
 // left.
 func (w *partitionWriter) completePipeline() {
-	defer w.gw.recoverPanic("partition writer completer", w.abandonPipeline)
+	defer w.d.Recover("partition writer completer", w.abandonPipeline)
 	for {
 		w.mu.Lock()
 		if len(w.pipeline) == 0 {
@@ -128,7 +129,7 @@ func (w *partitionWriter) completeCall(c *pipelinedCall) {
 		ps.scheduleWatermark()
 	}
 	w.countProduced(c.ops)
-	w.gw.queues.release(w, c.cost)
+	w.d.Queues.release(w, c.cost)
 	c.released = true
 	for _, op := range c.ops {
 		op.finish()
@@ -140,16 +141,16 @@ func (w *partitionWriter) completeCall(c *pipelinedCall) {
 // after which it takes no writes until restarted): they are not answered
 // as written, and the partition's offsets are recovered again before its
 // next write.
-func (w *partitionWriter) failUndurable(ops []*appendOp, err error) {
-	w.gw.log.Warn().Err(err).Str("topic", w.key.topic).Int32("partition", w.key.partition).
+func (w *partitionWriter) failUndurable(ops []*Append, err error) {
+	w.d.Log.Warn().Err(err).Str("topic", w.key.Topic).Int32("partition", w.key.Partition).
 		Msg("PutRecords failed: DIS could not make the records durable")
-	code := kafkaCodeForDIS(err)
+	code := w.d.KafkaCode(err)
 	for _, op := range ops {
-		if op.errCode != 0 {
+		if op.ErrCode != 0 {
 			continue
 		}
 		op.fail(code, err.Error())
-		if op.producerID >= 0 {
+		if op.ProducerID >= 0 {
 			w.producerFailed(op)
 		}
 	}
@@ -175,7 +176,7 @@ func (w *partitionWriter) abandonPipeline() {
 			select {
 			case <-op.done:
 			default:
-				if op.producerID >= 0 {
+				if op.ProducerID >= 0 {
 					w.producerFailed(op)
 				}
 				op.fail(kerr.UnknownServerError.Code, "disgw failed writing this batch")
@@ -183,7 +184,7 @@ func (w *partitionWriter) abandonPipeline() {
 			}
 		}
 		if !c.released {
-			w.gw.queues.release(w, c.cost)
+			w.d.Queues.release(w, c.cost)
 		}
 		close(c.done)
 	}
@@ -191,14 +192,14 @@ func (w *partitionWriter) abandonPipeline() {
 }
 
 // countProduced counts the records of the ops that were written.
-func (w *partitionWriter) countProduced(ops []*appendOp) {
+func (w *partitionWriter) countProduced(ops []*Append) {
 	for _, op := range ops {
-		if op.errCode != 0 {
+		if op.ErrCode != 0 {
 			continue
 		}
-		for j := range op.entries {
-			info, _ := protocol.ParseBatchInfo(op.entries[j].Data)
-			w.gw.metrics.produced(w.key, int(info.NumRecords), len(op.entries[j].Data))
+		for j := range op.Entries {
+			info, _ := protocol.ParseBatchInfo(op.Entries[j].Data)
+			w.d.Produced(w.key, int(info.NumRecords), len(op.Entries[j].Data))
 		}
 	}
 }

@@ -1,22 +1,17 @@
-package gateway
+package plog
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/protocol"
 )
-
-// cursorRefreshAge reopens a DIS cursor before its 5-minute expiry, as
-// Huawei's own adapter does after 270 s.
-const cursorRefreshAge = 270 * time.Second
 
 // partitionReader serves Fetch for one partition of a raw-format stream,
 // whose offsets are DIS sequence numbers (docs/design.md §4). It keeps the
@@ -25,11 +20,13 @@ const cursorRefreshAge = 270 * time.Second
 // records serves several consumers at once and hands records just produced
 // through this gateway to fetchers without a DIS round trip.
 type partitionReader struct {
-	gw    *Gateway
-	key   partitionKey
-	state *partitionState // whose waiters appends wake
-	pid   string
+	d     *Deps
+	key   Key
+	state *Partition // whose waiters appends wake
 
+	// mu guards the fields from cache to charged. It is taken after
+	// readMu and before the partition's mu (raising the high watermark
+	// wakes the partition's waiters).
 	mu         sync.Mutex
 	cache      []protocol.Record // consecutive offsets
 	cacheBytes int
@@ -39,16 +36,16 @@ type partitionReader struct {
 	// counts; settle brings it up to date outside the lock.
 	charged int
 
-	readMu       sync.Mutex  // one DIS read at a time
-	loading      atomic.Bool // a read-ahead is queued or running
-	cursor       string
-	cursorOffset int64
-	cursorAt     time.Time
+	// readMu makes one DIS read at a time and guards cursor; it is
+	// taken before mu.
+	readMu  sync.Mutex
+	loading atomic.Bool // a read-ahead is queued or running
+	cursor  cursor
 }
 
 // rawCacheBytes bounds one raw partition's record cache, within the
 // gateway's read cache budget.
-func (pr *partitionReader) rawCacheBytes() int { return min(pr.gw.cfg.ReadCacheBytes, 8<<20) }
+func (pr *partitionReader) rawCacheBytes() int { return min(pr.d.ReadCacheBytes, 8<<20) }
 
 // recordSize estimates a record's share of a fetch response.
 func recordSize(r *protocol.Record) int {
@@ -178,7 +175,7 @@ func (pr *partitionReader) settle() {
 	pr.charged = pr.cacheBytes
 	pr.mu.Unlock()
 	if d != 0 {
-		pr.gw.readCache.charge(pr.state, d)
+		pr.d.Cache.charge(pr.state, d)
 	}
 }
 
@@ -238,20 +235,28 @@ func (pr *partitionReader) observeHWM(next int64) {
 	pr.mu.Unlock()
 }
 
+// KnownHWM is the high watermark of a raw-format partition as this gateway
+// has seen it, or -1.
+func (ps *Partition) KnownHWM() int64 { return ps.reader.knownHWM() }
+
+// ObserveHWM raises the known high watermark of a raw-format partition to
+// next, the end DescribeStream reported, waking the fetches waiting.
+func (ps *Partition) ObserveHWM(next int64) { ps.reader.observeHWM(next) }
+
 // errOutOfRange means DIS has no records at the requested offset.
 var errOutOfRange = errors.New("offset out of range")
 
 // read returns records from offset on, up to maxBytes (at least one record
 // when any is there). An empty answer means nothing is there yet.
-func (pr *partitionReader) read(ctx context.Context, format RecordFormat, offset int64, maxBytes int) ([]protocol.Record, error) {
+func (pr *partitionReader) read(ctx context.Context, offset int64, maxBytes int) ([]protocol.Record, error) {
 	defer pr.settle()
 	pr.mu.Lock()
 	if recs, ok := pr.fromCacheLocked(offset, maxBytes); ok {
 		pr.mu.Unlock()
-		pr.readAhead(format, recs[len(recs)-1].Offset+1, maxBytes)
+		pr.readAhead(recs[len(recs)-1].Offset+1, maxBytes)
 		return recs, nil
 	}
-	if offset == pr.hwm && time.Since(pr.lastEmpty) < pr.gw.cfg.PollInterval {
+	if offset == pr.hwm && time.Since(pr.lastEmpty) < pr.d.PollInterval {
 		pr.mu.Unlock()
 		return nil, nil
 	}
@@ -266,7 +271,7 @@ func (pr *partitionReader) read(ctx context.Context, format RecordFormat, offset
 	}
 	pr.mu.Unlock()
 
-	recs, err := pr.readDIS(ctx, format, offset, maxBytes)
+	recs, err := pr.readDIS(ctx, offset, maxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +287,7 @@ func (pr *partitionReader) read(ctx context.Context, format RecordFormat, offset
 	if out == nil {
 		out = recs
 	}
-	pr.readAheadLocked(format, out[len(out)-1].Offset+1, maxBytes)
+	pr.readAheadLocked(out[len(out)-1].Offset+1, maxBytes)
 	return out, nil
 }
 
@@ -290,18 +295,18 @@ func (pr *partitionReader) read(ctx context.Context, format RecordFormat, offset
 // consumer is busy with what it just got, so that its next fetch needs no
 // DIS round trip. It does nothing when the cache already holds enough after
 // next or nothing more is known to be there.
-func (pr *partitionReader) readAhead(format RecordFormat, next int64, maxBytes int) {
+func (pr *partitionReader) readAhead(next int64, maxBytes int) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	pr.readAheadLocked(format, next, maxBytes)
+	pr.readAheadLocked(next, maxBytes)
 }
 
-func (pr *partitionReader) readAheadLocked(format RecordFormat, next int64, maxBytes int) {
+func (pr *partitionReader) readAheadLocked(next int64, maxBytes int) {
 	if pr.enoughAheadLocked(next) {
 		return
 	}
 	if pr.loading.CompareAndSwap(false, true) {
-		pr.gw.goSafe("partition read-ahead", func() { pr.load(format, next, maxBytes) })
+		pr.d.Go("partition read-ahead", func() { pr.load(next, maxBytes) })
 	}
 }
 
@@ -325,12 +330,12 @@ func (pr *partitionReader) readAheadTarget() int { return pr.rawCacheBytes() / 2
 
 // load reads from DIS into the cache until enough is loaded after next;
 // one runs at a time per partition.
-func (pr *partitionReader) load(format RecordFormat, next int64, maxBytes int) {
+func (pr *partitionReader) load(next int64, maxBytes int) {
 	defer pr.loading.Store(false)
 	defer pr.settle()
 	pr.readMu.Lock()
 	defer pr.readMu.Unlock()
-	ctx, cancel := context.WithTimeout(pr.gw.ctx, putTimeout)
+	ctx, cancel := context.WithTimeout(pr.d.Ctx, PutTimeout)
 	defer cancel()
 	for {
 		pr.mu.Lock()
@@ -343,7 +348,7 @@ func (pr *partitionReader) load(format RecordFormat, next int64, maxBytes int) {
 			from = end
 		}
 		pr.mu.Unlock()
-		recs, err := pr.readDIS(ctx, format, from, maxBytes)
+		recs, err := pr.readDIS(ctx, from, maxBytes)
 		if err != nil || len(recs) == 0 {
 			return
 		}
@@ -357,71 +362,37 @@ func (pr *partitionReader) load(format RecordFormat, next int64, maxBytes int) {
 	}
 }
 
-// disReadBytes is the least max_fetch_bytes a GetRecords asks for: more
-// than the largest record the gateway writes (data and key), since DIS
-// returns nothing when the next record is larger than asked and the reader
-// would stall in front of it.
-func (gw *Gateway) disReadBytes() int { return max(gw.cfg.MaxRecordBytes+64<<10, 2<<20) }
-
-// readDIS reads from DIS with the reader's cursor, opening a new one on a
-// seek, near its expiry, or when DIS says it expired.
-func (pr *partitionReader) readDIS(ctx context.Context, format RecordFormat, offset int64, maxBytes int) ([]protocol.Record, error) {
-	for attempt := 0; ; attempt++ {
-		if pr.cursor == "" || pr.cursorOffset != offset || time.Since(pr.cursorAt) > cursorRefreshAge {
-			c, err := pr.key.tenant.dis.GetCursor(ctx, &disclient.GetCursorRequest{
-				StreamName:             pr.key.streamName(),
-				PartitionID:            pr.pid,
-				CursorType:             disclient.CursorAtSequenceNumber,
-				StartingSequenceNumber: strconv.FormatInt(offset, 10),
-			})
-			if err != nil {
-				pr.cursor = ""
-				if disclient.IsCode(err, disclient.CodeSequenceOutOfRange) {
-					return nil, errOutOfRange
-				}
-				return nil, err
-			}
-			pr.cursor, pr.cursorOffset, pr.cursorAt = c.PartitionCursor, offset, time.Now()
-		}
-		resp, err := pr.key.tenant.dis.GetRecords(ctx, pr.cursor, max(maxBytes, pr.gw.disReadBytes()))
+// readDIS reads records from offset on with the reader's cursor.
+func (pr *partitionReader) readDIS(ctx context.Context, offset int64, maxBytes int) ([]protocol.Record, error) {
+	got, err := pr.cursor.read(ctx, pr.state, offset, max(maxBytes, pr.d.ReadBytes), false)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]protocol.Record, 0, len(got))
+	for i := range got {
+		r, err := FromRawDIS(&got[i])
 		if err != nil {
-			pr.cursor = ""
-			switch {
-			case disclient.IsCode(err, disclient.CodeCursorExpired) && attempt == 0:
-				continue
-			case disclient.IsCode(err, disclient.CodeCursorPositionGone):
-				return nil, errOutOfRange
-			}
+			pr.cursor.id = ""
 			return nil, err
 		}
-		pr.state.meter.read(resp.Records)
-		recs := make([]protocol.Record, 0, len(resp.Records))
-		for i := range resp.Records {
-			r, err := fromRawDIS(&resp.Records[i])
-			if err != nil {
-				pr.cursor = ""
-				return nil, err
-			}
-			recs = append(recs, r)
-		}
-		if len(recs) > 0 && recs[0].Offset != offset {
-			pr.cursor = ""
-			return nil, errors.New("DIS returned records from offset " + strconv.FormatInt(recs[0].Offset, 10) +
-				" for a cursor at " + strconv.FormatInt(offset, 10))
-		}
-		pr.cursor = resp.NextPartitionCursor
-		pr.cursorOffset = offset + int64(len(recs))
-		if pr.cursor == "" {
-			pr.cursorOffset = -1
-		}
-		return recs, nil
+		recs = append(recs, r)
 	}
+	return recs, nil
 }
 
-// fetchErrorCode maps a read error to the Fetch partition error.
-func fetchErrorCode(err error) int16 {
-	if errors.Is(err, errOutOfRange) {
-		return kerr.OffsetOutOfRange.Code
+// FromRawDIS converts a DIS record of a raw-format stream back into a Kafka
+// record at the offset of its sequence number.
+func FromRawDIS(d *disclient.Record) (protocol.Record, error) {
+	off, err := strconv.ParseInt(d.SequenceNumber, 10, 64)
+	if err != nil {
+		return protocol.Record{}, fmt.Errorf("DIS returned sequence number %q: %w", d.SequenceNumber, err)
 	}
-	return kafkaCodeForDIS(err)
+	r := protocol.Record{Offset: off, Timestamp: d.Timestamp, Value: d.Data}
+	if r.Value == nil {
+		r.Value = []byte{}
+	}
+	if d.PartitionKey != "" {
+		r.Key = []byte(d.PartitionKey)
+	}
+	return r, nil
 }

@@ -1,4 +1,4 @@
-package gateway
+package plog
 
 import (
 	"context"
@@ -58,49 +58,46 @@ func (d *putDIS) writtenData() []string {
 	return append([]string(nil), d.written...)
 }
 
-func testWriter(t *testing.T, cfg Config, dis disclient.API) *partitionWriter {
+func testWriter(t *testing.T, s testSettings, dis disclient.API) *partitionWriter {
 	t.Helper()
-	gw, err := New(cfg, dis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gw.cancel() })
-	return gw.writerFor(partitionKey{tenant: gw.tenant, topic: "t", partition: 0})
+	return testTenant(t, s, dis).Partition(testKey("t", 0)).writer
 }
 
 // dataOp is a plain op of one record per value.
-func dataOp(values ...string) *appendOp {
-	op := &appendOp{producerID: -1, done: make(chan struct{})}
+func dataOp(values ...string) *Append {
+	op := NewAppend(false)
 	for _, v := range values {
-		op.entries = append(op.entries, disclient.PutRecordsEntry{Data: []byte(v)})
-		op.records = append(op.records, protocol.Record{Value: []byte(v)})
-		op.bytes += len(v)
+		op.Entries = append(op.Entries, disclient.PutRecordsEntry{Data: []byte(v)})
+		op.Records = append(op.Records, protocol.Record{Value: []byte(v)})
+		op.Bytes += len(v)
 	}
 	return op
 }
 
-func waitDone(t *testing.T, op *appendOp) {
+func waitDone(t *testing.T, op *Append) {
 	t.Helper()
 	select {
-	case <-op.done:
+	case <-op.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("op never completed")
 	}
 }
 
-func idemOp(pid int64, epoch int16, first, last int32) *appendOp {
-	return &appendOp{producerID: pid, epoch: epoch, firstSeq: first, lastSeq: last, done: make(chan struct{})}
+func idemOp(pid int64, epoch int16, first, last int32) *Append {
+	op := NewAppend(false)
+	op.ProducerID, op.Epoch, op.FirstSeq, op.LastSeq = pid, epoch, first, last
+	return op
 }
 
 // The idempotent producer rules, fed step by step.
 func TestCheckSequence(t *testing.T) {
-	w := testWriter(t, Config{}, nil)
-	step := func(op *appendOp, wantDup *appendOp, wantCode int16) {
+	w := testWriter(t, testSettings{}, nil)
+	step := func(op *Append, wantDup *Append, wantCode int16) {
 		t.Helper()
 		dup, code := w.checkSequence(op)
 		if dup != wantDup || code != wantCode {
 			t.Fatalf("batch %d..%d epoch %d: dup %p code %v, want dup %p code %v",
-				op.firstSeq, op.lastSeq, op.epoch, dup, kerr.ErrorForCode(code), wantDup, kerr.ErrorForCode(wantCode))
+				op.FirstSeq, op.LastSeq, op.Epoch, dup, kerr.ErrorForCode(code), wantDup, kerr.ErrorForCode(wantCode))
 		}
 	}
 	// An unknown producer may start anywhere (its state may have been lost
@@ -133,7 +130,7 @@ func TestCheckSequence(t *testing.T) {
 }
 
 func TestSequenceWraps(t *testing.T) {
-	w := testWriter(t, Config{}, nil)
+	w := testWriter(t, testSettings{}, nil)
 	if _, code := w.checkSequence(idemOp(1, 0, 1<<31-2, 1<<31-1)); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
@@ -146,17 +143,17 @@ func TestSequenceWraps(t *testing.T) {
 // with fewer results than records fails the ops instead of panicking.
 func TestWriterEmptyOpAndShortResults(t *testing.T) {
 	dis := &putDIS{}
-	w := testWriter(t, Config{}, dis)
+	w := testWriter(t, testSettings{}, dis)
 	if _, code := w.enqueue(context.Background(), dataOp()); code != kerr.InvalidRecord.Code {
 		t.Fatalf("empty op: %v, want INVALID_RECORD", kerr.ErrorForCode(code))
 	}
 	if got := dis.writtenData(); len(got) != 0 {
 		t.Fatalf("DIS got %v for an empty op", got)
 	}
-	var empty appendOp
-	empty.complete(nil)
-	if empty.errCode != kerr.UnknownServerError.Code {
-		t.Fatalf("no results: %v, want UNKNOWN_SERVER_ERROR", kerr.ErrorForCode(empty.errCode))
+	var empty Append
+	empty.complete(nil, nil)
+	if empty.ErrCode != kerr.UnknownServerError.Code {
+		t.Fatalf("no results: %v, want UNKNOWN_SERVER_ERROR", kerr.ErrorForCode(empty.ErrCode))
 	}
 
 	dis.results = func(int) []disclient.PutRecordsResult { return nil }
@@ -165,8 +162,8 @@ func TestWriterEmptyOpAndShortResults(t *testing.T) {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
 	waitDone(t, op)
-	if op.errCode != kerr.UnknownServerError.Code {
-		t.Fatalf("DIS answered no results: %v, want UNKNOWN_SERVER_ERROR", kerr.ErrorForCode(op.errCode))
+	if op.ErrCode != kerr.UnknownServerError.Code {
+		t.Fatalf("DIS answered no results: %v, want UNKNOWN_SERVER_ERROR", kerr.ErrorForCode(op.ErrCode))
 	}
 }
 
@@ -174,36 +171,36 @@ func TestWriterEmptyOpAndShortResults(t *testing.T) {
 // already in a PutRecords call cannot be taken back.
 func TestCancelledOpNotWritten(t *testing.T) {
 	dis := &putDIS{hold: make(chan struct{}), started: make(chan struct{}, 4)}
-	w := testWriter(t, Config{}, dis)
+	w := testWriter(t, testSettings{}, dis)
 	first, second, third := dataOp("first"), dataOp("second"), dataOp("third")
-	for _, op := range []*appendOp{first} {
+	for _, op := range []*Append{first} {
 		if _, code := w.enqueue(context.Background(), op); code != 0 {
 			t.Fatal(kerr.ErrorForCode(code))
 		}
 	}
 	<-dis.started // first is in its PutRecords call
-	for _, op := range []*appendOp{second, third} {
+	for _, op := range []*Append{second, third} {
 		if _, code := w.enqueue(context.Background(), op); code != 0 {
 			t.Fatal(kerr.ErrorForCode(code))
 		}
 	}
-	if first.cancel() {
+	if first.Cancel() {
 		t.Fatal("cancelled an op already being written")
 	}
-	if !second.cancel() {
+	if !second.Cancel() {
 		t.Fatal("could not cancel a queued op")
 	}
 	close(dis.hold)
-	for _, op := range []*appendOp{first, second, third} {
+	for _, op := range []*Append{first, second, third} {
 		waitDone(t, op)
 	}
-	if second.errCode != kerr.RequestTimedOut.Code {
-		t.Fatalf("cancelled op: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(second.errCode))
+	if second.ErrCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("cancelled op: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(second.ErrCode))
 	}
 	if got := dis.writtenData(); len(got) != 2 || got[0] != "first" || got[1] != "third" {
 		t.Fatalf("DIS got %v, want [first third]", got)
 	}
-	if q := w.gw.queues.queued; q != 0 {
+	if q := w.d.Queues.queued; q != 0 {
 		t.Fatalf("%d bytes still counted as queued", q)
 	}
 }
@@ -214,12 +211,12 @@ func TestWriteQueueBounds(t *testing.T) {
 	big := string(make([]byte, 1000))
 	for _, tc := range []struct {
 		name string
-		cfg  Config
+		cfg  testSettings
 		next func(w *partitionWriter) *partitionWriter
 	}{
-		{"per partition", Config{MaxPartitionQueueBytes: 1500}, func(w *partitionWriter) *partitionWriter { return w }},
-		{"overall", Config{MaxQueueBytes: 1500}, func(w *partitionWriter) *partitionWriter {
-			return w.gw.writerFor(partitionKey{tenant: w.gw.tenant, topic: "t", partition: 1})
+		{"per partition", testSettings{MaxPartitionQueueBytes: 1500}, func(w *partitionWriter) *partitionWriter { return w }},
+		{"overall", testSettings{MaxQueueBytes: 1500}, func(w *partitionWriter) *partitionWriter {
+			return w.state.t.Partition(testKey("t", 1)).writer
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -262,7 +259,7 @@ func TestWriteQueueBounds(t *testing.T) {
 // Idempotent producer state expires after ProducerIDExpiration, and a
 // partition keeps at most MaxProducersPerPartition producers.
 func TestProducerStatePruned(t *testing.T) {
-	w := testWriter(t, Config{MaxProducersPerPartition: 3, ProducerIDExpiration: time.Hour}, nil)
+	w := testWriter(t, testSettings{Config: Config{MaxProducersPerPartition: 3, ProducerIDExpiration: time.Hour}}, nil)
 	for id := int64(1); id <= 4; id++ {
 		if _, code := w.checkSequence(idemOp(id, 0, 0, 0)); code != 0 {
 			t.Fatal(kerr.ErrorForCode(code))
@@ -272,7 +269,7 @@ func TestProducerStatePruned(t *testing.T) {
 		t.Fatalf("producers %v, want the 3 newest", len(w.producers))
 	}
 
-	w = testWriter(t, Config{MaxProducersPerPartition: 2, ProducerIDExpiration: 20 * time.Millisecond}, nil)
+	w = testWriter(t, testSettings{Config: Config{MaxProducersPerPartition: 2, ProducerIDExpiration: 20 * time.Millisecond}}, nil)
 	if _, code := w.checkSequence(idemOp(1, 0, 0, 0)); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
@@ -297,9 +294,9 @@ func TestProducerStatePruned(t *testing.T) {
 }
 
 // idemDataOp is an idempotent op of one record per value (raw format).
-func idemDataOp(pid int64, first int32, values ...string) *appendOp {
+func idemDataOp(pid int64, first int32, values ...string) *Append {
 	op := dataOp(values...)
-	op.producerID, op.firstSeq, op.lastSeq = pid, first, first+int32(len(values))-1
+	op.ProducerID, op.FirstSeq, op.LastSeq = pid, first, first+int32(len(values))-1
 	return op
 }
 
@@ -324,7 +321,7 @@ func TestFailedBatchFailsTheProducersQueuedBatches(t *testing.T) {
 		failNext = false
 		return out
 	}
-	w := testWriter(t, Config{}, dis)
+	w := testWriter(t, testSettings{}, dis)
 	ctx := context.Background()
 	first := idemDataOp(7, 0, "a")
 	if _, code := w.enqueue(ctx, first); code != 0 {
@@ -332,31 +329,31 @@ func TestFailedBatchFailsTheProducersQueuedBatches(t *testing.T) {
 	}
 	<-dis.started // the first call holds first; the rest queue
 	second, other := idemDataOp(7, 1, "b"), dataOp("c")
-	for _, op := range []*appendOp{second, other} {
+	for _, op := range []*Append{second, other} {
 		if _, code := w.enqueue(ctx, op); code != 0 {
 			t.Fatal(code)
 		}
 	}
 	close(dis.hold)
-	for _, op := range []*appendOp{first, second, other} {
+	for _, op := range []*Append{first, second, other} {
 		waitDone(t, op)
 	}
-	if first.errCode == 0 {
+	if first.ErrCode == 0 {
 		t.Fatal("the failed batch succeeded")
 	}
-	if second.errCode != kerr.OutOfOrderSequenceNumber.Code {
-		t.Fatalf("the producer's queued batch: code %d, want OUT_OF_ORDER_SEQUENCE_NUMBER", second.errCode)
+	if second.ErrCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("the producer's queued batch: code %d, want OUT_OF_ORDER_SEQUENCE_NUMBER", second.ErrCode)
 	}
-	if other.errCode != 0 {
-		t.Fatalf("another producer's batch failed too: %d", other.errCode)
+	if other.ErrCode != 0 {
+		t.Fatalf("another producer's batch failed too: %d", other.ErrCode)
 	}
 	retry := idemDataOp(7, 0, "a")
 	if dup, code := w.enqueue(ctx, retry); dup != nil || code != 0 {
 		t.Fatalf("the retry of the failed batch: dup %v code %d, want it queued", dup, code)
 	}
 	waitDone(t, retry)
-	if retry.errCode != 0 {
-		t.Fatalf("the retry failed: %d", retry.errCode)
+	if retry.ErrCode != 0 {
+		t.Fatalf("the retry failed: %d", retry.ErrCode)
 	}
 }
 
@@ -390,15 +387,15 @@ func TestPartlyWrittenOpOutlivesItsDeadline(t *testing.T) {
 		}
 		return out
 	}
-	w := testWriter(t, Config{}, dis)
+	w := testWriter(t, testSettings{}, dis)
 	ctx := context.Background()
 	first := idemDataOp(7, 0, "a", "b", "c", "d")
-	first.deadline = deadline
+	first.Deadline = deadline
 	if _, code := w.enqueue(ctx, first); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
 	second := idemDataOp(7, 4, "e")
-	second.deadline = time.Now().Add(10 * time.Second)
+	second.Deadline = time.Now().Add(10 * time.Second)
 	if _, code := w.enqueue(ctx, second); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
@@ -409,11 +406,11 @@ func TestPartlyWrittenOpOutlivesItsDeadline(t *testing.T) {
 	}
 	waitDone(t, first)
 	waitDone(t, second)
-	if first.errCode != 0 || first.baseOffset != 0 {
-		t.Fatalf("the partly written op: %v, base offset %d; want written at 0", kerr.ErrorForCode(first.errCode), first.baseOffset)
+	if first.ErrCode != 0 || first.BaseOffset != 0 {
+		t.Fatalf("the partly written op: %v, base offset %d; want written at 0", kerr.ErrorForCode(first.ErrCode), first.BaseOffset)
 	}
-	if second.errCode != 0 || second.baseOffset != 4 {
-		t.Fatalf("the batch behind it: %v, base offset %d; want written at 4", kerr.ErrorForCode(second.errCode), second.baseOffset)
+	if second.ErrCode != 0 || second.BaseOffset != 4 {
+		t.Fatalf("the batch behind it: %v, base offset %d; want written at 4", kerr.ErrorForCode(second.ErrCode), second.BaseOffset)
 	}
 	if got := len(dis.writtenData()); got != 5 {
 		t.Fatalf("DIS holds %d records, want 5, each once", got)
@@ -425,7 +422,7 @@ func TestPartlyWrittenOpOutlivesItsDeadline(t *testing.T) {
 // OUT_OF_ORDER_SEQUENCE_NUMBER, and the retry of the first is in sequence.
 func TestCancelledBatchHoldsBackItsProducer(t *testing.T) {
 	dis := &putDIS{hold: make(chan struct{}), started: make(chan struct{}, 10)}
-	w := testWriter(t, Config{PutRecordsKeepsOrder: true}, dis)
+	w := testWriter(t, testSettings{Config: Config{PutRecordsKeepsOrder: true}}, dis)
 	ctx := context.Background()
 	blocker := dataOp("x")
 	if _, code := w.enqueue(ctx, blocker); code != 0 {
@@ -433,21 +430,21 @@ func TestCancelledBatchHoldsBackItsProducer(t *testing.T) {
 	}
 	<-dis.started
 	first, second := idemDataOp(7, 0, "a"), idemDataOp(7, 1, "b")
-	for _, op := range []*appendOp{first, second} {
+	for _, op := range []*Append{first, second} {
 		if _, code := w.enqueue(ctx, op); code != 0 {
 			t.Fatal(kerr.ErrorForCode(code))
 		}
 	}
-	if !first.cancel() {
+	if !first.Cancel() {
 		t.Fatal("could not cancel the queued batch")
 	}
 	close(dis.hold)
-	for _, op := range []*appendOp{blocker, first, second} {
+	for _, op := range []*Append{blocker, first, second} {
 		waitDone(t, op)
 	}
-	if first.errCode != kerr.RequestTimedOut.Code || second.errCode != kerr.OutOfOrderSequenceNumber.Code {
+	if first.ErrCode != kerr.RequestTimedOut.Code || second.ErrCode != kerr.OutOfOrderSequenceNumber.Code {
 		t.Fatalf("cancelled batch %v, the one behind it %v; want REQUEST_TIMED_OUT and OUT_OF_ORDER_SEQUENCE_NUMBER",
-			kerr.ErrorForCode(first.errCode), kerr.ErrorForCode(second.errCode))
+			kerr.ErrorForCode(first.ErrCode), kerr.ErrorForCode(second.ErrCode))
 	}
 	if got := dis.writtenData(); len(got) != 1 {
 		t.Fatalf("DIS got %v, want only the other producer's record", got)
@@ -457,7 +454,7 @@ func TestCancelledBatchHoldsBackItsProducer(t *testing.T) {
 		t.Fatalf("the retry: dup %v code %v, want it queued", dup, kerr.ErrorForCode(code))
 	}
 	waitDone(t, retry)
-	if retry.errCode != 0 {
-		t.Fatal(kerr.ErrorForCode(retry.errCode))
+	if retry.ErrCode != 0 {
+		t.Fatal(kerr.ErrorForCode(retry.ErrCode))
 	}
 }

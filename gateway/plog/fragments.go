@@ -1,4 +1,4 @@
-package gateway
+package plog
 
 import (
 	"bytes"
@@ -19,11 +19,6 @@ const (
 	fragmentMarker     = 0xF1
 	fragmentSignature  = "dgwF" // bytes 12 to 15
 )
-
-// maxMessageBytesLimit is the largest max.message.bytes a topic may have:
-// 1 GiB, below Kafka's Int.MaxValue; a batch is also bounded by the
-// largest request the gateway reads (--max-request-bytes).
-const maxMessageBytesLimit = 1 << 30
 
 // fragmentInfo is the header of one fragment.
 type fragmentInfo struct {

@@ -1,4 +1,4 @@
-package gateway
+package plog
 
 import (
 	"testing"
@@ -13,15 +13,15 @@ import (
 // epoch, last sequence and the largest record timestamp of its last batch
 // (for LogAppendTime the time it was accepted), and none that expired.
 func TestActiveProducers(t *testing.T) {
-	w := testWriter(t, Config{MaxProducersPerPartition: 10, ProducerIDExpiration: time.Hour}, nil)
-	tsOp := func(pid int64, epoch int16, first, last int32, ts ...int64) *appendOp {
+	w := testWriter(t, testSettings{Config: Config{MaxProducersPerPartition: 10, ProducerIDExpiration: time.Hour}}, nil)
+	tsOp := func(pid int64, epoch int16, first, last int32, ts ...int64) *Append {
 		op := idemOp(pid, epoch, first, last)
 		for i := range ts {
-			op.entries = append(op.entries, disclient.PutRecordsEntry{Timestamp: &ts[i]})
+			op.Entries = append(op.Entries, disclient.PutRecordsEntry{Timestamp: &ts[i]})
 		}
 		return op
 	}
-	accept := func(op *appendOp) {
+	accept := func(op *Append) {
 		t.Helper()
 		if _, code := w.checkSequence(op); code != 0 {
 			t.Fatal(kerr.ErrorForCode(code))
@@ -32,7 +32,7 @@ func TestActiveProducers(t *testing.T) {
 	accept(tsOp(3, 0, 0, 0, 100))
 	before := time.Now().UnixMilli()
 	appendTime := tsOp(5, 1, 0, 0, 100)
-	appendTime.logAppendTime = true
+	appendTime.LogAppendTime = true
 	accept(appendTime)
 	after := time.Now().UnixMilli()
 
@@ -40,13 +40,13 @@ func TestActiveProducers(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("producers %+v, want 3", got)
 	}
-	if got[0] != (producerSnapshot{id: 3, epoch: 0, lastSeq: 0, lastTimestamp: 100}) {
+	if got[0] != (ProducerSnapshot{ID: 3, Epoch: 0, LastSeq: 0, LastTimestamp: 100}) {
 		t.Errorf("first %+v", got[0])
 	}
-	if got[1].id != 5 || got[1].lastTimestamp < before || got[1].lastTimestamp > after {
+	if got[1].ID != 5 || got[1].LastTimestamp < before || got[1].LastTimestamp > after {
 		t.Errorf("LogAppendTime producer %+v, want its acceptance time in [%d, %d]", got[1], before, after)
 	}
-	if got[2] != (producerSnapshot{id: 9, epoch: 2, lastSeq: 4, lastTimestamp: 900}) {
+	if got[2] != (ProducerSnapshot{ID: 9, Epoch: 2, LastSeq: 4, LastTimestamp: 900}) {
 		t.Errorf("third %+v", got[2])
 	}
 	if got := w.activeProducers(time.Now().Add(2 * time.Hour)); len(got) != 0 {

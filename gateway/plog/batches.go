@@ -1,15 +1,10 @@
-package gateway
+package plog
 
 import (
-	"container/list"
 	"context"
-	"errors"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/protocol"
@@ -19,7 +14,7 @@ import (
 // from the one holding offset on, unchanged, up to maxBytes (at least one
 // when any is there). The client skips the records before its offset, as
 // with Kafka. Nothing means nothing is at offset yet.
-func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxBytes int) ([]cachedBatch, error) {
+func (ps *Partition) readBatches(ctx context.Context, offset int64, maxBytes int) ([]Batch, error) {
 	if err := ps.ensure(ctx); err != nil {
 		return nil, err
 	}
@@ -29,10 +24,10 @@ func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxByte
 	if out := ps.fromWindowLocked(offset, maxBytes); out != nil {
 		ps.readAheadLocked(out[len(out)-1].last)
 		ps.mu.Unlock()
-		ps.gw.readCache.charge(ps, 0)
+		ps.d.Cache.charge(ps, 0)
 		return out, nil
 	}
-	if offset >= ps.next && time.Since(ps.lastEmpty) < ps.gw.cfg.PollInterval {
+	if offset >= ps.next && time.Since(ps.lastEmpty) < ps.d.PollInterval {
 		ps.mu.Unlock()
 		return nil, nil
 	}
@@ -97,16 +92,16 @@ func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxByte
 		ps.readAheadLocked(out[len(out)-1].last)
 	}
 	ps.mu.Unlock()
-	ps.gw.readCache.charge(ps, delta)
+	ps.d.Cache.charge(ps, delta)
 	if out == nil {
 		// Past what the window keeps: serve the read itself.
 		i := 0
 		for i < len(batches) && batches[i].last < offset {
 			i++
 		}
-		for n := 0; i < len(batches) && (len(out) == 0 || n+batches[i].size() <= maxBytes); i++ {
-			if batches[i].data != nil {
-				n += batches[i].size()
+		for n := 0; i < len(batches) && (len(out) == 0 || n+batches[i].Size() <= maxBytes); i++ {
+			if batches[i].Data != nil {
+				n += batches[i].Size()
 				out = append(out, batches[i])
 			}
 		}
@@ -116,7 +111,7 @@ func (ps *partitionState) readBatches(ctx context.Context, offset int64, maxByte
 
 // lastOffsetOfLocked is the last offset of the record at seq when the index
 // knows it, or noContext.
-func (ps *partitionState) lastOffsetOfLocked(seq int64) int64 {
+func (ps *Partition) lastOffsetOfLocked(seq int64) int64 {
 	i := sort.Search(len(ps.index), func(i int) bool { return ps.index[i].seq >= seq })
 	if i == len(ps.index) || ps.index[i].seq != seq {
 		return noContext
@@ -128,30 +123,30 @@ func (ps *partitionState) lastOffsetOfLocked(seq int64) int64 {
 // consumer that was just served up to offset served works through them, so
 // that its next fetch finds them cached; it does nothing when the window
 // holds a read's worth after served, or ends at the partition's end.
-func (ps *partitionState) readAheadLocked(served int64) {
+func (ps *Partition) readAheadLocked(served int64) {
 	n := len(ps.window)
 	if n == 0 || ps.window[n-1].seq+1 >= ps.nextSeq {
 		return
 	}
 	ahead := 0
 	for i := n - 1; i >= 0 && ps.window[i].last > served; i-- {
-		ahead += ps.window[i].size()
+		ahead += ps.window[i].Size()
 	}
-	if ahead >= ps.readBytes() || !ps.ahead.CompareAndSwap(false, true) {
+	if ahead >= ps.d.ReadBytes || !ps.ahead.CompareAndSwap(false, true) {
 		return
 	}
 	ps.busy.Add(1)
-	ps.gw.goSafe("partition read-ahead", func() {
+	ps.d.Go("partition read-ahead", func() {
 		defer ps.busy.Add(-1)
 		defer ps.ahead.Store(false)
-		ctx, cancel := context.WithTimeout(ps.gw.ctx, putTimeout)
+		ctx, cancel := context.WithTimeout(ps.d.Ctx, PutTimeout)
 		defer cancel()
 		ps.loadAfterWindow(ctx)
 	})
 }
 
 // loadAfterWindow reads the records that follow the cache window into it.
-func (ps *partitionState) loadAfterWindow(ctx context.Context) {
+func (ps *Partition) loadAfterWindow(ctx context.Context) {
 	ps.readMu.Lock()
 	defer ps.readMu.Unlock()
 	ps.mu.Lock()
@@ -176,13 +171,13 @@ func (ps *partitionState) loadAfterWindow(ctx context.Context) {
 	}
 	delta := ps.addWindowLocked(batches)
 	ps.mu.Unlock()
-	ps.gw.readCache.charge(ps, delta)
+	ps.d.Cache.charge(ps, delta)
 }
 
 // readAtWhole is readAt that goes on reading while the records end inside
 // a batch stored in fragments, so that it is read whole, until DIS has no
 // more; reading a large batch takes several GetRecords calls.
-func (ps *partitionState) readAtWhole(ctx context.Context, seq int64) ([]disclient.Record, error) {
+func (ps *Partition) readAtWhole(ctx context.Context, seq int64) ([]disclient.Record, error) {
 	recs, err := ps.readAt(ctx, seq)
 	for err == nil && len(recs) > 0 && incompleteTail(recs) < len(recs) {
 		var more []disclient.Record
@@ -194,59 +189,18 @@ func (ps *partitionState) readAtWhole(ctx context.Context, seq int64) ([]disclie
 	return recs, err
 }
 
-// readAt reads records from seq on with the partition's cursor, opening a
-// new one on a seek, near its expiry, or when DIS says it expired.
-func (ps *partitionState) readAt(ctx context.Context, seq int64) ([]disclient.Record, error) {
-	dis := ps.key.tenant.dis
-	for attempt := 0; ; attempt++ {
-		if ps.cursor == "" || ps.cursorSeq != seq || time.Since(ps.cursorAt) > cursorRefreshAge {
-			c, err := dis.GetCursor(ctx, &disclient.GetCursorRequest{
-				StreamName: ps.key.streamName(), PartitionID: disclient.PartitionID(ps.key.partition),
-				CursorType: disclient.CursorAtSequenceNumber, StartingSequenceNumber: strconv.FormatInt(seq, 10),
-			})
-			if err != nil {
-				ps.cursor = ""
-				if disclient.IsCode(err, disclient.CodeSequenceOutOfRange) {
-					return nil, errOutOfRange
-				}
-				return nil, err
-			}
-			ps.cursor, ps.cursorSeq, ps.cursorAt = c.PartitionCursor, seq, time.Now()
-		}
-		var resp *disclient.GetRecordsResponse
-		var err error
-		if sg, ok := dis.(disclient.SpanGetter); ok {
-			resp, err = sg.GetRecordsSpans(ctx, ps.cursor, ps.readBytes(), protocol.BatchHeaderSize, spanMinBytes)
-		} else {
-			resp, err = dis.GetRecords(ctx, ps.cursor, ps.readBytes())
-		}
-		if err != nil {
-			ps.cursor = ""
-			switch {
-			case disclient.IsCode(err, disclient.CodeCursorExpired) && attempt == 0:
-				continue
-			case disclient.IsCode(err, disclient.CodeCursorPositionGone):
-				return nil, errOutOfRange
-			}
-			return nil, err
-		}
-		ps.meter.read(resp.Records)
-		if n := len(resp.Records); n > 0 {
-			first, err1 := strconv.ParseInt(resp.Records[0].SequenceNumber, 10, 64)
-			last, err2 := strconv.ParseInt(resp.Records[n-1].SequenceNumber, 10, 64)
-			if err1 != nil || err2 != nil || first != seq || last != seq+int64(n)-1 {
-				ps.cursor = ""
-				return nil, errors.New("DIS returned records " + resp.Records[0].SequenceNumber + ".." +
-					resp.Records[n-1].SequenceNumber + " for a cursor at " + strconv.FormatInt(seq, 10))
-			}
-		}
-		ps.cursor, ps.cursorSeq = resp.NextPartitionCursor, seq+int64(len(resp.Records))
-		if err := readUnlessBatches(resp.Records); err != nil {
-			ps.cursor = ""
-			return nil, err
-		}
-		return resp.Records, nil
+// readAt reads records from seq on with the partition's cursor, leaving
+// the rest of large batches in the embedded DIS's files.
+func (ps *Partition) readAt(ctx context.Context, seq int64) ([]disclient.Record, error) {
+	recs, err := ps.cursor.read(ctx, ps, seq, ps.d.ReadBytes, true)
+	if err != nil {
+		return nil, err
 	}
+	if err := readUnlessBatches(recs); err != nil {
+		ps.cursor.id = ""
+		return nil, err
+	}
+	return recs, nil
 }
 
 // spanMinBytes is the least data a record must have for a read to leave
@@ -278,19 +232,19 @@ func readUnlessBatches(recs []disclient.Record) error {
 	return nil
 }
 
-// watermarkApp is the reserved DIS app whose LAST_READ checkpoint on each
+// WatermarkApp is the reserved DIS app whose LAST_READ checkpoint on each
 // partition of a kafka-format stream holds the partition's next Kafka
 // offset in its metadata (docs/record-formats.md), so offsets go on
 // growing after retention has emptied the partition. No group maps to it:
 // encoded group app names end in a hash.
-const watermarkApp = "disgw-offsets"
+const WatermarkApp = "disgw-offsets"
 
 // readWatermark returns the next offset the watermark checkpoint holds, or
 // -1 when there is none.
-func (ps *partitionState) readWatermark(ctx context.Context) (int64, error) {
-	cp, err := ps.key.tenant.dis.GetCheckpoint(ctx, &disclient.GetCheckpointRequest{
-		AppName: watermarkApp, StreamName: ps.key.streamName(),
-		PartitionID: disclient.PartitionID(ps.key.partition), CheckpointType: disclient.CheckpointLastRead,
+func (ps *Partition) readWatermark(ctx context.Context) (int64, error) {
+	cp, err := ps.d.DIS.GetCheckpoint(ctx, &disclient.GetCheckpointRequest{
+		AppName: WatermarkApp, StreamName: ps.key.Stream,
+		PartitionID: disclient.PartitionID(ps.key.Partition), CheckpointType: disclient.CheckpointLastRead,
 	})
 	switch {
 	case disclient.IsCode(err, disclient.CodeAppNotFound), disclient.IsCode(err, disclient.CodeNoCheckpoint):
@@ -307,7 +261,7 @@ func (ps *partitionState) readWatermark(ctx context.Context) (int64, error) {
 
 // writeWatermark stores the next offset in the watermark checkpoint, at the
 // partition's last sequence number so that it is inside the valid range.
-func (ps *partitionState) writeWatermark(ctx context.Context) {
+func (ps *Partition) writeWatermark(ctx context.Context) {
 	ps.mu.Lock()
 	next, nextSeq, earliest, have := ps.next, ps.nextSeq, ps.earliestSeq, ps.watermark
 	ps.mu.Unlock()
@@ -317,24 +271,23 @@ func (ps *partitionState) writeWatermark(ctx context.Context) {
 	// The last record, or where the next one goes when retention has
 	// emptied the partition: DIS refuses a checkpoint outside its range.
 	at := max(nextSeq-1, earliest)
-	tn := ps.key.tenant
 	req := &disclient.CommitCheckpointRequest{
-		AppName: watermarkApp, CheckpointType: disclient.CheckpointLastRead, StreamName: ps.key.streamName(),
-		PartitionID: disclient.PartitionID(ps.key.partition), SequenceNumber: strconv.FormatInt(at, 10),
+		AppName: WatermarkApp, CheckpointType: disclient.CheckpointLastRead, StreamName: ps.key.Stream,
+		PartitionID: disclient.PartitionID(ps.key.Partition), SequenceNumber: strconv.FormatInt(at, 10),
 		Metadata: strconv.FormatInt(next, 10),
 	}
-	err := ps.gw.ensureApp(ctx, tn, watermarkApp)
+	err := ps.d.EnsureApp(ctx, WatermarkApp)
 	if err == nil {
-		err = tn.dis.CommitCheckpoint(ctx, req)
+		err = ps.d.DIS.CommitCheckpoint(ctx, req)
 		if disclient.IsCode(err, disclient.CodeAppNotFound) {
-			tn.knownApps.Delete(watermarkApp)
-			if err = ps.gw.ensureApp(ctx, tn, watermarkApp); err == nil {
-				err = tn.dis.CommitCheckpoint(ctx, req)
+			ps.d.ForgetApp(WatermarkApp)
+			if err = ps.d.EnsureApp(ctx, WatermarkApp); err == nil {
+				err = ps.d.DIS.CommitCheckpoint(ctx, req)
 			}
 		}
 	}
 	if err != nil {
-		ps.gw.log.Warn().Err(err).Str("topic", ps.key.topic).Int32("partition", ps.key.partition).
+		ps.d.Log.Warn().Err(err).Str("topic", ps.key.Topic).Int32("partition", ps.key.Partition).
 			Msg("writing the partition's offset watermark checkpoint failed; it is written again after the next produce")
 		return
 	}
@@ -346,105 +299,24 @@ func (ps *partitionState) writeWatermark(ctx context.Context) {
 
 // scheduleWatermark has the watermark written within
 // Config.WatermarkInterval of a write, at most once per interval.
-func (ps *partitionState) scheduleWatermark() {
+func (ps *Partition) scheduleWatermark() {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.watermarkDo || ps.next <= ps.watermark {
 		return
 	}
 	ps.watermarkDo = true
-	delay := max(ps.gw.cfg.WatermarkInterval-time.Since(ps.watermarkAt), 0)
+	delay := max(ps.d.WatermarkInterval-time.Since(ps.watermarkAt), 0)
 	time.AfterFunc(delay, func() {
-		ps.gw.goSafe("offset watermark", func() {
+		ps.d.Go("offset watermark", func() {
 			defer func() {
 				ps.mu.Lock()
 				ps.watermarkDo = false
 				ps.mu.Unlock()
 			}()
-			ctx, cancel := context.WithTimeout(ps.gw.ctx, ps.gw.cfg.RequestTimeout)
+			ctx, cancel := context.WithTimeout(ps.d.Ctx, ps.d.RequestTimeout)
 			defer cancel()
 			ps.writeWatermark(ctx)
 		})
 	})
-}
-
-// flushWatermarks writes the watermark checkpoints still behind their
-// partitions' next offsets, as the gateway stops, within ctx.
-func (gw *Gateway) flushWatermarks(ctx context.Context) {
-	gw.forEachTenant(func(tn *tenant) {
-		tn.parts.mu.Lock()
-		var behind []*partitionState
-		for _, e := range tn.parts.m {
-			ps := e.v
-			ps.mu.Lock()
-			if ps.recovered && ps.next > ps.watermark && ps.nextSeq > 0 {
-				behind = append(behind, ps)
-			}
-			ps.mu.Unlock()
-		}
-		tn.parts.mu.Unlock()
-		for _, ps := range behind {
-			if ctx.Err() != nil {
-				return
-			}
-			ps.writeWatermark(ctx)
-		}
-	})
-}
-
-// readCache bounds what all partitions cache, kafka-format batches and
-// raw-format records, with one gateway-wide byte budget
-// (Config.ReadCacheBytes): past it, the partitions read least recently give
-// up their oldest first.
-type readCache struct {
-	budget int64
-	gauge  prometheus.Gauge
-
-	mu    sync.Mutex
-	used  int64
-	lru   list.List // of *partitionState, most recently used first
-	elems map[*partitionState]*list.Element
-}
-
-func newReadCache(budget int, gauge prometheus.Gauge) *readCache {
-	return &readCache{budget: int64(budget), gauge: gauge, elems: make(map[*partitionState]*list.Element)}
-}
-
-// charge records that ps's window changed by delta bytes and marks it
-// used, then trims windows until the cache is within its budget. It must
-// be called without ps.mu held.
-func (c *readCache) charge(ps *partitionState, delta int) {
-	c.mu.Lock()
-	c.used += int64(delta)
-	if e := c.elems[ps]; e != nil {
-		c.lru.MoveToFront(e)
-	} else if delta > 0 {
-		c.elems[ps] = c.lru.PushFront(ps)
-	}
-	for c.used > c.budget && c.lru.Len() > 0 {
-		victim := c.lru.Back().Value.(*partitionState)
-		over := c.used - c.budget
-		c.mu.Unlock()
-		freed := victim.trim(int(over))
-		c.mu.Lock()
-		c.used -= int64(freed)
-		if int64(freed) < over {
-			if e := c.elems[victim]; e != nil {
-				c.lru.Remove(e)
-				delete(c.elems, victim)
-			}
-		}
-	}
-	c.gauge.Set(float64(c.used))
-	c.mu.Unlock()
-}
-
-// forget drops an evicted partition, whose bytes it already released.
-func (c *readCache) forget(ps *partitionState) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.elems[ps]; e != nil {
-		c.lru.Remove(e)
-		delete(c.elems, ps)
-	}
 }

@@ -1,0 +1,252 @@
+package plog
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/disgw/disgw/protocol"
+)
+
+// Idempotent producers (docs/design.md §4): for each producer id the writer
+// remembers the last batches, to answer a retried batch with its original
+// offsets and refuse one out of sequence as Kafka does.
+
+// producerState is what an idempotent producer last wrote to one partition:
+// enough to answer a retried batch with its original offsets. Its fields
+// are guarded by the mu of the writer whose producers map holds it.
+type producerState struct {
+	epoch   int16
+	lastSeq int32
+	recent  []*Append // the last idempotentWindow batches, oldest first
+	// lastSeen is when its last batch was accepted, for expiry;
+	// lastTimestamp that batch's max timestamp, for DescribeProducers.
+	lastSeen      time.Time
+	lastTimestamp int64
+}
+
+// ProducerSnapshot is one idempotent producer's state as DescribeProducers
+// reports it.
+type ProducerSnapshot struct {
+	ID            int64
+	Epoch         int16
+	LastSeq       int32
+	LastTimestamp int64
+}
+
+// activeProducers lists the idempotent producers the writer tracks and has
+// not expired, by producer id: what the partition's leader knows of them.
+func (w *partitionWriter) activeProducers(now time.Time) []ProducerSnapshot {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]ProducerSnapshot, 0, len(w.producers))
+	for id, st := range w.producers {
+		if now.Sub(st.lastSeen) <= w.d.ProducerIDExpiration {
+			out = append(out, ProducerSnapshot{ID: id, Epoch: st.epoch, LastSeq: st.lastSeq, LastTimestamp: st.lastTimestamp})
+		}
+	}
+	slices.SortFunc(out, func(a, b ProducerSnapshot) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// maxTimestamp is the largest timestamp of op's records, as its producer
+// state keeps it; a LogAppendTime batch is stamped when it is written, so
+// it gets the time it was accepted, which that stamp follows closely.
+func (op *Append) maxTimestamp(now time.Time) int64 {
+	if op.LogAppendTime {
+		return now.UnixMilli()
+	}
+	ts := int64(-1)
+	for i := range op.Entries {
+		if e := &op.Entries[i]; e.Timestamp != nil {
+			ts = max(ts, *e.Timestamp)
+		}
+	}
+	return ts
+}
+
+// idempotentWindow is how many batches per producer and partition are
+// remembered for de-duplication; Kafka allows at most 5 in flight.
+const idempotentWindow = 5
+
+// producerPruneInterval is how often a writer looks for expired producers
+// when new ones arrive (Kafka's producer.id.expiration.check.interval.ms
+// is 10 minutes; a cheaper scan can run more often).
+const producerPruneInterval = time.Minute
+
+// ActiveProducers lists the idempotent producers the partition's writer
+// tracks and has not expired as of now, by producer id. On a kafka-format
+// partition call EnsureProducers first, so that they are rebuilt from its
+// tail after a restart.
+func (ps *Partition) ActiveProducers(now time.Time) []ProducerSnapshot {
+	return ps.writer.activeProducers(now)
+}
+
+// checkSequence applies Kafka's idempotent-producer rules. A producer the
+// writer has no state for (new, expired, evicted, or state lost in a gateway
+// restart) may start at any sequence.
+func (w *partitionWriter) checkSequence(op *Append) (*Append, int16) {
+	now := time.Now()
+	st := w.producers[op.ProducerID]
+	if st != nil && now.Sub(st.lastSeen) > w.d.ProducerIDExpiration {
+		delete(w.producers, op.ProducerID)
+		st = nil
+	}
+	switch {
+	case st == nil:
+		w.makeRoomForProducer(now)
+		st = &producerState{epoch: op.Epoch}
+		w.producers[op.ProducerID] = st
+	case op.Epoch < st.epoch:
+		return nil, kerr.InvalidProducerEpoch.Code
+	case op.Epoch > st.epoch:
+		if op.FirstSeq != 0 {
+			return nil, kerr.OutOfOrderSequenceNumber.Code
+		}
+		*st = producerState{epoch: op.Epoch}
+	default:
+		for _, r := range st.recent {
+			if r.FirstSeq == op.FirstSeq && r.LastSeq == op.LastSeq {
+				return r, 0
+			}
+		}
+		if op.FirstSeq != nextSequence(st.lastSeq) {
+			if len(st.recent) > 0 && op.FirstSeq < st.recent[0].FirstSeq {
+				return nil, kerr.DuplicateSequenceNumber.Code
+			}
+			return nil, kerr.OutOfOrderSequenceNumber.Code
+		}
+	}
+	st.lastSeq = op.LastSeq
+	st.lastSeen, st.lastTimestamp = now, op.maxTimestamp(now)
+	st.recent = append(st.recent, op)
+	if len(st.recent) > idempotentWindow {
+		st.recent[0] = nil
+		st.recent = st.recent[1:]
+	}
+	return nil, 0
+}
+
+// makeRoomForProducer runs before a new producer's state is added. It drops
+// producers idle longer than ProducerIDExpiration, as Kafka's
+// producer.id.expiration.ms does, and when the partition still holds
+// MaxProducersPerPartition of them evicts the one idle longest, so a client
+// minting producer ids cannot grow the map without limit. An evicted
+// producer's next batch is accepted at any sequence, as after a restart.
+func (w *partitionWriter) makeRoomForProducer(now time.Time) {
+	limit := w.d.MaxProducersPerPartition
+	if len(w.producers) < limit && now.Sub(w.lastPruned) < producerPruneInterval {
+		return
+	}
+	w.lastPruned = now
+	for id, st := range w.producers {
+		if now.Sub(st.lastSeen) > w.d.ProducerIDExpiration {
+			delete(w.producers, id)
+		}
+	}
+	for len(w.producers) >= limit {
+		oldest, first := int64(0), true
+		for id, st := range w.producers {
+			if first || st.lastSeen.Before(w.producers[oldest].lastSeen) {
+				oldest, first = id, false
+			}
+		}
+		delete(w.producers, oldest)
+	}
+}
+
+// nextSequence follows s, wrapping at int32 max as Kafka does.
+func nextSequence(s int32) int32 {
+	if s == 1<<31-1 {
+		return 0
+	}
+	return s + 1
+}
+
+// producerFailed handles a failed write of an idempotent producer's op, as
+// Kafka does (docs/design.md §4): the producer's sequence goes back to
+// before the op, so its retry is in sequence, and its later batches still
+// queued fail with OUT_OF_ORDER_SEQUENCE_NUMBER without being written, so
+// the log never holds its batches out of order.
+func (w *partitionWriter) producerFailed(op *Append) {
+	w.mu.Lock()
+	if st := w.producers[op.ProducerID]; st != nil && st.epoch == op.Epoch {
+		// An earlier failed batch of the producer may already have taken
+		// the sequence back past this one.
+		for i, r := range st.recent {
+			if r == op {
+				clear(st.recent[i:])
+				st.recent = st.recent[:i]
+				st.lastSeq = op.FirstSeq - 1
+				if op.FirstSeq == 0 {
+					st.lastSeq = -1
+				}
+				break
+			}
+		}
+	}
+	var later []*Append
+	kept := w.queue[:0]
+	for _, q := range w.queue {
+		if q.ProducerID == op.ProducerID && q.state.CompareAndSwap(opQueued, opTaken) {
+			later = append(later, q)
+			continue
+		}
+		kept = append(kept, q)
+	}
+	clear(w.queue[len(kept):])
+	w.queue = kept
+	w.mu.Unlock()
+	var cost int64
+	for _, q := range later {
+		cost += q.queueCost()
+		q.fail(kerr.OutOfOrderSequenceNumber.Code, "an earlier batch of this producer failed, so this one was not written")
+		q.finish()
+	}
+	if cost > 0 {
+		w.d.Queues.release(w, cost)
+	}
+}
+
+// rebuildProducers takes the idempotent producers' state from the
+// partition's tail, read when the writer starts: a retry of a batch written
+// before a restart, or by another gateway, is answered with its original
+// offsets rather than written twice. Producers the writer already tracks
+// keep their state, which follows their queued batches too.
+func (w *partitionWriter) rebuildProducers(tail []Batch) {
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rebuilt := make(map[int64]bool)
+	for i := range tail {
+		info, ok := protocol.ParseBatchInfo(tail[i].Data)
+		if !ok || info.ProducerID < 0 {
+			continue
+		}
+		st := w.producers[info.ProducerID]
+		switch {
+		case st != nil && !rebuilt[info.ProducerID]:
+			continue
+		case st == nil && len(w.producers) >= w.d.MaxProducersPerPartition:
+			continue
+		case st == nil || info.ProducerEpoch > st.epoch:
+			st = &producerState{epoch: info.ProducerEpoch}
+			w.producers[info.ProducerID] = st
+			rebuilt[info.ProducerID] = true
+		case info.ProducerEpoch < st.epoch:
+			continue
+		}
+		op := &Append{ProducerID: info.ProducerID, Epoch: info.ProducerEpoch, FirstSeq: info.BaseSequence,
+			LastSeq: info.LastSequence(), BaseOffset: info.BaseOffset, Kafka: true, done: make(chan struct{})}
+		op.state.Store(opTaken)
+		close(op.done)
+		st.lastSeq, st.lastSeen, st.lastTimestamp = op.LastSeq, now, info.MaxTimestamp
+		st.recent = append(st.recent, op)
+		if len(st.recent) > idempotentWindow {
+			st.recent[0] = nil
+			st.recent = st.recent[1:]
+		}
+	}
+}
