@@ -137,7 +137,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 				if op != nil {
 					waits = append(waits, producePending{topic: ti, part: len(st.Partitions), op: op, owned: owned})
 				} else if req.Acks == 0 && sp.ErrorCode == kerr.RequestTimedOut.Code {
-					gw.metrics.produceDropped.Inc()
+					gw.metrics.ProduceDropped.Inc()
 					r.log().Warn().Str("topic", rt.Topic).Int32("partition", rp.Partition).
 						Msg("acks=0 produce not written: the connection closed while it waited for write-queue room")
 				}

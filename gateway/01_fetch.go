@@ -260,7 +260,7 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 		}
 		p.resp.RecordBatches = b
 	}
-	gw.metrics.fetched(parts)
+	countFetched(gw.metrics, parts)
 }
 
 // fetchLimit is the most a fetch response may hold: the client's max_bytes

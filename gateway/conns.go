@@ -72,7 +72,7 @@ func (gw *Gateway) admitConn(remote net.Addr) (ip string, ok bool) {
 	if reason == "" {
 		return ip, true
 	}
-	gw.metrics.connsRefused.WithLabelValues(reason).Inc()
+	gw.metrics.ConnsRefused.WithLabelValues(reason).Inc()
 	now := time.Now().UnixNano()
 	last := t.lastRefusalLog.Load()
 	if now-last < int64(refusalLogEvery) || !t.lastRefusalLog.CompareAndSwap(last, now) {

@@ -87,7 +87,7 @@ func (c *testConn) apiVersionsWork() {
 // panicsRecovered reads disgw_panics_recovered_total.
 func panicsRecovered(gw *Gateway) float64 {
 	var m dto.Metric
-	_ = gw.metrics.panics.Write(&m)
+	_ = gw.metrics.Panics.Write(&m)
 	return m.GetCounter().GetValue()
 }
 

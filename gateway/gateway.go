@@ -20,6 +20,7 @@ import (
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/gateway/cluster"
+	"github.com/disgw/disgw/gateway/metrics"
 	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/protocol"
 )
@@ -375,7 +376,7 @@ type Gateway struct {
 	// that did not authenticate with passthrough credentials.
 	tenant  *tenant
 	log     zerolog.Logger
-	metrics *metrics
+	metrics *metrics.Metrics
 	// authLimit throttles sign-ins.
 	authLimit *authLimiter
 
@@ -458,8 +459,8 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		authLimit: newAuthLimiter(&cfg),
 	}
 	gw.metrics = newMetrics(gw)
-	gw.queues = plog.NewQueues(gw.cfg.MaxPartitionQueueBytes, gw.cfg.MaxQueueBytes, gw.metrics.produceQueued, gw.metrics.produceQueueWaits)
-	gw.readCache = plog.NewCache(gw.cfg.ReadCacheBytes, gw.metrics.readCacheBytes)
+	gw.queues = plog.NewQueues(gw.cfg.MaxPartitionQueueBytes, gw.cfg.MaxQueueBytes, gw.metrics.ProduceQueued, gw.metrics.ProduceQueueWaits)
+	gw.readCache = plog.NewCache(gw.cfg.ReadCacheBytes, gw.metrics.ReadCacheBytes)
 	gw.tenant = newTenant(gw, "", "", dis)
 	notChecked := disNotChecked
 	gw.disDown.Store(&notChecked)

@@ -250,7 +250,7 @@ func (d *groupDriver) readyLocked() []delivery {
 	var next time.Time
 	for id, c := range d.coords {
 		rd := c.Ready()
-		d.gw.metrics.groupsReady(id, c.accessKey, &rd)
+		d.gw.metrics.GroupsReady(id, c.accessKey, &rd)
 		for _, rm := range rd.Removed {
 			k := groupKey{id, rm.Group}
 			tn := d.committers[k]

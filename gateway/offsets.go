@@ -179,7 +179,7 @@ func (gw *Gateway) commitOffset(ctx context.Context, tn *tenant, group, topic st
 			gw.log.Warn().Err(err).Str("group", group).Str("topic", topic).Int32("partition", partition).Msg("CommitCheckpoint failed")
 			return kafkaCodeForDIS(err)
 		}
-		gw.metrics.committed(group, t.key(partition), offset)
+		gw.metrics.Committed(group, t.key(partition), offset)
 		return 0
 	}
 }

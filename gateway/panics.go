@@ -12,7 +12,7 @@ import (
 // starts its error log line on log, with the value and the stack; the
 // caller adds what it was doing and sends the line.
 func (gw *Gateway) notePanic(log zerolog.Logger, v any) *zerolog.Event {
-	gw.metrics.panics.Inc()
+	gw.metrics.Panics.Inc()
 	return log.Error().Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack()))
 }
 

@@ -167,7 +167,7 @@ func TestSeeksInLongPartition(t *testing.T) {
 	if first > end/3 || last < end/3 {
 		t.Fatalf("seek to %d returned %d..%d", end/3, first, last)
 	}
-	cursors, probes := dis.getCursor.Load(), counterValue(fresh.metrics.offsetProbes)
+	cursors, probes := dis.getCursor.Load(), counterValue(fresh.metrics.OffsetProbes)
 	for next := last + 1; next < end; {
 		f, l, _ := fetchAt(t, cl, "long", next)
 		if f > next || l < next {
@@ -178,7 +178,7 @@ func TestSeeksInLongPartition(t *testing.T) {
 	if n := dis.getCursor.Load() - cursors; n != 0 {
 		t.Errorf("a consumer following the log opened %d DIS cursors", n)
 	}
-	if n := counterValue(fresh.metrics.offsetProbes) - probes; n != 0 {
+	if n := counterValue(fresh.metrics.OffsetProbes) - probes; n != 0 {
 		t.Errorf("a consumer following the log made %v offset-search reads", n)
 	}
 }
@@ -284,7 +284,7 @@ func TestWriterFencesAnotherWriter(t *testing.T) {
 	if base := produceRaw(t, kc, "shared", batchesOf(t, 1, 1, 4)); base != 6 {
 		t.Fatalf("the next batch answered base offset %d, want 6", base)
 	}
-	if n := counterValue(gw.metrics.fencedBatches); n != 1 {
+	if n := counterValue(gw.metrics.FencedBatches); n != 1 {
 		t.Fatalf("%v batches written again, want 1", n)
 	}
 	check := func(cl *kgo.Client, who string) {

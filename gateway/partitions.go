@@ -77,10 +77,10 @@ func (gw *Gateway) plogDeps(tn *tenant) plog.Deps {
 		Go:        gw.goSafe,
 		Recover:   gw.recoverPanic,
 		Produced: func(k plog.Key, records, bytes int) {
-			gw.metrics.produced(tn.accessKey, k.Topic, k.Partition, records, bytes)
+			gw.metrics.Produced(tn.accessKey, k.Topic, k.Partition, records, bytes)
 		},
-		ProduceCancelled: func(n int) { gw.metrics.produceCancelled.Add(float64(n)) },
-		OffsetProbe:      gw.metrics.offsetProbes.Inc,
-		FencedBatches:    func(n int) { gw.metrics.fencedBatches.Add(float64(n)) },
+		ProduceCancelled: func(n int) { gw.metrics.ProduceCancelled.Add(float64(n)) },
+		OffsetProbe:      gw.metrics.OffsetProbes.Inc,
+		FencedBatches:    func(n int) { gw.metrics.FencedBatches.Add(float64(n)) },
 	}
 }

@@ -112,7 +112,7 @@ func (gw *Gateway) noteRawDrops(r *request, t *topicMeta, partition int32, produ
 	if d.headerRecords == 0 && d.keyRecords == 0 {
 		return
 	}
-	tenant, topic := gw.metrics.labels.topic(t.tenant.accessKey, t.name)
+	tenant, topic := gw.metrics.Labels.Topic(t.tenant.accessKey, t.name)
 	notices := &gw.rawNotices
 	if producerID < 0 {
 		notices = &r.s.rawNotices
@@ -122,7 +122,7 @@ func (gw *Gateway) noteRawDrops(r *request, t *topicMeta, partition int32, produ
 		clientID = *r.hdr.ClientID
 	}
 	if d.headerRecords > 0 {
-		gw.metrics.rawHeadersDropped.WithLabelValues(tenant, topic).Add(float64(d.headerRecords))
+		gw.metrics.RawHeadersDropped.WithLabelValues(tenant, topic).Add(float64(d.headerRecords))
 		if notices.first(rawNotice{part: t.key(partition), producerID: producerID}) {
 			r.log().Warn().Str("topic", t.name).Int32("partition", partition).Int64("producer_id", producerID).
 				Str("client_id", clientID).Int("headers", d.headers).
@@ -130,7 +130,7 @@ func (gw *Gateway) noteRawDrops(r *request, t *topicMeta, partition int32, produ
 		}
 	}
 	if d.keyRecords > 0 {
-		gw.metrics.rawKeysDropped.WithLabelValues(tenant, topic).Add(float64(d.keyRecords))
+		gw.metrics.RawKeysDropped.WithLabelValues(tenant, topic).Add(float64(d.keyRecords))
 		if notices.first(rawNotice{part: t.key(partition), producerID: producerID, key: true}) {
 			r.log().Warn().Str("topic", t.name).Int32("partition", partition).Int64("producer_id", producerID).
 				Str("client_id", clientID).Str("reason", d.keyWhy).

@@ -376,7 +376,7 @@ func (r *request) saslAuthenticate(token []byte) ([]byte, int16, *string) {
 	}
 	out, done, err := s.saslStep(token)
 	if err != nil {
-		s.gw.metrics.authFailures.WithLabelValues(s.auth.mech).Inc()
+		s.gw.metrics.AuthFailures.WithLabelValues(s.auth.mech).Inc()
 		s.closeAfterQueued()
 		return nil, kerr.SaslAuthenticationFailed.Code, kmsg.StringPtr(err.Error())
 	}
@@ -404,7 +404,7 @@ func (s *session) serveRawSASL(r *request) {
 	})
 	out, done, err := s.saslStep(r.raw)
 	if err != nil {
-		s.gw.metrics.authFailures.WithLabelValues(s.auth.mech).Inc()
+		s.gw.metrics.AuthFailures.WithLabelValues(s.auth.mech).Inc()
 		// Kafka closes the connection without an answer here: v0 has no
 		// way to carry an error.
 		r.finishFrame(nil)

@@ -165,7 +165,7 @@ func newSession(gw *Gateway, lis *listener, sink responseSink, remote string) *s
 	}
 	s.lastRecv.Store(time.Now().UnixNano())
 	s.logOpen()
-	gw.metrics.connections.WithLabelValues(lis.name()).Inc()
+	gw.metrics.Connections.WithLabelValues(lis.name()).Inc()
 	gw.conns.add(s)
 	go func() {
 		// Past a panic here nothing would answer this connection again.
@@ -190,7 +190,7 @@ func (s *session) canAccept(n int) bool {
 		(busy && s.gw.overBudget())
 	if over {
 		if !s.paused {
-			s.gw.metrics.backpressure.Inc()
+			s.gw.metrics.Backpressure.Inc()
 		}
 		s.paused = true
 		if s.unsent > 0 && s.stalledSince.IsZero() {
@@ -265,13 +265,13 @@ func (s *session) reapCheck(now time.Time) {
 	switch {
 	case stalled:
 		s.closeReason(closeWriteTimeout)
-		s.gw.metrics.connsClosed.WithLabelValues(closeWriteTimeout).Inc()
+		s.gw.metrics.ConnsClosed.WithLabelValues(closeWriteTimeout).Inc()
 		s.log.Warn().Int64("unsent_bytes", unsent).Dur("write_timeout", s.gw.cfg.WriteTimeout).
 			Msg("closing connection: client does not read its responses")
 		s.sink.abort()
 	case idle:
 		s.closeReason(closeIdle)
-		s.gw.metrics.connsClosed.WithLabelValues(closeIdle).Inc()
+		s.gw.metrics.ConnsClosed.WithLabelValues(closeIdle).Inc()
 		s.log.Debug().Dur("idle", silent).Msg("closing idle connection")
 		s.sink.close()
 	case nudge:
@@ -292,7 +292,7 @@ func (s *session) accept(frame []byte) bool {
 	if err != nil {
 		return s.acceptBad(frame, err)
 	}
-	s.gw.metrics.bytesIn.Add(float64(size + 4))
+	s.gw.metrics.BytesIn.Add(float64(size + 4))
 	s.noteRequest(size+4, &req.Header)
 	h := handlers[req.Header.Key]
 	if h != nil && !h.advertised(s.gw) {
@@ -333,7 +333,7 @@ func (s *session) acceptBad(frame []byte, err error) bool {
 		s.enqueue(r)
 		return true
 	}
-	s.gw.metrics.badRequests.Inc()
+	s.gw.metrics.BadRequests.Inc()
 	s.closeReason(closeBadRequest)
 	s.log.Warn().Err(err).Msg("closing connection: request cannot be served")
 	s.closeAfterQueued()
@@ -362,14 +362,14 @@ func (s *session) dispatch() {
 			s.serveRawSASL(r)
 			continue
 		case s.lis.Protocol.usesSASL() && !s.auth.authenticated && !allowedBeforeAuth(r.hdr.Key):
-			s.gw.metrics.badRequests.Inc()
+			s.gw.metrics.BadRequests.Inc()
 			s.closeReason(closeUnauthenticated)
 			s.log.Warn().Str("api", r.h.name).Msg("closing connection: request before SASL authentication")
 			r.finishFrame(nil)
 			s.closeAfterQueued()
 			continue
 		}
-		s.gw.metrics.requests.WithLabelValues(r.h.name).Inc()
+		s.gw.metrics.Requests.WithLabelValues(r.h.name).Inc()
 		s.gw.handlersRun.Add(1)
 		r.served, r.began, r.tenant = true, time.Now(), s.tenant
 		s.serve(r)
@@ -551,7 +551,7 @@ func (r *request) finishOut(out outFrame) bool {
 		return false
 	}
 	if r.served {
-		r.s.gw.metrics.answered(r)
+		r.s.gw.metrics.Answered(r.h.name, r.tenant.accessKey, r.body, r.began)
 		defer r.s.gw.handlersRun.Done()
 	}
 	r.s.complete(r, out)
@@ -577,7 +577,7 @@ func (s *session) complete(r *request, out outFrame) {
 		s.inflight--
 		s.inflightB -= f.size
 		if n := f.out.size(); n > 0 && !s.closed {
-			s.gw.metrics.bytesOut.Add(float64(n))
+			s.gw.metrics.BytesOut.Add(float64(n))
 			s.conn.out.Add(int64(n))
 			s.unsent += int64(n)
 			s.gw.inflight.Add(int64(n))
@@ -636,6 +636,6 @@ func (s *session) onClosed() {
 	s.cancel()
 	close(s.queue)
 	s.gw.conns.remove(s)
-	s.gw.metrics.connections.WithLabelValues(s.lis.name()).Dec()
+	s.gw.metrics.Connections.WithLabelValues(s.lis.name()).Dec()
 	s.logClose()
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/cluster"
+	"github.com/disgw/disgw/gateway/metrics"
 )
 
 // Readiness and graceful shutdown (docs/operations.md, "Readiness" and
@@ -54,14 +55,14 @@ func (gw *Gateway) isDraining() bool {
 func (gw *Gateway) probeDIS() {
 	tick := time.NewTicker(gw.cfg.ReadyProbeInterval)
 	defer tick.Stop()
-	own := gw.tenant.dis.(*disMetrics) // every tenant's client is instrumented
+	own := gw.tenant.dis.(*metrics.DISClient) // every tenant's client is instrumented
 	for {
 		var err error
-		if !own.answered.Swap(false) {
+		if !own.Answered.Swap(false) {
 			ctx, cancel := context.WithTimeout(gw.ctx, readyProbeTimeout)
 			_, err = own.ListStreams(ctx, 1, "")
 			cancel()
-			own.answered.Store(false) // the probe is no call of the gateway's
+			own.Answered.Store(false) // the probe is no call of the gateway's
 		}
 		if gw.ctx.Err() != nil {
 			return

@@ -47,7 +47,7 @@ type tenant struct {
 }
 
 func newTenant(gw *Gateway, id, accessKey string, dis disclient.API) *tenant {
-	tn := &tenant{id: id, accessKey: accessKey, dis: gw.metrics.instrumentDIS(dis, accessKey), lastActive: time.Now()}
+	tn := &tenant{id: id, accessKey: accessKey, dis: gw.metrics.InstrumentDIS(dis, accessKey), lastActive: time.Now()}
 	tn.catalog = newCatalog(gw, tn)
 	tn.parts = plog.NewTenant(gw.plogDeps(tn))
 	return tn

@@ -151,12 +151,12 @@ func (k *gnetSink) sendFile(c gnet.Conn, span disclient.FileSpan) error {
 		if serr != nil {
 			return k.failFile(c, fmt.Errorf("sendfile: %w", serr))
 		}
-		k.s.gw.metrics.fileSent.Add(float64(span.Len - left))
+		k.s.gw.metrics.FileSent.Add(float64(span.Len - left))
 		if left == 0 {
 			return nil
 		}
 	}
-	k.s.gw.metrics.fileRead.Add(float64(left))
+	k.s.gw.metrics.FileRead.Add(float64(left))
 	b, err := disclient.FileSpan{File: span.File, Off: off, Len: left}.AppendTo(responseBuffers.get(left))
 	if err != nil {
 		return k.failFile(c, err)
@@ -294,7 +294,7 @@ func (t *gnetTransport) OnTraffic(c gnet.Conn) gnet.Action {
 	s.setPending(buffered)
 	if grew && buffered > partialFrameGrace && t.gw.overBudget() {
 		s.closeReason(closeInflightBudget)
-		t.gw.metrics.connsClosed.WithLabelValues(closeInflightBudget).Inc()
+		t.gw.metrics.ConnsClosed.WithLabelValues(closeInflightBudget).Inc()
 		s.log.Warn().Int("buffered", buffered).Int64("max_inflight_bytes", t.gw.cfg.MaxInflightBytes).
 			Msg("closing connection: gateway in-flight budget exhausted while the client keeps sending")
 		return gnet.Close
@@ -311,7 +311,7 @@ func (t *gnetTransport) consume(c gnet.Conn, s *session) gnet.Action {
 		head, _ := c.Peek(4)
 		n, err := protocol.FrameLen(head, s.frameLimit())
 		if err != nil {
-			t.gw.metrics.badRequests.Inc()
+			t.gw.metrics.BadRequests.Inc()
 			s.log.Warn().Err(err).Msg("closing connection: frame size refused")
 			return gnet.Close
 		}

@@ -167,7 +167,7 @@ func (k *tlsSink) writeLoop() {
 			b := f.frame
 			var err error
 			if f.parts != nil {
-				k.s.gw.metrics.fileRead.Add(float64(f.fileBytes()))
+				k.s.gw.metrics.FileRead.Add(float64(f.fileBytes()))
 				if b, err = f.appendTo(responseBuffers.get(f.size())); err != nil {
 					responseBuffers.put(b)
 					f.release()
@@ -184,7 +184,7 @@ func (k *tlsSink) writeLoop() {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
 					k.s.closeReason(closeWriteTimeout)
-					k.s.gw.metrics.connsClosed.WithLabelValues(closeWriteTimeout).Inc()
+					k.s.gw.metrics.ConnsClosed.WithLabelValues(closeWriteTimeout).Inc()
 					k.s.log.Warn().Dur("write_timeout", k.timeout).Msg("closing connection: client does not read its responses")
 				} else if !errors.Is(err, net.ErrClosed) {
 					k.s.log.Debug().Err(err).Msg("connection write failed")
@@ -228,7 +228,7 @@ func (gw *Gateway) serveTLSConn(l *listener, raw net.Conn, ip string) {
 	c := tls.Server(raw, l.TLS)
 	_ = c.SetDeadline(time.Now().Add(gw.cfg.TLSHandshakeTimeout))
 	if err := c.HandshakeContext(gw.ctx); err != nil {
-		gw.metrics.connsClosed.WithLabelValues("tls_handshake").Inc()
+		gw.metrics.ConnsClosed.WithLabelValues("tls_handshake").Inc()
 		gw.log.Warn().Err(err).Str("remote", raw.RemoteAddr().String()).Msg("TLS handshake failed")
 		_ = c.Close()
 		gw.releaseConn(ip)
@@ -267,7 +267,7 @@ func (gw *Gateway) readTLS(s *session, sink *tlsSink, c net.Conn) {
 		s.received()
 		n, err := protocol.FrameLen(head[:], s.frameLimit())
 		if err != nil {
-			gw.metrics.badRequests.Inc()
+			gw.metrics.BadRequests.Inc()
 			s.log.Warn().Err(err).Msg("closing connection: frame size refused")
 			return
 		}

@@ -1,4 +1,4 @@
-package gateway
+package metrics
 
 import (
 	"fmt"
@@ -30,15 +30,15 @@ func TestLabelCapFoldsPastTheCap(t *testing.T) {
 	for _, tc := range []struct {
 		mode, topic, part string
 	}{
-		{MetricsLabelsTopic, "a", ""},
-		{MetricsLabelsPartition, "a", "7"},
-		{MetricsLabelsNone, "", ""},
+		{LabelsTopic, "a", ""},
+		{LabelsPartition, "a", "7"},
+		{LabelsNone, "", ""},
 	} {
-		l := topicLabels{mode: tc.mode, topics: newLabelCap(1)}
+		l := TopicLabels{mode: tc.mode, topics: newLabelCap(1)}
 		if _, topic, part := l.of("", "a", 7); topic != tc.topic || part != tc.part {
 			t.Errorf("%s: labels (%q, %q), want (%q, %q)", tc.mode, topic, part, tc.topic, tc.part)
 		}
-		if _, topic, part := l.of("", "b", 7); tc.mode != MetricsLabelsNone && (topic != otherLabel || part != "") {
+		if _, topic, part := l.of("", "b", 7); tc.mode != LabelsNone && (topic != otherLabel || part != "") {
 			t.Errorf("%s: a topic past the cap labelled (%q, %q), want (%q, \"\")", tc.mode, topic, part, otherLabel)
 		}
 	}

@@ -1,4 +1,4 @@
-package gateway
+package metrics
 
 import (
 	"context"
@@ -25,21 +25,76 @@ type groupMetrics struct {
 // partition's tenant's.
 type groupOffsetKey struct {
 	group string
-	part  partitionKey
+	part  Part
 }
 
-// committed records an offset a group committed through this gateway, the
+// groupKey names a group of one tenant's, by tenant id.
+type groupKey struct {
+	tenantID, group string
+}
+
+// Part is a partition a group committed an offset of, as the gateway names
+// it: a map key of the committed offsets, so its dynamic type must be
+// comparable, and distinct for a topic deleted and created again (the
+// gateway's key holds the stream id) so that lag is never computed against
+// a predecessor's offsets.
+type Part interface {
+	// TenantID and AccessKey are the tenant's: the id matches the
+	// coordinator that forgets a group, the access key is the label.
+	TenantID() string
+	AccessKey() string
+	// Topic and Partition name it within the tenant, for the labels and
+	// the ownership check before a recovery.
+	Topic() string
+	Partition() int32
+	// KnownNext is the high watermark the gateway knows, -1 when it knows
+	// none: reading it costs no DIS call.
+	KnownNext() int64
+	// Next is the high watermark, read from DIS when not known.
+	Next(ctx context.Context) (int64, error)
+}
+
+// ServedPartition is a partition the gateway holds state of, as the
+// partition series read it.
+type ServedPartition struct {
+	// AccessKey is the tenant's, Topic and Partition name the partition
+	// within it: the labels.
+	AccessKey string
+	Topic     string
+	Partition int32
+	// StreamType is the topic's DIS stream type, "" when the catalog does
+	// not hold it: the quota share is computed against its limits, without
+	// a DIS call.
+	StreamType string
+	// State is the partition's offsets and traffic.
+	State PartitionState
+}
+
+// PartitionState is what the partition series read of a partition; the
+// partition log's partitions have it.
+type PartitionState interface {
+	// KnownNext and KnownEarliest are the offsets as last learned, -1 when
+	// not known yet.
+	KnownNext() int64
+	KnownEarliest() int64
+	// Rates is the partition's DIS traffic per second over the last
+	// seconds before now: records and bytes written, bytes read, which
+	// DIS's per-partition limits apply to.
+	Rates(now time.Time) (recordsIn, bytesIn, bytesOut float64)
+}
+
+// Committed records an offset a group committed through this gateway, the
 // lag is computed against.
-func (m *metrics) committed(group string, k partitionKey, offset int64) {
+func (m *Metrics) Committed(group string, k Part, offset int64) {
 	m.groups.mu.Lock()
 	m.groups.committed[groupOffsetKey{group, k}] = offset
 	m.groups.mu.Unlock()
 }
 
-// groupsReady takes what the coordinator of the tenant with this id and
+// GroupsReady takes what the coordinator of the tenant with this id and
 // access key reported in a Ready: rebalances are counted and timed,
 // forgotten groups' entries dropped.
-func (m *metrics) groupsReady(id, accessKey string, rd *groupcoord.Ready) {
+func (m *Metrics) GroupsReady(id, accessKey string, rd *groupcoord.Ready) {
 	if len(rd.Rebalances) == 0 && len(rd.Removed) == 0 {
 		return
 	}
@@ -55,7 +110,7 @@ func (m *metrics) groupsReady(id, accessKey string, rd *groupcoord.Ready) {
 	for _, rm := range rd.Removed {
 		delete(m.groups.gens, groupKey{id, rm.Group})
 		for k := range m.groups.committed {
-			if k.group == rm.Group && k.part.tenant.id == id {
+			if k.group == rm.Group && k.part.TenantID() == id {
 				delete(m.groups.committed, k)
 			}
 		}
@@ -99,7 +154,7 @@ var (
 
 // stateCollector reads, at scrape time, what the gateway holds: partition
 // offsets and DIS quota use, and the groups it coordinates with their lag.
-type stateCollector struct{ gw *Gateway }
+type stateCollector struct{ m *Metrics }
 
 // Describe sends the descriptors of every series Collect makes.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -127,29 +182,27 @@ type partAgg struct {
 var quotaNames = [3]string{"records_in", "bytes_in", "bytes_out"}
 
 func (c *stateCollector) collectPartitions(ch chan<- prometheus.Metric) {
-	gw, m := c.gw, c.gw.metrics
+	m := c.m
 	now := time.Now()
 	aggs := make(map[[3]string]*partAgg)
-	gw.forEachTenant(func(tn *tenant) {
-		for _, ps := range tn.parts.All() {
-			k := ps.Key()
-			tenant, topic, part := m.labels.of(tn.accessKey, k.Topic, k.Partition)
-			l := [3]string{tenant, topic, part}
-			a := aggs[l]
-			if a == nil {
-				a = &partAgg{}
-				aggs[l] = a
-			}
-			if next := ps.KnownNext(); next >= 0 {
-				a.hwm += float64(next)
-				a.logStart += float64(max(ps.KnownEarliest(), 0))
-				a.offsets = true
-			}
-			limRecs, limIn, limOut := quotaLimits(tn.catalog.streamType(k.Topic))
-			recs, in, out := ps.Rates(now)
-			for i, share := range [3]float64{recs / limRecs, in / limIn, out / limOut} {
-				a.quota[i] = max(a.quota[i], share)
-			}
+	m.state.Partitions(func(sp ServedPartition) {
+		ps := sp.State
+		tenant, topic, part := m.Labels.of(sp.AccessKey, sp.Topic, sp.Partition)
+		l := [3]string{tenant, topic, part}
+		a := aggs[l]
+		if a == nil {
+			a = &partAgg{}
+			aggs[l] = a
+		}
+		if next := ps.KnownNext(); next >= 0 {
+			a.hwm += float64(next)
+			a.logStart += float64(max(ps.KnownEarliest(), 0))
+			a.offsets = true
+		}
+		limRecs, limIn, limOut := quotaLimits(sp.StreamType)
+		recs, in, out := ps.Rates(now)
+		for i, share := range [3]float64{recs / limRecs, in / limIn, out / limOut} {
+			a.quota[i] = max(a.quota[i], share)
 		}
 	})
 	for l, a := range aggs {
@@ -171,14 +224,14 @@ type groupAgg struct {
 }
 
 func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric) {
-	gw, m := c.gw, c.gw.metrics
+	m := c.m
 	aggs := make(map[[2]string]*groupAgg)
 	m.groups.mu.Lock()
 	gens := maps.Clone(m.groups.gens)
 	m.groups.mu.Unlock()
-	gw.groups.withEach(func(id, accessKey string, coord *groupcoord.Coordinator) {
+	m.state.Groups(func(id, accessKey string, coord *groupcoord.Coordinator) {
 		for _, lg := range coord.List() {
-			if !gw.coordinates(lg.Group) {
+			if !m.state.Coordinates(lg.Group) {
 				continue
 			}
 			tenant, group := m.groupLabels.value(accessKey, lg.Group)
@@ -214,25 +267,25 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric) {
 // below zero. Only groups this gateway coordinates are reported (docs/design.md
 // §6): each group's lag comes from one gateway.
 func (c *stateCollector) collectLag(ch chan<- prometheus.Metric) {
-	gw, m := c.gw, c.gw.metrics
+	m := c.m
 	m.groups.mu.Lock()
 	offsets := make(map[groupOffsetKey]int64, len(m.groups.committed))
 	for k, off := range m.groups.committed {
 		offsets[k] = off
 	}
 	m.groups.mu.Unlock()
-	ctx, cancel := context.WithTimeout(gw.ctx, lagRecoveryTimeout)
+	ctx, cancel := context.WithTimeout(m.state.Ctx, lagRecoveryTimeout)
 	defer cancel()
 	recoveries := 0
 	type lagAgg struct{ offset, lag float64 }
 	aggs := make(map[[4]string]*lagAgg)
 	for k, off := range offsets {
-		if !gw.coordinates(k.group) {
+		if !m.state.Coordinates(k.group) {
 			continue
 		}
-		ak := k.part.tenant.accessKey
+		ak := k.part.AccessKey()
 		tenant, group := m.groupLabels.value(ak, k.group)
-		_, topic, part := m.labels.of(ak, k.part.topic, k.part.partition)
+		_, topic, part := m.Labels.of(ak, k.part.Topic(), k.part.Partition())
 		l := [4]string{tenant, group, topic, part}
 		a := aggs[l]
 		if a == nil {
@@ -240,13 +293,10 @@ func (c *stateCollector) collectLag(ch chan<- prometheus.Metric) {
 			aggs[l] = a
 		}
 		a.offset += float64(off)
-		hwm := int64(-1)
-		if ps, ok := k.part.tenant.parts.Peek(k.part.log()); ok {
-			hwm = ps.KnownNext()
-		}
-		if hwm < 0 && recoveries < lagRecoveriesPerScrape && ctx.Err() == nil && gw.ownsPartition(k.part.topic, k.part.partition) {
+		hwm := k.part.KnownNext()
+		if hwm < 0 && recoveries < lagRecoveriesPerScrape && ctx.Err() == nil && m.state.OwnsPartition(k.part.Topic(), k.part.Partition()) {
 			recoveries++
-			if next, err := gw.partitionFor(k.part).Next(ctx); err == nil {
+			if next, err := k.part.Next(ctx); err == nil {
 				hwm = next
 			}
 		}
@@ -258,16 +308,4 @@ func (c *stateCollector) collectLag(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descGroupOffset, prometheus.GaugeValue, a.offset, l[0], l[1], l[2], l[3])
 		ch <- prometheus.MustNewConstMetric(descGroupLag, prometheus.GaugeValue, a.lag, l[0], l[1], l[2], l[3])
 	}
-}
-
-// streamType is the DIS stream type of a cached topic, "" when the topic
-// is not cached: what the quota share is computed against, without a DIS
-// call.
-func (c *catalog) streamType(topic string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t := c.topics[topic]; t != nil {
-		return t.streamType
-	}
-	return ""
 }

@@ -1,20 +1,20 @@
-package gateway
+package metrics
 
 import (
 	"strconv"
 	"sync"
 )
 
-// Label granularity of the per-topic series (Config.MetricsLabels,
-// --metrics-topic-labels).
+// Label granularity of the per-topic series (Config.Labels,
+// --metrics-topic-labels); the gateway's MetricsLabels constants are these.
 const (
-	// MetricsLabelsTopic labels per-topic series by topic, as Kafka
-	// exporters do; the default.
-	MetricsLabelsTopic = "topic"
-	// MetricsLabelsPartition labels them by topic and partition.
-	MetricsLabelsPartition = "partition"
-	// MetricsLabelsNone folds every topic into one series.
-	MetricsLabelsNone = "none"
+	// LabelsTopic labels per-topic series by topic, as Kafka exporters
+	// do; the default.
+	LabelsTopic = "topic"
+	// LabelsPartition labels them by topic and partition.
+	LabelsPartition = "partition"
+	// LabelsNone folds every topic into one series.
+	LabelsNone = "none"
 )
 
 // otherLabel is the label value of the topics, groups and tenants past the
@@ -64,9 +64,10 @@ func (c *labelCap) value(tenant, name string) (string, string) {
 	return tenant, name
 }
 
-// topicLabels turns a tenant's topic and partition into the label values
-// of the per-topic series, as Config.MetricsLabels says.
-type topicLabels struct {
+// TopicLabels turns a tenant's topic and partition into the label values
+// of the per-topic series, as Config.Labels says: every per-topic series
+// goes through it, so the cap and the granularity hold for all of them.
+type TopicLabels struct {
 	mode   string
 	topics *labelCap
 }
@@ -75,11 +76,11 @@ type topicLabels struct {
 // of the tenant with this access key; the partition value is empty
 // (which PromQL takes for no label) unless partition labels are on, and
 // all are empty with labels off.
-func (l *topicLabels) of(tenant, topic string, partition int32) (string, string, string) {
+func (l *TopicLabels) of(tenant, topic string, partition int32) (string, string, string) {
 	switch l.mode {
-	case MetricsLabelsNone:
+	case LabelsNone:
 		return "", "", ""
-	case MetricsLabelsPartition:
+	case LabelsPartition:
 		tv, v := l.topics.value(tenant, topic)
 		if v == otherLabel {
 			return tv, v, ""
@@ -91,10 +92,10 @@ func (l *topicLabels) of(tenant, topic string, partition int32) (string, string,
 	}
 }
 
-// topic returns the tenant and topic label values of series that have no
-// partition.
-func (l *topicLabels) topic(tenant, topic string) (string, string) {
-	if l.mode == MetricsLabelsNone {
+// Topic returns the tenant and topic label values of series that have no
+// partition, for the tenant with this access key.
+func (l *TopicLabels) Topic(tenant, topic string) (string, string) {
+	if l.mode == LabelsNone {
 		return "", ""
 	}
 	return l.topics.value(tenant, topic)

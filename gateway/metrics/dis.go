@@ -1,4 +1,4 @@
-package gateway
+package metrics
 
 import (
 	"context"
@@ -11,22 +11,22 @@ import (
 	"github.com/disgw/disgw/disclient"
 )
 
-// disMetrics decorates a tenant's DIS client with the DIS series: calls by
+// DISClient decorates a tenant's DIS client with the DIS series: calls by
 // operation and outcome, latency, retries (reported from inside the client
 // through disclient.WithRetryObserver), throttling, per-record PutRecords
 // errors and cursor refreshes, and has failed calls logged (dis_errlog.go).
 // Every DIS call of the gateway goes through
 // one, so no call site counts anything itself.
-type disMetrics struct {
+type DISClient struct {
 	next disclient.API
-	m    *metrics
+	m    *Metrics
 	// tenant is the tenant label of the calls and record errors series:
 	// whose credentials the calls are signed with.
 	tenant string
 	ops    map[string]*disOp
-	// answered is set by every successful call: proof that DIS answers,
-	// which spares the readiness probe its own call (shutdown.go).
-	answered atomic.Bool
+	// Answered is set by every successful call: proof that DIS answers,
+	// which spares the gateway's readiness probe its own call.
+	Answered atomic.Bool
 }
 
 // disOp holds one operation's series, resolved once.
@@ -47,11 +47,11 @@ var disOperations = []string{
 	"CommitCheckpoint", "GetCheckpoint", "DeleteCheckpoint",
 }
 
-// instrumentDIS wraps dis, the DIS client of the tenant with this access
+// InstrumentDIS wraps dis, the DIS client of the tenant with this access
 // key, so that its calls are counted in m.
-func (m *metrics) instrumentDIS(dis disclient.API, accessKey string) disclient.API {
+func (m *Metrics) InstrumentDIS(dis disclient.API, accessKey string) *DISClient {
 	tenant, _ := m.disTenants.value(accessKey, "")
-	d := &disMetrics{next: dis, m: m, tenant: tenant, ops: make(map[string]*disOp, len(disOperations))}
+	d := &DISClient{next: dis, m: m, tenant: tenant, ops: make(map[string]*disOp, len(disOperations))}
 	for _, name := range disOperations {
 		op := &disOp{
 			name:      name,
@@ -78,14 +78,14 @@ func isThrottleErr(err error) bool {
 }
 
 // start begins a call of op: the context carries the retry observer.
-func (d *disMetrics) start(ctx context.Context, name string) (context.Context, *disOp, time.Time) {
+func (d *DISClient) start(ctx context.Context, name string) (context.Context, *disOp, time.Time) {
 	op := d.ops[name]
 	return disclient.WithRetryObserver(ctx, op.observer), op, time.Now()
 }
 
 // observe makes one call through the metrics: its latency, outcome and
 // the client's retries.
-func observe[T any](d *disMetrics, ctx context.Context, name string, call func(context.Context) (T, error)) (T, error) {
+func observe[T any](d *DISClient, ctx context.Context, name string, call func(context.Context) (T, error)) (T, error) {
 	ctx, op, began := d.start(ctx, name)
 	resp, err := call(ctx)
 	d.done(op, began, err)
@@ -93,17 +93,17 @@ func observe[T any](d *disMetrics, ctx context.Context, name string, call func(c
 }
 
 // observeErr is observe for a call that answers only an error.
-func observeErr(d *disMetrics, ctx context.Context, name string, call func(context.Context) error) error {
+func observeErr(d *DISClient, ctx context.Context, name string, call func(context.Context) error) error {
 	_, err := observe(d, ctx, name, func(ctx context.Context) (struct{}, error) { return struct{}{}, call(ctx) })
 	return err
 }
 
 // done counts a finished call.
-func (d *disMetrics) done(op *disOp, began time.Time, err error) {
+func (d *DISClient) done(op *disOp, began time.Time, err error) {
 	op.seconds.Observe(time.Since(began).Seconds())
 	if err == nil {
 		op.ok.Inc()
-		d.answered.Store(true)
+		d.Answered.Store(true)
 		return
 	}
 	d.m.disErrors.note(op.name, err)
@@ -118,43 +118,54 @@ func (d *disMetrics) done(op *disOp, began time.Time, err error) {
 }
 
 // Close closes the wrapped client when it can be closed.
-func (d *disMetrics) Close() { closeDIS(d.next) }
+func (d *DISClient) Close() {
+	if c, ok := d.next.(interface{ Close() }); ok {
+		c.Close()
+	}
+}
 
-func (d *disMetrics) CreateStream(ctx context.Context, req *disclient.CreateStreamRequest) error {
+// CreateStream calls the wrapped client, counted and timed as CreateStream.
+func (d *DISClient) CreateStream(ctx context.Context, req *disclient.CreateStreamRequest) error {
 	return observeErr(d, ctx, "CreateStream", func(ctx context.Context) error { return d.next.CreateStream(ctx, req) })
 }
 
-func (d *disMetrics) ListStreams(ctx context.Context, limit int, startStreamName string) (*disclient.ListStreamsResponse, error) {
+// ListStreams calls the wrapped client, counted and timed as ListStreams.
+func (d *DISClient) ListStreams(ctx context.Context, limit int, startStreamName string) (*disclient.ListStreamsResponse, error) {
 	return observe(d, ctx, "ListStreams", func(ctx context.Context) (*disclient.ListStreamsResponse, error) {
 		return d.next.ListStreams(ctx, limit, startStreamName)
 	})
 }
 
-func (d *disMetrics) DescribeStream(ctx context.Context, name, startPartitionID string, limit int) (*disclient.DescribeStreamResponse, error) {
+// DescribeStream calls the wrapped client, counted and timed as DescribeStream.
+func (d *DISClient) DescribeStream(ctx context.Context, name, startPartitionID string, limit int) (*disclient.DescribeStreamResponse, error) {
 	return observe(d, ctx, "DescribeStream", func(ctx context.Context) (*disclient.DescribeStreamResponse, error) {
 		return d.next.DescribeStream(ctx, name, startPartitionID, limit)
 	})
 }
 
-func (d *disMetrics) DeleteStream(ctx context.Context, name string) error {
+// DeleteStream calls the wrapped client, counted and timed as DeleteStream.
+func (d *DISClient) DeleteStream(ctx context.Context, name string) error {
 	return observeErr(d, ctx, "DeleteStream", func(ctx context.Context) error { return d.next.DeleteStream(ctx, name) })
 }
 
-func (d *disMetrics) UpdatePartitionCount(ctx context.Context, req *disclient.UpdatePartitionCountRequest) error {
+// UpdatePartitionCount calls the wrapped client, counted and timed as UpdatePartitionCount.
+func (d *DISClient) UpdatePartitionCount(ctx context.Context, req *disclient.UpdatePartitionCountRequest) error {
 	return observeErr(d, ctx, "UpdatePartitionCount", func(ctx context.Context) error { return d.next.UpdatePartitionCount(ctx, req) })
 }
 
-func (d *disMetrics) UpdateStream(ctx context.Context, req *disclient.UpdateStreamRequest) error {
+// UpdateStream calls the wrapped client, counted and timed as UpdateStream.
+func (d *DISClient) UpdateStream(ctx context.Context, req *disclient.UpdateStreamRequest) error {
 	return observeErr(d, ctx, "UpdateStream", func(ctx context.Context) error { return d.next.UpdateStream(ctx, req) })
 }
 
-func (d *disMetrics) UpdateStreamTags(ctx context.Context, streamID string, req *disclient.StreamTagsRequest) error {
+// UpdateStreamTags calls the wrapped client, counted and timed as UpdateStreamTags.
+func (d *DISClient) UpdateStreamTags(ctx context.Context, streamID string, req *disclient.StreamTagsRequest) error {
 	return observeErr(d, ctx, "UpdateStreamTags", func(ctx context.Context) error { return d.next.UpdateStreamTags(ctx, streamID, req) })
 }
 
 // PutRecords also counts the records DIS refused one by one; a call with
 // throttled records counts once as throttled.
-func (d *disMetrics) PutRecords(ctx context.Context, req *disclient.PutRecordsRequest) (*disclient.PutRecordsResponse, error) {
+func (d *DISClient) PutRecords(ctx context.Context, req *disclient.PutRecordsRequest) (*disclient.PutRecordsResponse, error) {
 	ctx, op, began := d.start(ctx, "PutRecords")
 	resp, err := d.next.PutRecords(ctx, req)
 	d.done(op, began, err)
@@ -166,7 +177,7 @@ func (d *disMetrics) PutRecords(ctx context.Context, req *disclient.PutRecordsRe
 // can answer before the records are durable (disclient.PipelinedPutter),
 // counted as PutRecords with its duration up to that answer; any other
 // client is called with PutRecords, and its wait has nothing to do.
-func (d *disMetrics) PutRecordsPipelined(ctx context.Context, req *disclient.PutRecordsRequest) (*disclient.PutRecordsResponse, func() error, error) {
+func (d *DISClient) PutRecordsPipelined(ctx context.Context, req *disclient.PutRecordsRequest) (*disclient.PutRecordsResponse, func() error, error) {
 	p, ok := d.next.(disclient.PipelinedPutter)
 	if !ok {
 		resp, err := d.PutRecords(ctx, req)
@@ -180,7 +191,7 @@ func (d *disMetrics) PutRecordsPipelined(ctx context.Context, req *disclient.Put
 }
 
 // countRefused counts the records of a PutRecords answer that DIS refused.
-func (d *disMetrics) countRefused(op *disOp, resp *disclient.PutRecordsResponse, err error) {
+func (d *DISClient) countRefused(op *disOp, resp *disclient.PutRecordsResponse, err error) {
 	if err == nil && resp.FailedRecordCount > 0 {
 		throttled := false
 		for i := range resp.Records {
@@ -195,12 +206,13 @@ func (d *disMetrics) countRefused(op *disOp, resp *disclient.PutRecordsResponse,
 	}
 }
 
-func (d *disMetrics) GetCursor(ctx context.Context, req *disclient.GetCursorRequest) (*disclient.GetCursorResponse, error) {
+// GetCursor calls the wrapped client, counted and timed as GetCursor.
+func (d *DISClient) GetCursor(ctx context.Context, req *disclient.GetCursorRequest) (*disclient.GetCursorResponse, error) {
 	return observe(d, ctx, "GetCursor", func(ctx context.Context) (*disclient.GetCursorResponse, error) { return d.next.GetCursor(ctx, req) })
 }
 
 // GetRecords also counts expired cursors: the caller gets a new one.
-func (d *disMetrics) GetRecords(ctx context.Context, cursor string, maxFetchBytes int) (*disclient.GetRecordsResponse, error) {
+func (d *DISClient) GetRecords(ctx context.Context, cursor string, maxFetchBytes int) (*disclient.GetRecordsResponse, error) {
 	return d.getRecords(ctx, func(ctx context.Context) (*disclient.GetRecordsResponse, error) {
 		return d.next.GetRecords(ctx, cursor, maxFetchBytes)
 	})
@@ -209,7 +221,7 @@ func (d *disMetrics) GetRecords(ctx context.Context, cursor string, maxFetchByte
 // GetRecordsSpans passes a GetRecords that may leave record data in files
 // on to a client that can (disclient.SpanGetter), counted as GetRecords;
 // any other client is called with GetRecords.
-func (d *disMetrics) GetRecordsSpans(ctx context.Context, cursor string, maxFetchBytes, head, spanMin int) (*disclient.GetRecordsResponse, error) {
+func (d *DISClient) GetRecordsSpans(ctx context.Context, cursor string, maxFetchBytes, head, spanMin int) (*disclient.GetRecordsResponse, error) {
 	sg, ok := d.next.(disclient.SpanGetter)
 	if !ok {
 		return d.GetRecords(ctx, cursor, maxFetchBytes)
@@ -220,7 +232,7 @@ func (d *disMetrics) GetRecordsSpans(ctx context.Context, cursor string, maxFetc
 }
 
 // getRecords observes one GetRecords call and counts an expired cursor.
-func (d *disMetrics) getRecords(ctx context.Context, call func(context.Context) (*disclient.GetRecordsResponse, error)) (*disclient.GetRecordsResponse, error) {
+func (d *DISClient) getRecords(ctx context.Context, call func(context.Context) (*disclient.GetRecordsResponse, error)) (*disclient.GetRecordsResponse, error) {
 	resp, err := observe(d, ctx, "GetRecords", call)
 	if disclient.IsCode(err, disclient.CodeCursorExpired) {
 		d.m.cursorRefreshes.Inc()
@@ -228,40 +240,48 @@ func (d *disMetrics) getRecords(ctx context.Context, call func(context.Context) 
 	return resp, err
 }
 
-func (d *disMetrics) CreateApp(ctx context.Context, name string) error {
+// CreateApp calls the wrapped client, counted and timed as CreateApp.
+func (d *DISClient) CreateApp(ctx context.Context, name string) error {
 	return observeErr(d, ctx, "CreateApp", func(ctx context.Context) error { return d.next.CreateApp(ctx, name) })
 }
 
-func (d *disMetrics) ListApps(ctx context.Context, limit int, startAppName, streamName string) (*disclient.ListAppsResponse, error) {
+// ListApps calls the wrapped client, counted and timed as ListApps.
+func (d *DISClient) ListApps(ctx context.Context, limit int, startAppName, streamName string) (*disclient.ListAppsResponse, error) {
 	return observe(d, ctx, "ListApps", func(ctx context.Context) (*disclient.ListAppsResponse, error) {
 		return d.next.ListApps(ctx, limit, startAppName, streamName)
 	})
 }
 
-func (d *disMetrics) DescribeApp(ctx context.Context, name string) (*disclient.App, error) {
+// DescribeApp calls the wrapped client, counted and timed as DescribeApp.
+func (d *DISClient) DescribeApp(ctx context.Context, name string) (*disclient.App, error) {
 	return observe(d, ctx, "DescribeApp", func(ctx context.Context) (*disclient.App, error) { return d.next.DescribeApp(ctx, name) })
 }
 
-func (d *disMetrics) DeleteApp(ctx context.Context, name string) error {
+// DeleteApp calls the wrapped client, counted and timed as DeleteApp.
+func (d *DISClient) DeleteApp(ctx context.Context, name string) error {
 	return observeErr(d, ctx, "DeleteApp", func(ctx context.Context) error { return d.next.DeleteApp(ctx, name) })
 }
 
-func (d *disMetrics) ConsumerState(ctx context.Context, app, stream string, limit int, startPartitionID string) (*disclient.ConsumerStateResponse, error) {
+// ConsumerState calls the wrapped client, counted and timed as ConsumerState.
+func (d *DISClient) ConsumerState(ctx context.Context, app, stream string, limit int, startPartitionID string) (*disclient.ConsumerStateResponse, error) {
 	return observe(d, ctx, "ConsumerState", func(ctx context.Context) (*disclient.ConsumerStateResponse, error) {
 		return d.next.ConsumerState(ctx, app, stream, limit, startPartitionID)
 	})
 }
 
-func (d *disMetrics) CommitCheckpoint(ctx context.Context, req *disclient.CommitCheckpointRequest) error {
+// CommitCheckpoint calls the wrapped client, counted and timed as CommitCheckpoint.
+func (d *DISClient) CommitCheckpoint(ctx context.Context, req *disclient.CommitCheckpointRequest) error {
 	return observeErr(d, ctx, "CommitCheckpoint", func(ctx context.Context) error { return d.next.CommitCheckpoint(ctx, req) })
 }
 
-func (d *disMetrics) GetCheckpoint(ctx context.Context, req *disclient.GetCheckpointRequest) (*disclient.GetCheckpointResponse, error) {
+// GetCheckpoint calls the wrapped client, counted and timed as GetCheckpoint.
+func (d *DISClient) GetCheckpoint(ctx context.Context, req *disclient.GetCheckpointRequest) (*disclient.GetCheckpointResponse, error) {
 	return observe(d, ctx, "GetCheckpoint", func(ctx context.Context) (*disclient.GetCheckpointResponse, error) {
 		return d.next.GetCheckpoint(ctx, req)
 	})
 }
 
-func (d *disMetrics) DeleteCheckpoint(ctx context.Context, req *disclient.DeleteCheckpointRequest) error {
+// DeleteCheckpoint calls the wrapped client, counted and timed as DeleteCheckpoint.
+func (d *DISClient) DeleteCheckpoint(ctx context.Context, req *disclient.DeleteCheckpointRequest) error {
 	return observeErr(d, ctx, "DeleteCheckpoint", func(ctx context.Context) error { return d.next.DeleteCheckpoint(ctx, req) })
 }
