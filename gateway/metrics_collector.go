@@ -145,7 +145,7 @@ func (c *stateCollector) collectPartitions(ch chan<- prometheus.Metric) {
 				a.logStart += float64(max(ps.KnownEarliest(), 0))
 				a.offsets = true
 			}
-			limRecs, limIn, limOut := quotaLimits(tn.catalog.streamType(k.Topic))
+			limRecs, limIn, limOut := quotaLimits(tn.catalog.StreamType(k.Topic))
 			recs, in, out := ps.Rates(now)
 			for i, share := range [3]float64{recs / limRecs, in / limIn, out / limOut} {
 				a.quota[i] = max(a.quota[i], share)
@@ -258,16 +258,4 @@ func (c *stateCollector) collectLag(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descGroupOffset, prometheus.GaugeValue, a.offset, l[0], l[1], l[2], l[3])
 		ch <- prometheus.MustNewConstMetric(descGroupLag, prometheus.GaugeValue, a.lag, l[0], l[1], l[2], l[3])
 	}
-}
-
-// streamType is the DIS stream type of a cached topic, "" when the topic
-// is not cached: what the quota share is computed against, without a DIS
-// call.
-func (c *catalog) streamType(topic string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t := c.topics[topic]; t != nil {
-		return t.streamType
-	}
-	return ""
 }

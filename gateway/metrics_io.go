@@ -17,8 +17,9 @@ func (m *metrics) produced(accessKey, topic string, partition int32, records, by
 	m.topicBytesIn.WithLabelValues(tenant, topic, part).Add(float64(bytes))
 }
 
-// fetched counts what a Fetch response returns, per partition.
-func (m *metrics) fetched(parts []*fetchPart) {
+// fetched counts what a Fetch response of the tenant with this access key
+// returns, per partition.
+func (m *metrics) fetched(accessKey string, parts []*fetchPart) {
 	total := 0
 	for _, p := range parts {
 		n := len(p.Records)
@@ -29,7 +30,7 @@ func (m *metrics) fetched(parts []*fetchPart) {
 			continue
 		}
 		total += n
-		tenant, topic, part := m.labels.of(p.topic.tenant.accessKey, p.topic.name, p.resp.Partition)
+		tenant, topic, part := m.labels.of(accessKey, p.topic.Name, p.resp.Partition)
 		m.topicRecsOut.WithLabelValues(tenant, topic, part).Add(float64(n))
 		m.topicBytesOut.WithLabelValues(tenant, topic, part).Add(float64(len(p.resp.RecordBatches)))
 	}
