@@ -12,6 +12,7 @@ import (
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/gateway/plog"
+	"github.com/disgw/disgw/gateway/topics"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -96,12 +97,12 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 		rt := &req.Topics[ti]
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
-		var t *topicMeta
+		var t *topics.Meta
 		var terr error
 		internal := rt.Topic == offsetsTopic
 		denied := !gw.authorize(r, authz.OpWrite, authz.ResourceTopic, rt.Topic)
 		if !internal && !denied {
-			t, terr = r.tenant.catalog.get(ctx, rt.Topic)
+			t, terr = r.tenant.catalog.Get(ctx, rt.Topic)
 		}
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
@@ -114,22 +115,22 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 				sp.ErrorCode = topicDenied
 			case internal:
 				sp.ErrorCode, sp.ErrorMessage = gw.internalTopicRefused(r, "Produce")
-			case errors.Is(terr, errUnknownTopic):
+			case errors.Is(terr, topics.ErrUnknownTopic):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case terr != nil:
 				sp.ErrorCode = kafkaCodeForDIS(terr)
-			case t.readable(rp.Partition) && !t.writable(rp.Partition):
+			case t.Readable(rp.Partition) && !t.Writable(rp.Partition):
 				// Scaled in by DIS: still readable, never written again.
 				sp.ErrorCode = kerr.PolicyViolation.Code
 				sp.ErrorMessage = kmsg.StringPtr("DIS scaled this partition in: it can be read but no longer written")
-			case !t.writable(rp.Partition):
+			case !t.Writable(rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case !gw.ownsPartition(rt.Topic, rp.Partition):
 				gw.produceNotLeader(r, resp, &sp, rt.Topic)
 			default:
 				before := budget.Charged()
 				op, owned := gw.startAppend(qctx, r, t, rp, &sp, budget)
-				if t.format != FormatKafka {
+				if t.Format != FormatKafka {
 					// Raw records alias what was decompressed until written;
 					// kafka batches keep only the bytes as sent.
 					held += budget.Charged() - before
@@ -176,10 +177,10 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 				sp.LogAppendTime = w.op.AppendTime
 			}
 			sp.LogStartOffset = 0
-			if t, err := r.tenant.catalog.get(ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.partitions) {
-				sp.LogStartOffset = t.partitions[sp.Partition].earliest
-				if t.format == FormatKafka {
-					sp.LogStartOffset = gw.partitionFor(t.key(sp.Partition)).KnownEarliest()
+			if t, err := r.tenant.catalog.Get(ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.Partitions) {
+				sp.LogStartOffset = t.Partitions[sp.Partition].Earliest
+				if t.Format == FormatKafka {
+					sp.LogStartOffset = gw.partitionFor(r.tenant.key(t, sp.Partition)).KnownEarliest()
 				}
 			}
 		}
@@ -255,11 +256,11 @@ func awaitAppend(ctx context.Context, w producePending) bool {
 // one DIS record, as sent (docs/record-formats.md); the writer sets the
 // base offsets. The DIS record's timestamp is the batch's max timestamp, so
 // AT_TIMESTAMP cursors find the first batch that may hold a timestamp.
-func (gw *Gateway) batchOp(t *topicMeta, p int32, batches []protocol.Batch) (*plog.Append, int16, string) {
+func (gw *Gateway) batchOp(t *topics.Meta, p int32, batches []protocol.Batch) (*plog.Append, int16, string) {
 	op := plog.NewAppend(true)
-	policy := timestampPolicyOf(&gw.cfg, t)
-	maxBytes := maxMessageBytesOf(&gw.cfg, t)
-	op.LogAppendTime = policy.logAppendTime
+	policy := gw.topicCfg.TimestampPolicy(t)
+	maxBytes := gw.topicCfg.MaxMessageBytes(t)
+	op.LogAppendTime = policy.LogAppendTime
 	now := time.Now().UnixMilli()
 	pid := disclient.PartitionID(p)
 	for bi := range batches {
@@ -277,7 +278,7 @@ func (gw *Gateway) batchOp(t *topicMeta, p int32, batches []protocol.Batch) (*pl
 			i  int
 			ts int64
 		}{{tr.MinRecord, tr.Min}, {tr.MaxRecord, tr.Max}} {
-			if !policy.allows(r.ts, now) {
+			if !policy.Allows(r.ts, now) {
 				return nil, kerr.InvalidTimestamp.Code, fmt.Sprintf("record %d of a batch has timestamp %d, outside what the topic's message.timestamp.* configs allow", r.i, r.ts)
 			}
 		}
@@ -331,9 +332,9 @@ func refuseAppend(sp *kmsg.ProduceResponseTopicPartition, code int16, msg string
 // op is queued. It returns the op to wait for and
 // whether this request queued it (false for the original of a retried
 // idempotent batch), or nil with sp's error set.
-func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *protocol.DecompressBudget) (*plog.Append, bool) {
+func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topics.Meta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *protocol.DecompressBudget) (*plog.Append, bool) {
 	decode := protocol.DecodeBatches
-	if t.format == FormatKafka {
+	if t.Format == FormatKafka {
 		// Stored as sent: the records are checked, not kept.
 		decode = protocol.CheckBatches
 	}
@@ -353,18 +354,18 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp
 	if len(batches) == 0 {
 		return refuseAppend(sp, kerr.InvalidRecord.Code, "the produce request holds no record batch")
 	}
-	if t.format == FormatKafka {
+	if t.Format == FormatKafka {
 		op, code, msg := gw.batchOp(t, rp.Partition, batches)
 		if code != 0 {
 			return refuseAppend(sp, code, msg)
 		}
 		op.Deadline, _ = ctx.Deadline()
-		return gw.enqueueAppend(ctx, t, rp.Partition, op, sp)
+		return gw.enqueueAppend(ctx, r.tenant, t, rp.Partition, op, sp)
 	}
 	op := plog.NewAppend(false)
 	op.Deadline, _ = ctx.Deadline()
 	pid := disclient.PartitionID(rp.Partition)
-	var drops rawDrops
+	var drops topics.RawDrops
 	for bi := range batches {
 		b := &batches[bi]
 		if msg := refusedBatch(b, len(batches)); msg != "" {
@@ -380,11 +381,11 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp
 		}
 		for i := range b.Records {
 			rec := &b.Records[i]
-			e, err := toRawEntry(rec, pid, gw.cfg.MaxRecordBytes, t.raw, &drops)
+			e, err := topics.ToRawEntry(rec, pid, gw.cfg.MaxRecordBytes, t.Raw, &drops)
 			if err != nil {
-				var re *recordError
+				var re *topics.RecordError
 				code := kerr.InvalidRecord.Code
-				if errors.As(err, &re) && re.tooLarge {
+				if errors.As(err, &re) && re.TooLarge {
 					code = kerr.MessageTooLarge.Code
 				}
 				re2 := kmsg.NewProduceResponseTopicPartitionErrorRecord()
@@ -401,7 +402,7 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp
 	if len(op.Entries) == 0 {
 		return refuseAppend(sp, kerr.InvalidRecord.Code, "the record batches hold no records")
 	}
-	queued, owned := gw.enqueueAppend(ctx, t, rp.Partition, op, sp)
+	queued, owned := gw.enqueueAppend(ctx, r.tenant, t, rp.Partition, op, sp)
 	if queued == op {
 		gw.noteRawDrops(r, t, rp.Partition, op.ProducerID, drops)
 	}
@@ -409,8 +410,8 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topicMeta, rp
 }
 
 // enqueueAppend queues op on the partition's writer; see startAppend.
-func (gw *Gateway) enqueueAppend(ctx context.Context, t *topicMeta, p int32, op *plog.Append, sp *kmsg.ProduceResponseTopicPartition) (*plog.Append, bool) {
-	dup, code := gw.partitionFor(t.key(p)).Enqueue(ctx, op)
+func (gw *Gateway) enqueueAppend(ctx context.Context, tn *tenant, t *topics.Meta, p int32, op *plog.Append, sp *kmsg.ProduceResponseTopicPartition) (*plog.Append, bool) {
+	dup, code := gw.partitionFor(tn.key(t, p)).Enqueue(ctx, op)
 	switch {
 	case code == kerr.RequestTimedOut.Code:
 		return refuseAppend(sp, code, "the partition's write queue stayed full until the request timed out")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/gateway/plog"
+	"github.com/disgw/disgw/gateway/topics"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -74,7 +75,7 @@ func fetchError(req *kmsg.FetchRequest, code int16) kmsg.Response {
 // log reads for it (plog.FetchPart), and where its answer goes.
 type fetchPart struct {
 	plog.FetchPart
-	topic *topicMeta
+	topic *topics.Meta
 	req   *kmsg.FetchRequestTopicPartition
 	resp  *kmsg.FetchResponseTopicPartition
 }
@@ -87,7 +88,7 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 	}
 	dups := duplicateFetchPartitions(r, req)
 	var parts []*fetchPart
-	metas := make([]*topicMeta, len(req.Topics)) // resolved once per topic
+	metas := make([]*topics.Meta, len(req.Topics)) // resolved once per topic
 	var byID map[[16]byte]string
 	offsetsServed := false // a partition of the offsets topic answered, empty
 	if req.Version >= 13 {
@@ -97,14 +98,14 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 				ids = append(ids, id)
 			}
 		}
-		byID = r.tenant.catalog.namesForIDs(ctx, ids, newCallBudget(gw.cfg.MaxDescribesPerRequest))
+		byID = r.tenant.catalog.NamesForIDs(ctx, ids, topics.NewCallBudget(gw.cfg.MaxDescribesPerRequest))
 	}
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		name := rt.Topic
-		var t *topicMeta
+		var t *topics.Meta
 		var terr error
 		if req.Version >= 13 {
 			if n, ok := byID[rt.TopicID]; ok {
@@ -118,7 +119,7 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 		internal := terr == nil && name == offsetsTopic
 		denied := terr == nil && !gw.authorize(r, authz.OpRead, authz.ResourceTopic, name)
 		if terr == nil && !internal && !denied {
-			t, terr = r.tenant.catalog.get(ctx, name)
+			t, terr = r.tenant.catalog.Get(ctx, name)
 		}
 		metas[ti] = t
 		for pi := range rt.Partitions {
@@ -139,11 +140,11 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 				}
 			case errors.Is(terr, errUnknownTopicID):
 				sp.ErrorCode = kerr.UnknownTopicID.Code
-			case errors.Is(terr, errUnknownTopic):
+			case errors.Is(terr, topics.ErrUnknownTopic):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case terr != nil:
 				sp.ErrorCode = kafkaCodeForDIS(terr)
-			case !t.readable(sp.Partition):
+			case !t.Readable(sp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case !gw.ownsPartition(name, sp.Partition):
 				gw.fetchNotLeader(r, resp.FetchResponse, &sp, name)
@@ -201,10 +202,10 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 		if limit <= 0 || limit > maxBytes {
 			limit = maxBytes
 		}
-		pm := p.topic.partitions[p.resp.Partition]
+		pm := p.topic.Partitions[p.resp.Partition]
 		p.FetchPart = plog.FetchPart{
-			Partition: gw.partitionFor(p.topic.key(p.resp.Partition)), Kafka: p.topic.format == FormatKafka,
-			Offset: p.req.FetchOffset, Limit: limit, Earliest: pm.earliest, Next: pm.next,
+			Partition: gw.partitionFor(r.tenant.key(p.topic, p.resp.Partition)), Kafka: p.topic.Format == FormatKafka,
+			Offset: p.req.FetchOffset, Limit: limit, Earliest: pm.Earliest, Next: pm.Next,
 			HighWatermark: -1, LogStartOffset: -1,
 		}
 		reads[i] = &p.FetchPart
@@ -242,7 +243,7 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 			}
 			resp.scratch = append(resp.scratch, b)
 			if err != nil {
-				gw.log.Error().Err(err).Str("topic", p.topic.name).Msg("fetch: reading record batches from the record log failed")
+				gw.log.Error().Err(err).Str("topic", p.topic.Name).Msg("fetch: reading record batches from the record log failed")
 				p.resp.ErrorCode = kerr.KafkaStorageError.Code
 				continue
 			}
@@ -254,13 +255,13 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 		}
 		b, err := protocol.AppendBatch(nil, p.Records, protocol.CodecNone, 0)
 		if err != nil {
-			gw.log.Error().Err(err).Str("topic", p.topic.name).Msg("fetch: encoding a record batch failed")
+			gw.log.Error().Err(err).Str("topic", p.topic.Name).Msg("fetch: encoding a record batch failed")
 			p.resp.ErrorCode = kerr.UnknownServerError.Code
 			continue
 		}
 		p.resp.RecordBatches = b
 	}
-	countFetched(gw.metrics, parts)
+	countFetched(gw.metrics, r.tenant.accessKey, parts)
 }
 
 // fetchLimit is the most a fetch response may hold: the client's max_bytes

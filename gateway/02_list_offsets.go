@@ -11,6 +11,7 @@ import (
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/gateway/plog"
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // ListOffsets v1–v11.
@@ -67,12 +68,12 @@ func handleListOffsets(ctx context.Context, gw *Gateway, r *request, req *kmsg.L
 		rt := &req.Topics[ti]
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		var t *topicMeta
+		var t *topics.Meta
 		var terr error
 		internal := rt.Topic == offsetsTopic
 		denied := !gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, rt.Topic)
 		if !internal && !denied {
-			t, terr = r.tenant.catalog.refresh(ctx, rt.Topic)
+			t, terr = r.tenant.catalog.Refresh(ctx, rt.Topic)
 		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
@@ -83,16 +84,16 @@ func handleListOffsets(ctx context.Context, gw *Gateway, r *request, req *kmsg.L
 				sp.ErrorCode = topicDenied
 			case internal:
 				listOffsetsPartition(&sp, rp.Timestamp)
-			case errors.Is(terr, errUnknownTopic):
+			case errors.Is(terr, topics.ErrUnknownTopic):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case terr != nil:
 				sp.ErrorCode = kafkaCodeForDIS(terr)
-			case !t.readable(rp.Partition):
+			case !t.Readable(rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case !gw.ownsPartition(rt.Topic, rp.Partition):
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
-				gw.listOffset(ctx, t, rp.Partition, rp.Timestamp, &sp)
+				gw.listOffset(ctx, r.tenant, t, rp.Partition, rp.Timestamp, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -101,22 +102,22 @@ func handleListOffsets(ctx context.Context, gw *Gateway, r *request, req *kmsg.L
 	return resp, nil
 }
 
-func (gw *Gateway) listOffset(ctx context.Context, t *topicMeta, p int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
+func (gw *Gateway) listOffset(ctx context.Context, tn *tenant, t *topics.Meta, p int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	if ts == listLatestTier || ts == listPendingTier {
 		sp.LeaderEpoch = -1
 		return
 	}
-	if t.format == FormatKafka {
-		gw.listBatchOffset(ctx, t, p, ts, sp)
+	if t.Format == FormatKafka {
+		gw.listBatchOffset(ctx, tn, t, p, ts, sp)
 		return
 	}
-	pm := t.partitions[p]
-	pr := gw.partitionFor(t.key(p))
-	pr.ObserveHWM(pm.next)
+	pm := t.Partitions[p]
+	pr := gw.partitionFor(tn.key(t, p))
+	pr.ObserveHWM(pm.Next)
 	hwm := pr.KnownHWM()
 	switch ts {
 	case listEarliest, listEarliestLoc:
-		sp.Offset = pm.earliest
+		sp.Offset = pm.Earliest
 		return
 	case listLatest:
 		sp.Offset = hwm
@@ -124,16 +125,16 @@ func (gw *Gateway) listOffset(ctx context.Context, t *topicMeta, p int32, ts int
 	case listMaxTime:
 		// The newest record stands in for the one with the largest
 		// timestamp: exact for producers whose timestamps only grow.
-		if hwm <= pm.earliest {
+		if hwm <= pm.Earliest {
 			return
 		}
-		c, err := t.tenant.dis.GetCursor(ctx, &disclient.GetCursorRequest{StreamName: t.stream, PartitionID: disclient.PartitionID(p),
+		c, err := tn.dis.GetCursor(ctx, &disclient.GetCursorRequest{StreamName: t.Stream, PartitionID: disclient.PartitionID(p),
 			CursorType: disclient.CursorAtSequenceNumber, StartingSequenceNumber: strconv.FormatInt(hwm-1, 10)})
 		if err != nil {
 			gw.listOffsetFailed(t, p, sp, err)
 			return
 		}
-		gw.firstRecordAt(ctx, t, p, c, sp)
+		gw.firstRecordAt(ctx, tn, t, p, c, sp)
 		return
 	}
 	if ts < 0 {
@@ -145,19 +146,19 @@ func (gw *Gateway) listOffset(ctx context.Context, t *topicMeta, p int32, ts int
 		gw.listOffsetFailed(t, p, sp, err)
 		return
 	}
-	gw.firstRecordAt(ctx, t, p, c, sp)
+	gw.firstRecordAt(ctx, tn, t, p, c, sp)
 }
 
 // listOffsetFailed answers sp with the Kafka code for a failed DIS call.
-func (gw *Gateway) listOffsetFailed(t *topicMeta, p int32, sp *kmsg.ListOffsetsResponseTopicPartition, err error) {
-	gw.log.Warn().Err(err).Str("topic", t.name).Int32("partition", p).Msg("list offsets: reading DIS failed")
+func (gw *Gateway) listOffsetFailed(t *topics.Meta, p int32, sp *kmsg.ListOffsetsResponseTopicPartition, err error) {
+	gw.log.Warn().Err(err).Str("topic", t.Name).Int32("partition", p).Msg("list offsets: reading DIS failed")
 	sp.ErrorCode = kafkaCodeForDIS(err)
 }
 
 // firstRecordAt reads the first record at cursor c and reports its offset
 // and timestamp; none leaves -1, as Kafka answers a timestamp past the end.
-func (gw *Gateway) firstRecordAt(ctx context.Context, t *topicMeta, p int32, c *disclient.GetCursorResponse, sp *kmsg.ListOffsetsResponseTopicPartition) {
-	recs, err := t.tenant.dis.GetRecords(ctx, c.PartitionCursor, gw.disReadBytes())
+func (gw *Gateway) firstRecordAt(ctx context.Context, tn *tenant, t *topics.Meta, p int32, c *disclient.GetCursorResponse, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	recs, err := tn.dis.GetRecords(ctx, c.PartitionCursor, gw.disReadBytes())
 	if err == nil {
 		if len(recs.Records) == 0 {
 			return
@@ -174,13 +175,13 @@ func (gw *Gateway) firstRecordAt(ctx context.Context, t *topicMeta, p int32, c *
 
 // listBatchOffset answers ListOffsets for partition p of a kafka-format
 // topic, exactly.
-func (gw *Gateway) listBatchOffset(ctx context.Context, t *topicMeta, p int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
-	ps := gw.partitionFor(t.key(p))
+func (gw *Gateway) listBatchOffset(ctx context.Context, tn *tenant, t *topics.Meta, p int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	ps := gw.partitionFor(tn.key(t, p))
 	fail := func(err error) { gw.listOffsetFailed(t, p, sp, err) }
 	var err error
 	switch ts {
 	case listEarliest, listEarliestLoc:
-		if sp.Offset, err = ps.Earliest(ctx, t.partitions[p].earliest); err != nil {
+		if sp.Offset, err = ps.Earliest(ctx, t.Partitions[p].Earliest); err != nil {
 			fail(err)
 		}
 		return
@@ -190,7 +191,7 @@ func (gw *Gateway) listBatchOffset(ctx context.Context, t *topicMeta, p int32, t
 		}
 		return
 	case listMaxTime:
-		if sp.Offset, sp.Timestamp, err = ps.MaxTimestamp(ctx, t.partitions[p].earliest); err != nil {
+		if sp.Offset, sp.Timestamp, err = ps.MaxTimestamp(ctx, t.Partitions[p].Earliest); err != nil {
 			fail(err)
 		}
 		return

@@ -10,6 +10,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // Metadata v0–v12.
@@ -56,7 +57,7 @@ func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.Meta
 	var names []string
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
-		list, err := tn.catalog.list(ctx)
+		list, err := tn.catalog.List(ctx)
 		if err != nil {
 			gw.log.Warn().Err(err).Msg("metadata: ListStreams failed")
 		}
@@ -65,14 +66,14 @@ func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.Meta
 			resp.Topics = append(resp.Topics, gw.offsetsTopicMetadata())
 		}
 	}
-	budget := newCallBudget(gw.cfg.MaxDescribesPerRequest)
+	budget := topics.NewCallBudget(gw.cfg.MaxDescribesPerRequest)
 	var ids [][16]byte
 	for _, t := range req.Topics {
 		if (t.Topic == nil || *t.Topic == "") && t.TopicID != offsetsTopicID {
 			ids = append(ids, t.TopicID)
 		}
 	}
-	byID := tn.catalog.namesForIDs(ctx, ids, budget)
+	byID := tn.catalog.NamesForIDs(ctx, ids, budget)
 	askedByID := make(map[string][16]byte, len(byID))
 	for _, t := range req.Topics {
 		switch {
@@ -106,9 +107,9 @@ func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.Meta
 		names = gw.describableTopics(r, resp, names, askedByID)
 	}
 	autoCreate := gw.cfg.AutoCreateTopics && !all && (req.Version < 4 || req.AllowAutoTopicCreation)
-	found := tn.catalog.getMany(ctx, names, budget)
+	found := tn.catalog.GetMany(ctx, names, budget)
 	for _, name := range names {
-		mayCreate := autoCreate && errors.Is(found[name].err, errUnknownTopic) && gw.mayCreateTopic(r, name)
+		mayCreate := autoCreate && errors.Is(found[name].Err, topics.ErrUnknownTopic) && gw.mayCreateTopic(r, name)
 		mt := gw.topicMetadata(ctx, tn, name, found[name], mayCreate, budget)
 		if autoCreate && !mayCreate && mt.ErrorCode == kerr.UnknownTopicOrPartition.Code {
 			mt.ErrorCode = topicDenied
@@ -121,21 +122,21 @@ func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.Meta
 
 // topicMetadata answers for one topic as the catalog found it, creating it
 // first when allowed and the request's budget has a DIS call left.
-func (gw *Gateway) topicMetadata(ctx context.Context, tn *tenant, name string, found topicLookup, autoCreate bool, budget *callBudget) kmsg.MetadataResponseTopic {
+func (gw *Gateway) topicMetadata(ctx context.Context, tn *tenant, name string, found topics.Lookup, autoCreate bool, budget *topics.CallBudget) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(name)
-	t, err := found.t, found.err
-	if errors.Is(err, errUnknownTopic) && autoCreate {
-		if why := checkTopicName(name); why != "" {
+	t, err := found.Meta, found.Err
+	if errors.Is(err, topics.ErrUnknownTopic) && autoCreate {
+		if why := topics.CheckName(name); why != "" {
 			gw.log.Info().Str("topic", name).Str("reason", why).Msg("metadata: not auto-creating an invalid topic name")
 			mt.ErrorCode = kerr.InvalidTopicException.Code
 			return mt
 		}
-		if !budget.take() {
+		if !budget.Take() {
 			mt.ErrorCode = kerr.LeaderNotAvailable.Code
 			return mt
 		}
-		msg, cerr := tn.catalog.collision(ctx, name)
+		msg, cerr := tn.catalog.Collision(ctx, name)
 		if cerr != nil || msg != "" {
 			gw.log.Info().Err(cerr).Str("topic", name).Str("reason", msg).Msg("metadata: not auto-creating a colliding topic")
 			mt.ErrorCode = kerr.InvalidTopicException.Code
@@ -144,17 +145,17 @@ func (gw *Gateway) topicMetadata(ctx context.Context, tn *tenant, name string, f
 			}
 			return mt
 		}
-		err = gw.createTopic(ctx, tn, name, gw.cfg.DefaultPartitions, nil, gw.cfg.DefaultRecordFormat)
+		err = tn.catalog.Create(ctx, name, gw.cfg.DefaultPartitions, nil, gw.cfg.DefaultRecordFormat)
 		if err == nil || disclient.IsCode(err, disclient.CodeStreamExists) {
 			gw.log.Info().Str("topic", name).Int32("partitions", gw.cfg.DefaultPartitions).Msg("auto-created topic")
-			t, err = tn.catalog.refresh(ctx, name)
+			t, err = tn.catalog.Refresh(ctx, name)
 		}
 	}
 	switch {
-	case errors.Is(err, errUnknownTopic):
+	case errors.Is(err, topics.ErrUnknownTopic):
 		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return mt
-	case errors.Is(err, errNotDescribed):
+	case errors.Is(err, topics.ErrNotDescribed):
 		mt.ErrorCode = kerr.LeaderNotAvailable.Code
 		return mt
 	case err != nil:
@@ -162,14 +163,14 @@ func (gw *Gateway) topicMetadata(ctx context.Context, tn *tenant, name string, f
 		mt.ErrorCode = kafkaCodeForDIS(err)
 		return mt
 	}
-	mt.TopicID = t.id
-	if t.status != "" && t.status != disclient.StreamStatusRunning {
+	mt.TopicID = t.ID
+	if t.Status != "" && t.Status != disclient.StreamStatusRunning {
 		mt.ErrorCode = kerr.LeaderNotAvailable.Code
 		return mt
 	}
-	for i := range t.partitions {
+	for i := range t.Partitions {
 		p := int32(i)
-		if !t.readable(p) {
+		if !t.Readable(p) {
 			continue
 		}
 		mp := kmsg.NewMetadataResponseTopicPartition()

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/topics"
 	"github.com/disgw/disgw/groupcoord"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -78,7 +79,7 @@ func handleOffsetFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.O
 		}
 		groups = append(groups, g)
 	}
-	describes, reads := newCallBudget(gw.cfg.MaxDescribesPerRequest), newCallBudget(gw.cfg.MaxCheckpointReadsPerRequest)
+	describes, reads := topics.NewCallBudget(gw.cfg.MaxDescribesPerRequest), topics.NewCallBudget(gw.cfg.MaxCheckpointReadsPerRequest)
 	for _, g := range groups {
 		if !gw.authorize(r, authz.OpDescribe, authz.ResourceGroup, g.group) {
 			resp.Groups = append(resp.Groups, offsetFetchGroupError(g, groupDenied))
@@ -138,7 +139,7 @@ func offsetFetchGroupError(g offsetFetchGroup, code int16) kmsg.OffsetFetchRespo
 }
 
 // fetchGroupOffsets answers one group within the request's DIS call budgets.
-func (gw *Gateway) fetchGroupOffsets(ctx context.Context, tn *tenant, g offsetFetchGroup, describes, reads *callBudget) kmsg.OffsetFetchResponseGroup {
+func (gw *Gateway) fetchGroupOffsets(ctx context.Context, tn *tenant, g offsetFetchGroup, describes, reads *topics.CallBudget) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.NewOffsetFetchResponseGroup()
 	out.Group = g.group
 	if g.group == "" {
@@ -156,15 +157,15 @@ func (gw *Gateway) fetchGroupOffsets(ctx context.Context, tn *tenant, g offsetFe
 			out.ErrorCode = kafkaCodeForDIS(err)
 			return out
 		}
-		found := tn.catalog.getMany(ctx, names, describes)
+		found := tn.catalog.GetMany(ctx, names, describes)
 		for _, name := range names {
-			t := found[name].t
+			t := found[name].Meta
 			if t == nil {
 				continue
 			}
 			gt := kmsg.NewOffsetFetchRequestGroupTopic()
 			gt.Topic = name
-			for p := range t.partitions {
+			for p := range t.Partitions {
 				gt.Partitions = append(gt.Partitions, int32(p))
 			}
 			topics = append(topics, gt)

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // CreateTopics v0–v7.
@@ -37,14 +38,6 @@ func createTopicsError(req *kmsg.CreateTopicsRequest, code int16) kmsg.Response 
 	return resp
 }
 
-// Topic configs understood at creation.
-const (
-	configRetentionMs   = "retention.ms"
-	configCleanupPolicy = "cleanup.policy"
-	configRecordFormat  = "dis.record.format"
-	configStreamType    = "dis.stream.type"
-)
-
 func handleCreateTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
 	tn := r.tenant
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
@@ -72,7 +65,7 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 	if t.Topic == offsetsTopic {
 		return fail(kerr.TopicAlreadyExists.Code, "topic '"+t.Topic+"' already exists")
 	}
-	if why := checkTopicName(t.Topic); why != "" {
+	if why := topics.CheckName(t.Topic); why != "" {
 		gw.log.Info().Str("topic", t.Topic).Str("reason", why).Msg("CreateTopics: invalid topic name")
 		return fail(kerr.InvalidTopicException.Code, why)
 	}
@@ -97,21 +90,21 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 	if t.ReplicationFactor != -1 && t.ReplicationFactor != 1 {
 		return fail(kerr.InvalidReplicationFactor.Code, "DIS keeps its own replicas; the replication factor must be 1 or -1")
 	}
-	spec := streamSpec{retentionHours: gw.cfg.DefaultRetentionHours, format: gw.cfg.DefaultRecordFormat}
+	spec := topics.Spec{RetentionHours: gw.cfg.DefaultRetentionHours, Format: gw.cfg.DefaultRecordFormat}
 	for _, c := range t.Configs {
-		if err := spec.apply(c.Name, c.Value); err != nil {
+		if err := spec.Apply(c.Name, c.Value); err != nil {
 			return fail(kerr.InvalidConfig.Code, err.Error())
 		}
 	}
-	if err := checkSpec(&gw.cfg, t.Topic, &spec); err != nil {
+	if err := gw.topicCfg.CheckSpec(t.Topic, &spec); err != nil {
 		return fail(kerr.InvalidConfig.Code, err.Error())
 	}
-	if _, err := tn.catalog.get(ctx, t.Topic); err == nil {
+	if _, err := tn.catalog.Get(ctx, t.Topic); err == nil {
 		return fail(kerr.TopicAlreadyExists.Code, "topic '"+t.Topic+"' already exists")
-	} else if !errors.Is(err, errUnknownTopic) {
+	} else if !errors.Is(err, topics.ErrUnknownTopic) {
 		return fail(kafkaCodeForDIS(err), err.Error())
 	}
-	if msg, err := tn.catalog.collision(ctx, t.Topic); err != nil {
+	if msg, err := tn.catalog.Collision(ctx, t.Topic); err != nil {
 		return fail(kafkaCodeForDIS(err), err.Error())
 	} else if msg != "" {
 		gw.log.Info().Str("topic", t.Topic).Str("reason", msg).Msg("CreateTopics: colliding topic name")
@@ -119,94 +112,35 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 	}
 	rt.NumPartitions = partitions
 	rt.ReplicationFactor = 1
-	if spec.streamType == "" {
-		spec.streamType = disclient.StreamTypeCommon
+	if spec.StreamType == "" {
+		spec.StreamType = disclient.StreamTypeCommon
 	}
-	rt.Configs = createdConfigs(&gw.cfg, &topicMeta{retentionHours: spec.retentionHours, format: spec.format, streamType: spec.streamType, timestamps: spec.timestamps, maxMessageBytes: spec.maxMessageBytes, raw: spec.raw})
+	rt.Configs = createdConfigs(&gw.topicCfg, &topics.Meta{RetentionHours: spec.RetentionHours, Format: spec.Format, StreamType: spec.StreamType, Timestamps: spec.Timestamps, MaxMessageBytes: spec.MaxMessageBytes, Raw: spec.Raw})
 	if validateOnly {
 		return rt
 	}
-	if err := gw.createTopic(ctx, tn, t.Topic, partitions, &spec, spec.format); err != nil {
+	if err := tn.catalog.Create(ctx, t.Topic, partitions, &spec, spec.Format); err != nil {
 		if disclient.IsCode(err, disclient.CodeStreamExists) {
 			return fail(kerr.TopicAlreadyExists.Code, "topic '"+t.Topic+"' already exists")
 		}
 		gw.log.Warn().Err(err).Str("topic", t.Topic).Msg("CreateStream failed")
 		return fail(kafkaCodeForDIS(err), err.Error())
 	}
-	gw.log.Info().Str("topic", t.Topic).Int32("partitions", partitions).Str("format", string(spec.format)).Msg("created topic")
-	if tm, err := tn.catalog.refresh(ctx, t.Topic); err == nil {
-		rt.TopicID = tm.id
-		rt.Configs = createdConfigs(&gw.cfg, tm)
+	gw.log.Info().Str("topic", t.Topic).Int32("partitions", partitions).Str("format", string(spec.Format)).Msg("created topic")
+	if tm, err := tn.catalog.Refresh(ctx, t.Topic); err == nil {
+		rt.TopicID = tm.ID
+		rt.Configs = createdConfigs(&gw.topicCfg, tm)
 	}
 	return rt
 }
 
 // createdConfigs lists a new topic's configs as CreateTopics v5+ returns them.
-func createdConfigs(cfg *Config, t *topicMeta) []kmsg.CreateTopicsResponseTopicConfig {
+func createdConfigs(cfg *topics.Config, t *topics.Meta) []kmsg.CreateTopicsResponseTopicConfig {
 	var out []kmsg.CreateTopicsResponseTopicConfig
-	for _, e := range topicConfigEntries(cfg, t) {
+	for _, e := range cfg.Entries(t) {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
-		c.Name, c.Value, c.ReadOnly, c.Source = e.name, kmsg.StringPtr(e.value), e.readOnly, int8(e.source)
+		c.Name, c.Value, c.ReadOnly, c.Source = e.Name, kmsg.StringPtr(e.Value), e.ReadOnly, int8(e.Source)
 		out = append(out, c)
 	}
 	return out
-}
-
-// streamSpec is what a new topic's configs ask of its stream.
-type streamSpec struct {
-	retentionHours int32
-	format         RecordFormat
-	streamType     string
-	timestamps     timestampSpec
-	// maxMessageBytes is max.message.bytes in canonical text, "" when
-	// not set (the DIS record limit).
-	maxMessageBytes string
-	raw             rawSpec
-}
-
-// configTags are the stream tags that record the configs set in s.
-func (s *streamSpec) configTags() []disclient.Tag {
-	tags := s.timestamps.tags()
-	if s.maxMessageBytes != "" {
-		tags = append(tags, disclient.Tag{Key: maxMessageBytesTagKey, Value: s.maxMessageBytes})
-	}
-	return append(tags, s.raw.tags()...)
-}
-
-// apply takes one topic config at creation, checked by the same table
-// (topicConfigs) the alter APIs use. Configs DIS decides and names disgw does
-// not know are accepted and ignored, so creation scripts written for Kafka
-// keep working; DescribeConfigs then shows what DIS really does.
-func (s *streamSpec) apply(name string, value *string) error {
-	if value == nil {
-		return nil
-	}
-	c := topicConfigNamed(name)
-	if c == nil || c.set == nil {
-		return nil
-	}
-	return c.set(s, *value)
-}
-
-// createTopic creates the stream for a topic (streamNameFor, with the Kafka
-// name in topicNameTags when the stream name is encoded); spec nil means
-// defaults.
-func (gw *Gateway) createTopic(ctx context.Context, tn *tenant, name string, partitions int32, spec *streamSpec, format RecordFormat) error {
-	hours := gw.cfg.DefaultRetentionHours
-	req := &disclient.CreateStreamRequest{
-		StreamName:     streamNameFor(name),
-		PartitionCount: partitions,
-		StreamType:     disclient.StreamTypeCommon,
-		DataType:       disclient.DataTypeBlob,
-		DataDuration:   &hours,
-		Tags:           append([]disclient.Tag{{Key: formatTagKey, Value: string(format)}}, topicNameTags(name)...),
-	}
-	if spec != nil {
-		hours = spec.retentionHours
-		if spec.streamType != "" {
-			req.StreamType = spec.streamType
-		}
-		req.Tags = append(req.Tags, spec.configTags()...)
-	}
-	return tn.catalog.create(ctx, name, req)
 }

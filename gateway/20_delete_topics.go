@@ -9,6 +9,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // DeleteTopics v0–v6.
@@ -70,7 +71,7 @@ func handleDeleteTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 			name = offsetsTopic
 			rt.Topic = kmsg.StringPtr(name)
 		case tg.id != [16]byte{}:
-			if n, ok := tn.catalog.nameForID(ctx, tg.id); ok {
+			if n, ok := tn.catalog.NameForID(ctx, tg.id); ok {
 				name = n
 				rt.Topic = kmsg.StringPtr(n)
 			} else {
@@ -104,18 +105,18 @@ func handleDeleteTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 
 // deleteTopic deletes the stream behind a topic.
 func (gw *Gateway) deleteTopic(ctx context.Context, tn *tenant, name string) (int16, *string) {
-	t, err := tn.catalog.get(ctx, name)
-	if errors.Is(err, errUnknownTopic) {
+	t, err := tn.catalog.Get(ctx, name)
+	if errors.Is(err, topics.ErrUnknownTopic) {
 		return kerr.UnknownTopicOrPartition.Code, nil
 	}
-	err = tn.dis.DeleteStream(ctx, streamNameFor(name))
-	tn.catalog.invalidate(name)
+	err = tn.dis.DeleteStream(ctx, topics.StreamName(name))
+	tn.catalog.Invalidate(name)
 	gone := err == nil || disclient.IsCode(err, disclient.CodeStreamNotFound)
 	if t != nil && gone {
 		// Only a stream DIS says is gone: a refused delete (this tenant's
 		// keys may not delete it) leaves every tenant's writers, readers
 		// and cached records as they were.
-		gw.forgetStream(t.streamID)
+		gw.forgetStream(t.StreamID)
 	}
 	switch {
 	case disclient.IsCode(err, disclient.CodeStreamNotFound):

@@ -53,16 +53,16 @@ func handleOffsetForLeaderEpoch(ctx context.Context, gw *Gateway, r *request, re
 				sp.ErrorCode = code
 			case req.Version >= 2 && rp.CurrentLeaderEpoch > 0:
 				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
-			case rp.LeaderEpoch == 0 && t.format == FormatKafka:
-				next, err := gw.partitionFor(t.key(rp.Partition)).Next(ctx)
+			case rp.LeaderEpoch == 0 && t.Format == FormatKafka:
+				next, err := gw.partitionFor(r.tenant.key(t, rp.Partition)).Next(ctx)
 				if err != nil {
 					sp.ErrorCode = kafkaCodeForDIS(err)
 					break
 				}
 				sp.LeaderEpoch, sp.EndOffset = 0, next
 			case rp.LeaderEpoch == 0:
-				pr := gw.partitionFor(t.key(rp.Partition))
-				pr.ObserveHWM(t.partitions[rp.Partition].next)
+				pr := gw.partitionFor(r.tenant.key(t, rp.Partition))
+				pr.ObserveHWM(t.Partitions[rp.Partition].Next)
 				sp.LeaderEpoch, sp.EndOffset = 0, pr.KnownHWM()
 			}
 			st.Partitions = append(st.Partitions, sp)

@@ -9,18 +9,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // DescribeConfigs v0–v4.
 //
 // v1 added config sources and synonyms (include_synonyms); v3 config types
 // and documentation (include_documentation); v4 is flexible. Topic configs
-// come from topicConfigs with values read from the DIS stream; the broker
-// resource is this gateway (its node id), whose configs are all static. The
-// cluster-default broker resource (empty name) holds only dynamic defaults in
-// Kafka, and disgw has none, so it is answered with no configs. A group
-// (the GROUP resource of KIP-848) has the consumer protocol's heartbeat
-// interval and session timeout, the same for every group.
+// come from the topic config table (gateway/topics) with values read from
+// the DIS stream; the broker resource is this gateway (its node id), whose
+// configs are all static. The cluster-default broker resource (empty name)
+// holds only dynamic defaults in Kafka, and disgw has none, so it is
+// answered with no configs. A group (the GROUP resource of KIP-848) has the
+// consumer protocol's heartbeat interval and session timeout, the same for
+// every group.
 
 func init() {
 	regKey(32, 0, 4, api[*kmsg.DescribeConfigsRequest]{concurrent: handleDescribeConfigs, errors: describeConfigsError})
@@ -58,11 +60,11 @@ func (gw *Gateway) describeResource(ctx context.Context, tn *tenant, req *kmsg.D
 	rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 	entries, cerr := gw.configEntries(ctx, tn, res.ResourceType, res.ResourceName)
 	if cerr != nil {
-		rr.ErrorCode, rr.ErrorMessage = cerr.code, kmsg.StringPtr(cerr.msg)
+		rr.ErrorCode, rr.ErrorMessage = cerr.Code, kmsg.StringPtr(cerr.Msg)
 		return rr
 	}
 	for _, e := range entries {
-		if res.ConfigNames != nil && !slices.Contains(res.ConfigNames, e.name) {
+		if res.ConfigNames != nil && !slices.Contains(res.ConfigNames, e.Name) {
 			continue
 		}
 		rr.Configs = append(rr.Configs, describedConfig(e, req.IncludeSynonyms, req.IncludeDocumentation))
@@ -71,17 +73,17 @@ func (gw *Gateway) describeResource(ctx context.Context, tn *tenant, req *kmsg.D
 }
 
 // configEntries lists the configs of one resource.
-func (gw *Gateway) configEntries(ctx context.Context, tn *tenant, rt kmsg.ConfigResourceType, name string) ([]configEntry, *configError) {
+func (gw *Gateway) configEntries(ctx context.Context, tn *tenant, rt kmsg.ConfigResourceType, name string) ([]topics.ConfigEntry, *topics.ConfigError) {
 	switch rt {
 	case kmsg.ConfigResourceTypeTopic:
-		if why := checkTopicName(name); why != "" {
-			return nil, &configError{code: kerr.InvalidTopicException.Code, msg: why}
+		if why := topics.CheckName(name); why != "" {
+			return nil, &topics.ConfigError{Code: kerr.InvalidTopicException.Code, Msg: why}
 		}
-		t, err := tn.catalog.get(ctx, name)
+		t, err := tn.catalog.Get(ctx, name)
 		if err != nil {
-			return nil, topicLookupError(name, err)
+			return nil, tn.catalog.LookupError(name, err)
 		}
-		return topicConfigEntries(&gw.cfg, t), nil
+		return gw.topicCfg.Entries(t), nil
 	case kmsg.ConfigResourceTypeBroker:
 		switch name {
 		case "":
@@ -89,10 +91,10 @@ func (gw *Gateway) configEntries(ctx context.Context, tn *tenant, rt kmsg.Config
 		case strconv.Itoa(int(gw.cfg.NodeID)):
 			return brokerConfigEntries(&gw.cfg), nil
 		}
-		return nil, invalidRequest("this is broker %d, not %q", gw.cfg.NodeID, name)
+		return nil, topics.InvalidRequest("this is broker %d, not %q", gw.cfg.NodeID, name)
 	case kmsg.ConfigResourceTypeGroupConfig:
 		if name == "" {
-			return nil, invalidRequest("a group config resource names a group")
+			return nil, topics.InvalidRequest("a group config resource names a group")
 		}
 		return groupConfigEntries(gw.groups.consumerSession, gw.groups.consumerHeartbeat), nil
 	}
@@ -101,23 +103,23 @@ func (gw *Gateway) configEntries(ctx context.Context, tn *tenant, rt kmsg.Config
 
 // describedConfig is e on the wire. A config's synonyms list its own value
 // when that is not the default, then the default.
-func describedConfig(e configEntry, synonyms, docs bool) kmsg.DescribeConfigsResponseResourceConfig {
+func describedConfig(e topics.ConfigEntry, synonyms, docs bool) kmsg.DescribeConfigsResponseResourceConfig {
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
-	c.Name = e.name
-	c.Value = kmsg.StringPtr(e.value)
-	c.ReadOnly = e.readOnly
-	c.IsDefault = e.source == kmsg.ConfigSourceDefaultConfig
-	c.Source = e.source
-	c.ConfigType = e.typ
+	c.Name = e.Name
+	c.Value = kmsg.StringPtr(e.Value)
+	c.ReadOnly = e.ReadOnly
+	c.IsDefault = e.Source == kmsg.ConfigSourceDefaultConfig
+	c.Source = e.Source
+	c.ConfigType = e.Type
 	if docs {
-		c.Documentation = kmsg.StringPtr(e.doc)
+		c.Documentation = kmsg.StringPtr(e.Doc)
 	}
 	if synonyms {
-		if e.source != kmsg.ConfigSourceDefaultConfig {
-			c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: e.name, Value: kmsg.StringPtr(e.value), Source: e.source})
+		if e.Source != kmsg.ConfigSourceDefaultConfig {
+			c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: e.Name, Value: kmsg.StringPtr(e.Value), Source: e.Source})
 		}
-		if e.source != kmsg.ConfigSourceStaticBrokerConfig {
-			c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: e.name, Value: kmsg.StringPtr(e.def), Source: kmsg.ConfigSourceDefaultConfig})
+		if e.Source != kmsg.ConfigSourceStaticBrokerConfig {
+			c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: e.Name, Value: kmsg.StringPtr(e.Def), Source: kmsg.ConfigSourceDefaultConfig})
 		}
 	}
 	return c

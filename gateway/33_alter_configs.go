@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // AlterConfigs v0–v2.
@@ -27,8 +29,8 @@ func alterConfigsError(req *kmsg.AlterConfigsRequest, code int16) kmsg.Response 
 
 func handleAlterConfigs(ctx context.Context, gw *Gateway, r *request, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
 	return alterConfigsAnswer(req, func(res *kmsg.AlterConfigsRequestResource) (int16, *string) {
-		return gw.alterConfigResource(ctx, r, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topicAlter) *configError {
-			return replaceTopicConfigs(a, res.Configs)
+		return gw.alterConfigResource(ctx, r, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topics.Alter) *topics.ConfigError {
+			return a.Replace(res.Configs)
 		})
 	}), nil
 }
@@ -45,32 +47,4 @@ func alterConfigsAnswer(req *kmsg.AlterConfigsRequest, answer func(res *kmsg.Alt
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp
-}
-
-// replaceTopicConfigs states a whole new configuration on a.
-func replaceTopicConfigs(a *topicAlter, configs []kmsg.AlterConfigsRequestResourceConfig) *configError {
-	for _, rc := range configs {
-		c, cerr := a.config(rc.Name)
-		if cerr != nil {
-			return cerr
-		}
-		if rc.Value == nil {
-			cerr = a.revert(c)
-		} else {
-			cerr = a.set(c, *rc.Value)
-		}
-		if cerr != nil {
-			return cerr
-		}
-	}
-	for i := range topicConfigs {
-		c := &topicConfigs[i]
-		if c.readOnly || a.seen[c.name] {
-			continue
-		}
-		if cerr := a.revert(c); cerr != nil {
-			return cerr
-		}
-	}
-	return nil
 }

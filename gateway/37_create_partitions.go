@@ -10,6 +10,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // CreatePartitions v0–v3.
@@ -58,16 +59,16 @@ func (gw *Gateway) createPartitions(ctx context.Context, tn *tenant, t *kmsg.Cre
 	fail := func(code int16, format string, args ...any) (int16, *string) {
 		return code, kmsg.StringPtr(fmt.Sprintf(format, args...))
 	}
-	tm, err := tn.catalog.refresh(ctx, t.Topic)
+	tm, err := tn.catalog.Refresh(ctx, t.Topic)
 	switch {
-	case errors.Is(err, errUnknownTopic):
+	case errors.Is(err, topics.ErrUnknownTopic):
 		return fail(kerr.UnknownTopicOrPartition.Code, "topic '%s' does not exist", t.Topic)
 	case err != nil:
 		return fail(kafkaCodeForDIS(err), "%v", err)
 	}
 	current := int32(0)
-	for p := range tm.partitions {
-		if tm.writable(int32(p)) {
+	for p := range tm.Partitions {
+		if tm.Writable(int32(p)) {
 			current = int32(p) + 1
 		}
 	}
@@ -88,8 +89,8 @@ func (gw *Gateway) createPartitions(ctx context.Context, tn *tenant, t *kmsg.Cre
 	if validateOnly {
 		return 0, nil
 	}
-	err = tn.dis.UpdatePartitionCount(ctx, &disclient.UpdatePartitionCountRequest{StreamName: tm.stream, TargetPartitionCount: t.Count})
-	tn.catalog.invalidate(t.Topic)
+	err = tn.dis.UpdatePartitionCount(ctx, &disclient.UpdatePartitionCountRequest{StreamName: tm.Stream, TargetPartitionCount: t.Count})
+	tn.catalog.Invalidate(t.Topic)
 	if err != nil {
 		gw.log.Warn().Err(err).Str("topic", t.Topic).Msg("UpdatePartitionCount failed")
 		return fail(kafkaCodeForDIS(err), "%v", err)

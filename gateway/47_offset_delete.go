@@ -8,6 +8,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/topics"
 	"github.com/disgw/disgw/groupcoord"
 )
 
@@ -85,7 +86,7 @@ func handleOffsetDelete(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 			case subscribed[t.Topic]:
 				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 			default:
-				err := tn.dis.DeleteCheckpoint(ctx, &disclient.DeleteCheckpointRequest{AppName: app, StreamName: streamNameFor(t.Topic),
+				err := tn.dis.DeleteCheckpoint(ctx, &disclient.DeleteCheckpointRequest{AppName: app, StreamName: topics.StreamName(t.Topic),
 					PartitionID: disclient.PartitionID(p.Partition), CheckpointType: disclient.CheckpointLastRead})
 				if err != nil && !disclient.IsCode(err, disclient.CodeNoCheckpoint) {
 					rp.ErrorCode = kafkaCodeForDIS(err)

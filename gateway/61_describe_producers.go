@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // DescribeProducers v0 (KIP-664), what `kafka-transactions.sh
@@ -52,7 +53,7 @@ func handleDescribeProducers(ctx context.Context, gw *Gateway, r *request, req *
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = p
 			if sp.ErrorCode = gw.partitionCode(topic, p); sp.ErrorCode == 0 {
-				sp.ActiveProducers, sp.ErrorCode = gw.describeProducers(ctx, topic.t, p)
+				sp.ActiveProducers, sp.ErrorCode = gw.describeProducers(ctx, r.tenant, topic.t, p)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -63,11 +64,11 @@ func handleDescribeProducers(ctx context.Context, gw *Gateway, r *request, req *
 
 // describeProducers lists the active producers of partition p of t, which
 // this gateway owns, or returns the error code for why it cannot.
-func (gw *Gateway) describeProducers(ctx context.Context, t *topicMeta, p int32) ([]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, int16) {
-	ps := gw.partitionFor(t.key(p))
-	if t.format == FormatKafka {
+func (gw *Gateway) describeProducers(ctx context.Context, tn *tenant, t *topics.Meta, p int32) ([]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, int16) {
+	ps := gw.partitionFor(tn.key(t, p))
+	if t.Format == FormatKafka {
 		if err := ps.EnsureProducers(ctx); err != nil {
-			gw.log.Warn().Err(err).Str("topic", t.name).Int32("partition", p).Msg("describe producers: recovering the partition's producers from DIS failed")
+			gw.log.Warn().Err(err).Str("topic", t.Name).Int32("partition", p).Msg("describe producers: recovering the partition's producers from DIS failed")
 			return nil, kafkaCodeForDIS(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/topics"
 	"github.com/disgw/disgw/groupcoord"
 )
 
@@ -63,7 +64,7 @@ func (gw *Gateway) consumerTopics(ctx context.Context, r *request, sub groupcoor
 	tn := r.tenant
 	names := sub.Names
 	if len(sub.Regexes) > 0 {
-		all, err := tn.catalog.list(ctx)
+		all, err := tn.catalog.List(ctx)
 		if err != nil {
 			return out, err
 		}
@@ -74,13 +75,13 @@ func (gw *Gateway) consumerTopics(ctx context.Context, r *request, sub groupcoor
 		}
 		names = append(slices.Clone(names), sub.Matches(all)...)
 	}
-	found := tn.catalog.getMany(ctx, names, newCallBudget(gw.cfg.MaxDescribesPerRequest))
+	found := tn.catalog.GetMany(ctx, names, topics.NewCallBudget(gw.cfg.MaxDescribesPerRequest))
 	out.Info = make(map[string]groupcoord.TopicInfo, len(found))
 	for name, lk := range found {
 		switch {
-		case lk.err == nil:
-			out.Info[name] = groupcoord.TopicInfo{ID: lk.t.id, Partitions: int32(len(lk.t.partitions))}
-		case errors.Is(lk.err, errUnknownTopic):
+		case lk.Err == nil:
+			out.Info[name] = groupcoord.TopicInfo{ID: lk.Meta.ID, Partitions: int32(len(lk.Meta.Partitions))}
+		case errors.Is(lk.Err, topics.ErrUnknownTopic):
 			out.Info[name] = groupcoord.TopicInfo{}
 		}
 	}

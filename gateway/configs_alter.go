@@ -3,9 +3,11 @@ package gateway
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // What AlterConfigs (33_alter_configs.go) and IncrementalAlterConfigs
@@ -20,12 +22,32 @@ import (
 // (alterResource), fill stating the request's changes. It returns the error
 // code and message the resource is answered with, 0 and nil when it was
 // altered (or, with validateOnly, would be).
-func (gw *Gateway) alterConfigResource(ctx context.Context, r *request, rt kmsg.ConfigResourceType, name string, validateOnly bool, fill func(a *topicAlter) *configError) (int16, *string) {
+func (gw *Gateway) alterConfigResource(ctx context.Context, r *request, rt kmsg.ConfigResourceType, name string, validateOnly bool, fill func(a *topics.Alter) *topics.ConfigError) (int16, *string) {
 	if code := gw.authorizeConfigs(r, authz.OpAlterConfigs, rt, name); code != 0 {
 		return code, nil
 	}
 	if cerr := gw.alterResource(ctx, r.tenant, rt, name, validateOnly, fill); cerr != nil {
-		return cerr.code, kmsg.StringPtr(cerr.msg)
+		return cerr.Code, kmsg.StringPtr(cerr.Msg)
 	}
 	return 0, nil
+}
+
+// alterResource runs one resource of an AlterConfigs or
+// IncrementalAlterConfigs request: broker and group configs are refused,
+// a topic's changes go to its catalog (topics.Catalog.Alter), fill stating
+// them.
+func (gw *Gateway) alterResource(ctx context.Context, tn *tenant, rt kmsg.ConfigResourceType, name string, validateOnly bool, fill func(a *topics.Alter) *topics.ConfigError) *topics.ConfigError {
+	switch rt {
+	case kmsg.ConfigResourceTypeTopic:
+	case kmsg.ConfigResourceTypeBroker:
+		return errBrokerConfigsStatic
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return errGroupConfigsStatic
+	default:
+		return resourceTypeError(rt)
+	}
+	if why := topics.CheckName(name); why != "" {
+		return &topics.ConfigError{Code: kerr.InvalidTopicException.Code, Msg: why}
+	}
+	return tn.catalog.Alter(ctx, name, validateOnly, fill)
 }

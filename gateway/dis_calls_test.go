@@ -138,12 +138,12 @@ func TestSequentialFetchReusesCursor(t *testing.T) {
 
 	// A fresh gateway view: drop the partition's state, with what the
 	// writer cached, so reads go to DIS, and recover its offsets.
-	seq, err := gw.tenant.catalog.get(ctx, "seq")
+	seq, err := gw.tenant.catalog.Get(ctx, "seq")
 	if err != nil {
 		t.Fatal(err)
 	}
 	gw.tenant.parts.EvictIdle(time.Now().Add(time.Hour))
-	if _, err := gw.partitionFor(seq.key(0)).Next(ctx); err != nil {
+	if _, err := gw.partitionFor(gw.tenant.key(seq, 0)).Next(ctx); err != nil {
 		t.Fatal(err)
 	}
 	before := dis.getCursor.Load()

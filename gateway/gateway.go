@@ -1,7 +1,7 @@
 // Package gateway serves the Kafka protocol over DIS: the per-connection
-// pipeline, one handler per API key, the partition writers and readers, and
-// the topic catalog. It depends on protocol for the wire format and on
-// disclient for DIS; nothing below it imports it.
+// pipeline, one handler per API key, the partition writers and readers; the
+// topic catalog is gateway/topics. It depends on protocol for the wire
+// format and on disclient for DIS; nothing below it imports it.
 package gateway
 
 import (
@@ -22,7 +22,18 @@ import (
 	"github.com/disgw/disgw/gateway/cluster"
 	"github.com/disgw/disgw/gateway/metrics"
 	"github.com/disgw/disgw/gateway/plog"
+	"github.com/disgw/disgw/gateway/topics"
 	"github.com/disgw/disgw/protocol"
+)
+
+// RecordFormat says how a Kafka record is held in a DIS record
+// (docs/design.md §2); gateway/topics documents each format.
+type RecordFormat = topics.RecordFormat
+
+// The record formats Config.DefaultRecordFormat may name.
+const (
+	FormatKafka = topics.FormatKafka
+	FormatRaw   = topics.FormatRaw
 )
 
 // Config holds everything the gateway needs besides the DIS client.
@@ -372,6 +383,8 @@ func (c *Config) maxBufferedBytes() int {
 // Gateway is one running Kafka front end.
 type Gateway struct {
 	cfg Config
+	// topicCfg is the part of cfg the topic catalogs and configs read.
+	topicCfg topics.Config
 	// tenant is the gateway's own DIS credentials, used by connections
 	// that did not authenticate with passthrough credentials.
 	tenant  *tenant
@@ -449,6 +462,7 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	gw := &Gateway{
 		aclPolicy: policy,
 		cfg:       cfg,
+		topicCfg:  cfg.topicsConfig(),
 		log:       cfg.Logger,
 		ctx:       ctx,
 		cancel:    cancel,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // A Kafka consumer group is a DIS app; its committed offsets are the app's
@@ -27,17 +29,17 @@ const maxCheckpointMetadata = 1000
 // appNameFor maps a group id to its DIS app name. An id DIS can hold as it is
 // (and that does not start with the encoded prefix) is used unchanged, so
 // DIS-native consumers and Huawei's adapter share the group. Any other id
-// is encoded by encodeDISName, as topic names are, showing 120 characters
+// is encoded by topics.EncodeDISName, as topic names are, showing 120 characters
 // of the id: readable in the DIS console, and the same on every gateway.
 func appNameFor(group string) string {
-	if holdsUnchanged(group, maxAppNameLen) {
+	if topics.HoldsUnchanged(group, maxAppNameLen) {
 		return group
 	}
-	return encodeDISName(group, appNameKeep)
+	return topics.EncodeDISName(group, appNameKeep)
 }
 
 // isEncodedAppName reports whether app holds a group id encoded by appNameFor.
-func isEncodedAppName(app string) bool { return strings.HasPrefix(app, encodedNamePrefix) }
+func isEncodedAppName(app string) bool { return strings.HasPrefix(app, topics.EncodedNamePrefix) }
 
 // checkpointMetadata is what disgw stores in DIS checkpoint metadata for
 // groups whose app name is encoded: the real group id beside the client's

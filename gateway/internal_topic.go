@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // Kafka lists its group offsets topic, __consumer_offsets, in Metadata as
@@ -29,7 +31,7 @@ const offsetsTopicPartitions = 50
 // offsetsTopicID is the offsets topic's id: fixed, and the same on every
 // gateway. DIS stream ids hold no NUL byte, so no stream's id is derived
 // from the same input.
-var offsetsTopicID = topicIDFor("\x00internal\x00" + offsetsTopic)
+var offsetsTopicID = topics.TopicID("\x00internal\x00" + offsetsTopic)
 
 // offsetsTopicMetadata is the offsets topic as Metadata lists it.
 func (gw *Gateway) offsetsTopicMetadata() kmsg.MetadataResponseTopic {

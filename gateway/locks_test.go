@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // lockProbeDIS checks, as each DIS call a test makes begins, that none of
@@ -68,18 +69,15 @@ func (d *lockProbeDIS) DescribeStream(ctx context.Context, name, start string, l
 }
 
 // Sign-ins and the catalog call DIS with no lock of the gateway's held:
-// not the tenants lock, the group driver's, or a tenant's catalog.
+// not the tenants lock or the group driver's (the catalog's own lock is
+// checked in gateway/topics).
 func TestNoLockAcrossDISCalls(t *testing.T) {
 	backend := localDIS(t)
 	createStreams(t, backend, 1, "t1", "t2")
 	var gw *Gateway
 	var tenants []*tenant
 	locks := func() map[string]*sync.Mutex {
-		m := map[string]*sync.Mutex{"Gateway.tenantsMu": &gw.tenantsMu, "groupDriver.mu": &gw.groups.mu}
-		for _, tn := range append([]*tenant{gw.tenant}, tenants...) {
-			m["catalog.mu of "+tn.accessKey] = &tn.catalog.mu
-		}
-		return m
+		return map[string]*sync.Mutex{"Gateway.tenantsMu": &gw.tenantsMu, "groupDriver.mu": &gw.groups.mu}
 	}
 	own := &lockProbeDIS{API: backend, t: t, locks: locks}
 	passthrough := &lockProbeDIS{API: backend, t: t, locks: locks}
@@ -102,19 +100,19 @@ func TestNoLockAcrossDISCalls(t *testing.T) {
 
 	for _, tn := range []*tenant{gw.tenant, tenants[0]} {
 		c := tn.catalog
-		if _, err := c.get(ctx, "t1"); err != nil {
+		if _, err := c.Get(ctx, "t1"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.get(ctx, "missing"); err != errUnknownTopic {
+		if _, err := c.Get(ctx, "missing"); err != topics.ErrUnknownTopic {
 			t.Fatalf("an unknown topic: %v", err)
 		}
-		c.invalidate("t1")
-		c.getMany(ctx, []string{"t1", "t2", "gone"}, newCallBudget(1))
-		c.namesForIDs(ctx, [][16]byte{{1}}, newCallBudget(2))
-		if _, err := c.collision(ctx, "a.b"); err != nil {
+		c.Invalidate("t1")
+		c.GetMany(ctx, []string{"t1", "t2", "gone"}, topics.NewCallBudget(1))
+		c.NamesForIDs(ctx, [][16]byte{{1}}, topics.NewCallBudget(2))
+		if _, err := c.Collision(ctx, "a.b"); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.create(ctx, "t3", &disclient.CreateStreamRequest{StreamName: "t3-" + tn.accessKey, PartitionCount: 1}); err != nil {
+		if err := c.Create(ctx, "t3-"+tn.accessKey, 1, nil, FormatKafka); err != nil {
 			t.Fatal(err)
 		}
 	}

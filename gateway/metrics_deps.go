@@ -43,7 +43,7 @@ func newMetrics(gw *Gateway) *metrics.Metrics {
 				for _, ps := range tn.parts.All() {
 					k := ps.Key()
 					each(metrics.ServedPartition{AccessKey: tn.accessKey, Topic: k.Topic, Partition: k.Partition,
-						StreamType: tn.catalog.streamType(k.Topic), State: ps})
+						StreamType: tn.catalog.StreamType(k.Topic), State: ps})
 				}
 			})
 		},
@@ -53,18 +53,6 @@ func newMetrics(gw *Gateway) *metrics.Metrics {
 		Coordinates:   gw.coordinates,
 		OwnsPartition: gw.ownsPartition,
 	})
-}
-
-// streamType is the DIS stream type of a cached topic, "" when the topic
-// is not cached: what the quota share is computed against, without a DIS
-// call.
-func (c *catalog) streamType(topic string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t := c.topics[topic]; t != nil {
-		return t.streamType
-	}
-	return ""
 }
 
 // A partitionKey is what the lag series know a committed partition by.
@@ -98,13 +86,13 @@ func (k partitionKey) Next(ctx context.Context) (int64, error) {
 }
 
 // countFetched counts what a Fetch response returns, per partition.
-func countFetched(m *metrics.Metrics, parts []*fetchPart) {
+func countFetched(m *metrics.Metrics, accessKey string, parts []*fetchPart) {
 	for _, p := range parts {
 		n := len(p.Records)
 		for i := range p.Batches {
 			n += int(p.Batches[i].Records())
 		}
-		m.Fetched(p.topic.tenant.accessKey, p.topic.name, p.resp.Partition, n, len(p.resp.RecordBatches))
+		m.Fetched(accessKey, p.topic.Name, p.resp.Partition, n, len(p.resp.RecordBatches))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // Committed offsets are DIS checkpoints (docs/design.md §2): the LAST_READ
@@ -141,20 +142,20 @@ func (gw *Gateway) ensureApp(ctx context.Context, tn *tenant, app string) error 
 func (gw *Gateway) commitOffset(ctx context.Context, tn *tenant, group, topic string, partition int32, offset int64, meta *string) int16 {
 	app := appNameFor(group)
 	for attempt := 0; ; attempt++ {
-		get := tn.catalog.get
+		get := tn.catalog.Get
 		if attempt > 0 {
-			get = tn.catalog.refresh
+			get = tn.catalog.Refresh
 		}
 		t, err := get(ctx, topic)
 		switch {
-		case errors.Is(err, errUnknownTopic):
+		case errors.Is(err, topics.ErrUnknownTopic):
 			return kerr.UnknownTopicOrPartition.Code
 		case err != nil:
 			return kafkaCodeForDIS(err)
-		case !t.readable(partition):
+		case !t.Readable(partition):
 			return kerr.UnknownTopicOrPartition.Code
 		}
-		req, code := gw.checkpointFor(ctx, t, group, partition, offset, meta)
+		req, code := gw.checkpointFor(ctx, tn, t, group, partition, offset, meta)
 		if code != 0 {
 			return code
 		}
@@ -179,7 +180,7 @@ func (gw *Gateway) commitOffset(ctx context.Context, tn *tenant, group, topic st
 			gw.log.Warn().Err(err).Str("group", group).Str("topic", topic).Int32("partition", partition).Msg("CommitCheckpoint failed")
 			return kafkaCodeForDIS(err)
 		}
-		gw.metrics.Committed(group, t.key(partition), offset)
+		gw.metrics.Committed(group, tn.key(t, partition), offset)
 		return 0
 	}
 }
@@ -191,25 +192,25 @@ func (gw *Gateway) commitOffset(ctx context.Context, tn *tenant, group, topic st
 // outside the partition's range (beyond the end, or before the log start
 // once retention passed it) is stored as the nearest end of the range
 // with the exact offset in the metadata, as on kafka topics.
-func (gw *Gateway) checkpointFor(ctx context.Context, t *topicMeta, group string, partition int32, offset int64, meta *string) (*disclient.CommitCheckpointRequest, int16) {
+func (gw *Gateway) checkpointFor(ctx context.Context, tn *tenant, t *topics.Meta, group string, partition int32, offset int64, meta *string) (*disclient.CommitCheckpointRequest, int16) {
 	req := &disclient.CommitCheckpointRequest{
 		CheckpointType: disclient.CheckpointLastRead,
-		StreamName:     t.stream,
+		StreamName:     t.Stream,
 		PartitionID:    disclient.PartitionID(partition),
 	}
-	pm := t.partitions[partition]
+	pm := t.Partitions[partition]
 	seq := offset
 	var err error
-	if t.format == FormatKafka {
+	if t.Format == FormatKafka {
 		if req.Metadata, err = encodeOffsetCheckpointMetadata(group, meta, offset); err != nil {
 			return nil, kerr.OffsetMetadataTooLarge.Code
 		}
-		if seq, err = gw.partitionFor(t.key(partition)).CheckpointSeq(ctx, pm.earliest, offset); err != nil {
-			gw.log.Warn().Err(err).Str("group", group).Str("topic", t.name).Int32("partition", partition).Msg("finding the DIS record of a committed offset failed")
+		if seq, err = gw.partitionFor(tn.key(t, partition)).CheckpointSeq(ctx, pm.Earliest, offset); err != nil {
+			gw.log.Warn().Err(err).Str("group", group).Str("topic", t.Name).Int32("partition", partition).Msg("finding the DIS record of a committed offset failed")
 			return nil, kafkaCodeForDIS(err)
 		}
-	} else if next := max(pm.next, gw.partitionFor(t.key(partition)).KnownHWM()); offset < pm.earliest || offset > next {
-		seq = min(max(offset, pm.earliest), next)
+	} else if next := max(pm.Next, gw.partitionFor(tn.key(t, partition)).KnownHWM()); offset < pm.Earliest || offset > next {
+		seq = min(max(offset, pm.Earliest), next)
 		if req.Metadata, err = encodeOffsetCheckpointMetadata(group, meta, offset); err != nil {
 			return nil, kerr.OffsetMetadataTooLarge.Code
 		}
@@ -226,7 +227,7 @@ func (gw *Gateway) committedOffset(ctx context.Context, tn *tenant, group, topic
 	app := appNameFor(group)
 	cp, err := tn.dis.GetCheckpoint(ctx, &disclient.GetCheckpointRequest{
 		AppName:        app,
-		StreamName:     streamNameFor(topic),
+		StreamName:     topics.StreamName(topic),
 		PartitionID:    disclient.PartitionID(partition),
 		CheckpointType: disclient.CheckpointLastRead,
 	})
@@ -243,16 +244,16 @@ func (gw *Gateway) committedOffset(ctx context.Context, tn *tenant, group, topic
 	if perr != nil || off < 0 {
 		return -1, nil, 0
 	}
-	if t, err := tn.catalog.get(ctx, topic); err == nil && t.format == FormatKafka {
+	if t, err := tn.catalog.Get(ctx, topic); err == nil && t.Format == FormatKafka {
 		if meta, exact, ok := decodeOffsetCheckpointMetadata(cp.Metadata); ok {
 			return exact, &meta, 0
 		}
 		// A DIS-native consumer's checkpoint: the next record to read,
 		// as an offset.
-		if int(partition) >= len(t.partitions) {
+		if int(partition) >= len(t.Partitions) {
 			return -1, nil, 0
 		}
-		exact, err := gw.partitionFor(t.key(partition)).OffsetOfSeq(ctx, off)
+		exact, err := gw.partitionFor(tn.key(t, partition)).OffsetOfSeq(ctx, off)
 		if err != nil {
 			return -1, nil, 0
 		}
@@ -277,12 +278,12 @@ func (gw *Gateway) committedTopics(ctx context.Context, tn *tenant, group string
 	if err != nil {
 		return nil, err
 	}
-	return tn.catalog.topicsForStreams(ctx, app.CommitCheckpointStreamNames), nil
+	return tn.catalog.TopicsForStreams(ctx, app.CommitCheckpointStreamNames), nil
 }
 
-// parallel runs fn for i in [0, n) with at most describeConcurrency at once.
+// parallel runs fn for i in [0, n) with at most topics.DescribeConcurrency at once.
 func (gw *Gateway) parallel(n int, fn func(i int)) {
-	sem := make(chan struct{}, describeConcurrency)
+	sem := make(chan struct{}, topics.DescribeConcurrency)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)

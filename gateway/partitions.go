@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/disgw/disgw/gateway/plog"
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // partitionKey names one partition of one stream as one tenant sees it. The
@@ -17,6 +18,14 @@ type partitionKey struct {
 	stream    string
 	partition int32
 }
+
+// key names partition p of t's stream as tn sees it.
+func (tn *tenant) key(t *topics.Meta, p int32) partitionKey {
+	return partitionKey{tenant: tn, topic: t.Name, stream: t.StreamID, partition: p}
+}
+
+// streamName is the DIS stream of the partition's topic.
+func (k partitionKey) streamName() string { return topics.StreamName(k.topic) }
 
 // log is the key in the tenant's partition log.
 func (k partitionKey) log() plog.Key {
@@ -59,15 +68,15 @@ func (gw *Gateway) plogDeps(tn *tenant) plog.Deps {
 		Log: gw.log,
 		DIS: tn.dis,
 		Refresh: func(ctx context.Context, topic string, partition int32) (int64, int64, bool, error) {
-			t, err := tn.catalog.refresh(ctx, topic)
+			t, err := tn.catalog.Refresh(ctx, topic)
 			if err != nil {
 				return 0, 0, false, err
 			}
-			if int(partition) >= len(t.partitions) {
+			if int(partition) >= len(t.Partitions) {
 				return 0, 0, false, nil
 			}
-			pm := t.partitions[partition]
-			return pm.earliest, pm.next, true, nil
+			pm := t.Partitions[partition]
+			return pm.Earliest, pm.Next, true, nil
 		},
 		EnsureApp: func(ctx context.Context, app string) error { return gw.ensureApp(ctx, tn, app) },
 		ForgetApp: func(app string) { tn.knownApps.Delete(app) },

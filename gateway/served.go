@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // What OffsetForLeaderEpoch and DescribeProducers share: both answer each
@@ -19,7 +20,7 @@ import (
 // once for all its partitions.
 type servedTopic struct {
 	name   string
-	t      *topicMeta
+	t      *topics.Meta
 	err    error
 	denied bool
 }
@@ -29,7 +30,7 @@ type servedTopic struct {
 func (gw *Gateway) serveTopic(ctx context.Context, r *request, op authz.Operation, name string) servedTopic {
 	st := servedTopic{name: name, denied: !gw.authorize(r, op, authz.ResourceTopic, name)}
 	if !st.denied {
-		st.t, st.err = r.tenant.catalog.get(ctx, name)
+		st.t, st.err = r.tenant.catalog.Get(ctx, name)
 	}
 	return st
 }
@@ -42,11 +43,11 @@ func (gw *Gateway) partitionCode(st servedTopic, p int32) int16 {
 	switch {
 	case st.denied:
 		return topicDenied
-	case errors.Is(st.err, errUnknownTopic):
+	case errors.Is(st.err, topics.ErrUnknownTopic):
 		return kerr.UnknownTopicOrPartition.Code
 	case st.err != nil:
 		return kafkaCodeForDIS(st.err)
-	case !st.t.readable(p):
+	case !st.t.Readable(p):
 		return kerr.UnknownTopicOrPartition.Code
 	case !gw.ownsPartition(st.name, p):
 		return kerr.NotLeaderForPartition.Code

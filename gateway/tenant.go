@@ -12,6 +12,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/plog"
+	"github.com/disgw/disgw/gateway/topics"
 )
 
 // tenant is whose DIS credentials a connection uses: the gateway's own, or
@@ -31,7 +32,7 @@ type tenant struct {
 	// its metrics series, which must name no secret.
 	accessKey string
 	dis       disclient.API
-	catalog   *catalog
+	catalog   *topics.Catalog
 	// knownApps remembers DIS apps this tenant created or saw, so a
 	// commit costs one DIS call, not two.
 	knownApps sync.Map
@@ -48,7 +49,7 @@ type tenant struct {
 
 func newTenant(gw *Gateway, id, accessKey string, dis disclient.API) *tenant {
 	tn := &tenant{id: id, accessKey: accessKey, dis: gw.metrics.InstrumentDIS(dis, accessKey), lastActive: time.Now()}
-	tn.catalog = newCatalog(gw, tn)
+	tn.catalog = topics.NewCatalog(gw.topicsDeps(tn))
 	tn.parts = plog.NewTenant(gw.plogDeps(tn))
 	return tn
 }
@@ -246,7 +247,7 @@ func (gw *Gateway) sweepOnce(now time.Time) {
 	cutoff := now.Add(-gw.cfg.StateIdleTimeout)
 	gw.forEachTenant(func(tn *tenant) {
 		tn.parts.EvictIdle(cutoff)
-		tn.catalog.pruneUnknown(now)
+		tn.catalog.PruneUnknown(now)
 	})
 	gw.tenantsMu.Lock()
 	defer gw.tenantsMu.Unlock()

@@ -173,11 +173,11 @@ func TestMetadataDescribesAreCapped(t *testing.T) {
 func TestTopicIDLookupsAreCapped(t *testing.T) {
 	gw, dis, cl := startMetaCounted(t, func(c *Config) { c.UnknownTopicTTL = time.Hour })
 	createStreams(t, dis, 1, "by-id")
-	tm, err := gw.tenant.catalog.get(context.Background(), "by-id")
+	tm, err := gw.tenant.catalog.Get(context.Background(), "by-id")
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw.tenant.catalog.invalidate("by-id") // forgets the id too: it must be found again
+	gw.tenant.catalog.Invalidate("by-id") // forgets the id too: it must be found again
 	req := kmsg.NewPtrMetadataRequest()
 	for i := range 1000 {
 		rt := kmsg.NewMetadataRequestTopic()
@@ -185,7 +185,7 @@ func TestTopicIDLookupsAreCapped(t *testing.T) {
 		req.Topics = append(req.Topics, rt)
 	}
 	rt := kmsg.NewMetadataRequestTopic()
-	rt.TopicID = tm.id
+	rt.TopicID = tm.ID
 	req.Topics = append(req.Topics, rt)
 	describes, lists := dis.describes.Load(), dis.lists.Load()
 	for range 5 {
@@ -515,14 +515,14 @@ func TestDeleteTopicForgetsStateOnlyOnceDISDeleted(t *testing.T) {
 	local := localDIS(t)
 	gw := newIdleTestGateway(t, refusingDeleteDIS{local}, nil)
 	ctx := context.Background()
-	if err := gw.createTopic(ctx, gw.tenant, "doomed", 1, nil, FormatKafka); err != nil {
+	if err := gw.tenant.catalog.Create(ctx, "doomed", 1, nil, FormatKafka); err != nil {
 		t.Fatal(err)
 	}
-	topic, err := gw.tenant.catalog.get(ctx, "doomed")
+	topic, err := gw.tenant.catalog.Get(ctx, "doomed")
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw.partitionFor(partitionKey{tenant: gw.tenant, topic: "doomed", stream: topic.streamID, partition: 0})
+	gw.partitionFor(partitionKey{tenant: gw.tenant, topic: "doomed", stream: topic.StreamID, partition: 0})
 	if code, _ := gw.deleteTopic(ctx, gw.tenant, "doomed"); code == 0 {
 		t.Fatal("a delete DIS refused answered success")
 	}

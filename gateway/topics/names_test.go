@@ -1,14 +1,8 @@
-package gateway
+package topics
 
 import (
-	"context"
-	"errors"
-	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
-
-	"github.com/disgw/disgw/disclient"
 )
 
 // trickyTopicNames are valid Kafka names that DIS holds differently or not
@@ -29,12 +23,12 @@ func trickyTopicNames() []string {
 
 func TestTopicNameRules(t *testing.T) {
 	for _, ok := range []string{"a", "orders.v1", "Topic_1-x", "...", strings.Repeat("x", 249)} {
-		if why := checkTopicName(ok); why != "" {
+		if why := CheckName(ok); why != "" {
 			t.Errorf("%q refused: %s", ok, why)
 		}
 	}
 	for _, bad := range []string{"", ".", "..", "sp ace", "a/b", "a:b", strings.Repeat("x", 250), "ünï", "tab\t"} {
-		if checkTopicName(bad) == "" {
+		if CheckName(bad) == "" {
 			t.Errorf("%q accepted", bad)
 		}
 	}
@@ -42,8 +36,8 @@ func TestTopicNameRules(t *testing.T) {
 
 func TestStreamNameForKeepsNamesDISHolds(t *testing.T) {
 	for _, name := range []string{"orders", "Topic_1-x", strings.Repeat("x", 64), "disgw", "disgwx-a"} {
-		if got := streamNameFor(name); got != name {
-			t.Errorf("streamNameFor(%q) = %q, want it unchanged", name, got)
+		if got := StreamName(name); got != name {
+			t.Errorf("StreamName(%q) = %q, want it unchanged", name, got)
 		}
 		if tags := topicNameTags(name); tags != nil {
 			t.Errorf("%q needs no name tag, got %v", name, tags)
@@ -54,14 +48,14 @@ func TestStreamNameForKeepsNamesDISHolds(t *testing.T) {
 func TestStreamNameForEncodesTheRest(t *testing.T) {
 	seen := make(map[string]string)
 	for _, name := range trickyTopicNames() {
-		if checkTopicName(name) != "" {
+		if CheckName(name) != "" {
 			continue
 		}
-		stream := streamNameFor(name)
-		if stream != streamNameFor(name) {
+		stream := StreamName(name)
+		if stream != StreamName(name) {
 			t.Fatalf("%q: not deterministic", name)
 		}
-		if !holdsUnchanged(stream, maxStreamNameLen) && !isEncodedStreamName(stream) {
+		if !HoldsUnchanged(stream, maxStreamNameLen) && !isEncodedStreamName(stream) {
 			t.Errorf("%q maps to %q, which DIS cannot hold", name, stream)
 		}
 		if len(stream) > maxStreamNameLen || !topicNamePatternDIS(stream) {
@@ -71,7 +65,7 @@ func TestStreamNameForEncodesTheRest(t *testing.T) {
 			t.Errorf("%q and %q both map to %q", name, other, stream)
 		}
 		seen[stream] = name
-		if stream != name && !strings.HasPrefix(stream, encodedNamePrefix) {
+		if stream != name && !strings.HasPrefix(stream, EncodedNamePrefix) {
 			t.Errorf("%q encoded without the prefix: %q", name, stream)
 		}
 		tags := topicNameTags(name)
@@ -88,7 +82,7 @@ func TestStreamNameForEncodesTheRest(t *testing.T) {
 			t.Errorf("%q takes %d tags; DIS allows 10 a stream, 4 of them configs", name, len(tags))
 		}
 	}
-	if got, want := streamNameFor("orders.v1"), "disgw-orders_v1-2c443d9ac404233a"; got != want {
+	if got, want := StreamName("orders.v1"), "disgw-orders_v1-2c443d9ac404233a"; got != want {
 		t.Errorf("orders.v1 maps to %q, want %q", got, want)
 	}
 }
@@ -111,7 +105,7 @@ func TestTopicForStreamRefusesForeignTags(t *testing.T) {
 	if name, ok := topicForStream("plain", nil); !ok || name != "plain" {
 		t.Fatalf("an unencoded stream is its own topic, got %q %v", name, ok)
 	}
-	stream := streamNameFor("orders.v1")
+	stream := StreamName("orders.v1")
 	if _, ok := topicForStream(stream, nil); ok {
 		t.Error("an encoded stream without its name tag is no topic")
 	}
@@ -123,7 +117,7 @@ func TestTopicForStreamRefusesForeignTags(t *testing.T) {
 	}
 	long := strings.Repeat("y", 200) + ".z"
 	tags := topicNameTags(long)
-	if n, ok := topicForStream(streamNameFor(long), tags[:len(tags)-1]); ok {
+	if n, ok := topicForStream(StreamName(long), tags[:len(tags)-1]); ok {
 		t.Errorf("a name missing its last tag read back as %q", n)
 	}
 }
@@ -137,84 +131,5 @@ func TestTopicCollisions(t *testing.T) {
 	}
 	if got, want := topicCollisionMessage("a.b", []string{"a_b"}), "Topic 'a.b' collides with existing topics: a_b"; got != want {
 		t.Fatalf("%q, want %q", got, want)
-	}
-}
-
-// Group ids keep the app names they had before topics shared the encoding.
-func TestAppNamesUnchangedByTheSharedEncoding(t *testing.T) {
-	if got, want := appNameFor("group.with.dots"), "disgw-group_with_dots-d56480fcc0606caf"; got != want {
-		t.Fatalf("appNameFor = %q, want %q", got, want)
-	}
-	if got := appNameFor(strings.Repeat("g", 300)); len(got) != len(encodedNamePrefix)+appNameKeep+1+encodedHashLen {
-		t.Fatalf("a long group id maps to %d characters", len(got))
-	}
-}
-
-// untaggedListing hides tags from ListStreams answers, as a DIS listing
-// without stream_info_list would.
-type untaggedListing struct {
-	disclient.API
-	describes atomic.Int32
-}
-
-func (d *untaggedListing) ListStreams(ctx context.Context, limit int, start string) (*disclient.ListStreamsResponse, error) {
-	resp, err := d.API.ListStreams(ctx, limit, start)
-	if resp != nil {
-		resp.StreamInfoList = nil
-	}
-	return resp, err
-}
-
-func (d *untaggedListing) DescribeStream(ctx context.Context, name, start string, limit int) (*disclient.DescribeStreamResponse, error) {
-	d.describes.Add(1)
-	return d.API.DescribeStream(ctx, name, start, limit)
-}
-
-// The catalog maps streams to Kafka names by their tags, reading them with
-// DescribeStream (once) when the listing lacks them, and takes no encoded
-// stream whose tags name another topic, or none, for a topic.
-func TestCatalogStreamNames(t *testing.T) {
-	dis := &untaggedListing{API: localDIS(t)}
-	gw := startGateway(t, Config{}, dis)
-	ctx := context.Background()
-	create := func(stream string, tags []disclient.Tag) {
-		t.Helper()
-		if err := dis.CreateStream(ctx, &disclient.CreateStreamRequest{StreamName: stream, PartitionCount: 1, Tags: tags}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	create("plain", nil)
-	create(streamNameFor("orders.v1"), topicNameTags("orders.v1"))
-	create(streamNameFor("forged.v1"), topicNameTags("other.v1"))
-	create("disgw-by-hand", nil)
-	if err := gw.createTopic(ctx, gw.tenant, "made.here", 1, nil, FormatKafka); err != nil {
-		t.Fatal(err)
-	}
-
-	cat := gw.tenant.catalog
-	for range 2 {
-		cat.invalidate("made.here") // each listing walks ListStreams again
-		names, err := cat.list(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := []string{"made.here", "orders.v1", "plain"}; !slices.Equal(names, want) {
-			t.Fatalf("list = %q, want %q", names, want)
-		}
-	}
-	// Each encoded stream is described once; the answers for Kafka names
-	// are kept, the others not.
-	if n := dis.describes.Load(); n != 2+2*2 {
-		t.Errorf("%d DescribeStream calls for two listings", n)
-	}
-	tm, err := cat.get(ctx, "orders.v1")
-	if err != nil || tm.name != "orders.v1" || tm.stream != streamNameFor("orders.v1") {
-		t.Fatalf("get orders.v1: %v %+v", err, tm)
-	}
-	if _, err := cat.get(ctx, "forged.v1"); !errors.Is(err, errUnknownTopic) {
-		t.Fatalf("a stream whose tag names another topic: %v", err)
-	}
-	if got := cat.topicsForStreams(ctx, []string{"plain", streamNameFor("orders.v1"), "disgw-by-hand"}); !slices.Equal(got, []string{"plain", "orders.v1"}) {
-		t.Fatalf("topicsForStreams = %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package topics
 
 import (
 	"fmt"
@@ -27,43 +27,46 @@ const (
 // partition_key string.
 const maxRawKeyBytes = 256
 
-// recordError is a record the format cannot hold; Produce reports it as
-// INVALID_RECORD (or MESSAGE_TOO_LARGE) with this message.
-type recordError struct {
-	tooLarge bool
+// RecordError is a record the format cannot hold; Produce reports it as
+// INVALID_RECORD, or MESSAGE_TOO_LARGE when TooLarge, with this message, so
+// the producer learns which rule its record broke.
+type RecordError struct {
+	TooLarge bool
 	msg      string
 }
 
-func (e *recordError) Error() string { return e.msg }
+// Error is the message the producer is answered with.
+func (e *RecordError) Error() string { return e.msg }
 
-// toRawEntry converts one Kafka record into a DIS record of a raw-format
+// ToRawEntry converts one Kafka record into a DIS record of a raw-format
 // stream for partitionID. Headers, and a key a DIS partition_key cannot
 // hold, are refused or left out as policy says; what is left out is also
 // removed from r, which the read cache then serves as DIS stores it, and
-// counted in drops.
-func toRawEntry(r *protocol.Record, partitionID string, maxBytes int, policy rawSpec, drops *rawDrops) (disclient.PutRecordsEntry, error) {
+// counted in drops. Produce calls it for each record of a batch to a raw
+// topic, before anything is queued, so a refusal fails the batch whole.
+func ToRawEntry(r *protocol.Record, partitionID string, maxBytes int, policy RawSpec, drops *RawDrops) (disclient.PutRecordsEntry, error) {
 	ts := r.Timestamp
 	e := disclient.PutRecordsEntry{PartitionID: partitionID, Timestamp: &ts}
 	policy = policy.withDefaults()
 	headers := len(r.Headers)
 	if headers > 0 {
 		if policy.headers == policyRefuse {
-			return e, &recordError{msg: "topic uses the raw record format, which cannot hold record headers, and its " + configRawHeaders + " is refuse"}
+			return e, &RecordError{msg: "topic uses the raw record format, which cannot hold record headers, and its " + configRawHeaders + " is refuse"}
 		}
 		r.Headers = nil
 	}
 	if r.Value == nil {
-		return e, &recordError{msg: "topic uses the raw record format, which cannot hold a null value"}
+		return e, &RecordError{msg: "topic uses the raw record format, which cannot hold a null value"}
 	}
 	keyWhy := rawKeyProblem(r.Key)
 	if keyWhy != "" {
 		if policy.keys == policyRefuse {
-			return e, &recordError{msg: "topic uses the raw record format, " + keyWhy + ", and its " + configRawKeys + " is refuse"}
+			return e, &RecordError{msg: "topic uses the raw record format, " + keyWhy + ", and its " + configRawKeys + " is refuse"}
 		}
 		r.Key = nil
 	}
 	if len(r.Value) > maxBytes {
-		return e, &recordError{tooLarge: true, msg: fmt.Sprintf("record of %d bytes exceeds the %d-byte DIS record limit", len(r.Value), maxBytes)}
+		return e, &RecordError{TooLarge: true, msg: fmt.Sprintf("record of %d bytes exceeds the %d-byte DIS record limit", len(r.Value), maxBytes)}
 	}
 	drops.add(headers, keyWhy)
 	e.Data = r.Value

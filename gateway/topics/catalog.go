@@ -1,4 +1,4 @@
-package gateway
+package topics
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rs/zerolog"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/disgw/disgw/disclient"
@@ -29,65 +28,62 @@ const (
 	maxMessageBytesTagKey = "disgw-max-message-bytes"
 )
 
-// errUnknownTopic is returned by the catalog for a stream DIS does not have.
-var errUnknownTopic = errors.New("unknown topic")
+// ErrUnknownTopic is returned by the catalog for a stream DIS does not have.
+var ErrUnknownTopic = errors.New("unknown topic")
 
-// topicMeta is the gateway's view of one stream.
-type topicMeta struct {
-	// tenant is whose catalog described the topic; its partitions are
-	// that tenant's alone.
-	tenant *tenant
-	// name is the Kafka name, stream the DIS stream's (streamNameFor).
-	name           string
-	stream         string
-	streamID       string
-	id             [16]byte
-	format         RecordFormat
-	retentionHours int32
-	streamType     string
-	timestamps     timestampSpec
-	// maxMessageBytes is the max.message.bytes tag's value, "" when the
+// Meta is the gateway's view of one stream, as DescribeStream last
+// answered: handlers read it and never change it, since the catalog hands
+// the same value to every request until the next describe replaces it.
+type Meta struct {
+	// Name is the Kafka name, Stream the DIS stream's (StreamName).
+	Name     string
+	Stream   string
+	StreamID string
+	// ID is the Kafka topic id (TopicID of StreamID).
+	ID             [16]byte
+	Format         RecordFormat
+	RetentionHours int32
+	StreamType     string
+	Timestamps     TimestampSpec
+	// MaxMessageBytes is the max.message.bytes tag's value, "" when the
 	// stream has none.
-	maxMessageBytes string
-	status          string
-	partitions      []partitionMeta // index = Kafka partition number
-	fetched         time.Time
+	MaxMessageBytes string
+	Status          string
+	Partitions      []PartitionMeta // index = Kafka partition number
+	Fetched         time.Time
 
-	// raw is the dis.raw.* policies its tags record.
-	raw rawSpec
+	// Raw is the dis.raw.* policies its tags record.
+	Raw RawSpec
 }
 
-// partitionMeta is a partition as DescribeStream last reported it.
-type partitionMeta struct {
-	status   string
-	earliest int64
-	next     int64
+// PartitionMeta is a partition as DescribeStream last reported it: its
+// status says whether Produce and Fetch may use it, its sequence number
+// range [Earliest, Next) bounds what a read may ask for.
+type PartitionMeta struct {
+	Status   string
+	Earliest int64
+	Next     int64
 }
 
-// key names partition p of this topic's stream.
-func (t *topicMeta) key(p int32) partitionKey {
-	return partitionKey{tenant: t.tenant, topic: t.name, stream: t.streamID, partition: p}
+// Writable reports whether Produce may write partition p.
+func (t *Meta) Writable(p int32) bool {
+	return p >= 0 && int(p) < len(t.Partitions) && t.Partitions[p].Status == disclient.PartitionStatusActive
 }
 
-// writable reports whether Produce may write partition p.
-func (t *topicMeta) writable(p int32) bool {
-	return p >= 0 && int(p) < len(t.partitions) && t.partitions[p].status == disclient.PartitionStatusActive
-}
-
-// readable reports whether Fetch may read partition p (scaled-in partitions
+// Readable reports whether Fetch may read partition p (scaled-in partitions
 // stay readable until DIS expires them).
-func (t *topicMeta) readable(p int32) bool {
-	if p < 0 || int(p) >= len(t.partitions) {
+func (t *Meta) Readable(p int32) bool {
+	if p < 0 || int(p) >= len(t.Partitions) {
 		return false
 	}
-	s := t.partitions[p].status
+	s := t.Partitions[p].Status
 	return s == disclient.PartitionStatusActive || s == disclient.PartitionStatusDeleted
 }
 
-// topicIDFor derives the Kafka topic id from the DIS stream id: the same on
+// TopicID derives the Kafka topic id from the DIS stream id: the same on
 // every gateway, different for a deleted and re-created stream of the same
 // name. It is a version 8 (custom) UUID over SHA-256 of the stream id.
-func topicIDFor(streamID string) [16]byte {
+func TopicID(streamID string) [16]byte {
 	sum := sha256.Sum256([]byte("disgw topic id\x00" + streamID))
 	var id [16]byte
 	copy(id[:], sum[:16])
@@ -96,20 +92,16 @@ func topicIDFor(streamID string) [16]byte {
 	return id
 }
 
-// catalog caches DescribeStream answers for MetadataTTL, remembers topics
+// Catalog caches DescribeStream answers for MetadataTTL, remembers topics
 // DIS does not have for UnknownTopicTTL, and maps topic ids back to names.
-type catalog struct {
-	gw           *Gateway
-	tenant       *tenant // stamped on every topicMeta
-	dis          disclient.API
-	ttl          time.Duration
-	unknownTTL   time.Duration
-	maxDescribes int
-	log          zerolog.Logger
-	sf           singleflight.Group
+// Each tenant has its own, since what a stream holds and whether it exists
+// are answered with the tenant's credentials.
+type Catalog struct {
+	d  Deps
+	sf singleflight.Group
 
 	mu     sync.Mutex
-	topics map[string]*topicMeta
+	topics map[string]*Meta
 	byID   map[[16]byte]string
 	// unknown and unknownIDs hold until when a name or id is known to
 	// be missing; pruneAt is the size at which inserting prunes them.
@@ -125,17 +117,11 @@ type catalog struct {
 	gen uint64
 }
 
-func newCatalog(gw *Gateway, tn *tenant) *catalog {
-	cfg := &gw.cfg
-	return &catalog{
-		gw:           gw,
-		tenant:       tn,
-		dis:          tn.dis,
-		ttl:          cfg.MetadataTTL,
-		unknownTTL:   cfg.UnknownTopicTTL,
-		maxDescribes: cfg.MaxDescribesPerRequest,
-		log:          cfg.Logger,
-		topics:       make(map[string]*topicMeta),
+// NewCatalog returns an empty catalog that describes streams with d.DIS.
+func NewCatalog(d Deps) *Catalog {
+	return &Catalog{
+		d:            d,
+		topics:       make(map[string]*Meta),
 		byID:         make(map[[16]byte]string),
 		unknown:      make(map[string]time.Time),
 		unknownIDs:   make(map[[16]byte]time.Time),
@@ -147,26 +133,26 @@ func newCatalog(gw *Gateway, tn *tenant) *catalog {
 // minPruneAt is the fewest unknown entries at which an insert prunes.
 const minPruneAt = 1024
 
-// get returns the topic, from cache when fresh, or errUnknownTopic while
+// Get returns the topic, from cache when fresh, or ErrUnknownTopic while
 // DIS recently said it has no such stream.
-func (c *catalog) get(ctx context.Context, name string) (*topicMeta, error) {
+func (c *Catalog) Get(ctx context.Context, name string) (*Meta, error) {
 	now := time.Now()
 	c.mu.Lock()
 	t := c.topics[name]
 	until, missing := c.unknown[name]
 	c.mu.Unlock()
-	if t != nil && now.Sub(t.fetched) < c.ttl {
+	if t != nil && now.Sub(t.Fetched) < c.d.MetadataTTL {
 		return t, nil
 	}
 	if missing && now.Before(until) {
-		return nil, errUnknownTopic
+		return nil, ErrUnknownTopic
 	}
-	return c.refresh(ctx, name)
+	return c.Refresh(ctx, name)
 }
 
-// refresh describes the stream now. Concurrent refreshes of one name share
+// Refresh describes the stream now. Concurrent refreshes of one name share
 // a call, unless an invalidation came between them.
-func (c *catalog) refresh(ctx context.Context, name string) (*topicMeta, error) {
+func (c *Catalog) Refresh(ctx context.Context, name string) (*Meta, error) {
 	c.mu.Lock()
 	gen := c.gen
 	c.mu.Unlock()
@@ -175,34 +161,34 @@ func (c *catalog) refresh(ctx context.Context, name string) (*topicMeta, error) 
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if err != nil {
-			if errors.Is(err, errUnknownTopic) {
+			if errors.Is(err, ErrUnknownTopic) {
 				delete(c.topics, name)
 				c.rememberUnknownLocked(name, gen)
 			}
 			return nil, err
 		}
 		c.topics[name] = t
-		c.byID[t.id] = name
+		c.byID[t.ID] = name
 		delete(c.unknown, name)
 		return t, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return v.(*topicMeta), nil
+	return v.(*Meta), nil
 }
 
 // rememberUnknownLocked records that DIS has no stream name, unless the
 // catalog was invalidated since the lookup that found so began.
-func (c *catalog) rememberUnknownLocked(name string, gen uint64) {
+func (c *Catalog) rememberUnknownLocked(name string, gen uint64) {
 	if c.gen != gen {
 		return
 	}
-	c.unknown[name] = time.Now().Add(c.unknownTTL)
+	c.unknown[name] = time.Now().Add(c.d.UnknownTopicTTL)
 	c.pruneIfLargeLocked()
 }
 
-func (c *catalog) pruneIfLargeLocked() {
+func (c *Catalog) pruneIfLargeLocked() {
 	if len(c.unknown)+len(c.unknownIDs) < c.pruneAt {
 		return
 	}
@@ -210,14 +196,14 @@ func (c *catalog) pruneIfLargeLocked() {
 	c.pruneAt = max(minPruneAt, 2*(len(c.unknown)+len(c.unknownIDs)))
 }
 
-// pruneUnknown forgets the unknown names and ids that expired by now.
-func (c *catalog) pruneUnknown(now time.Time) {
+// PruneUnknown forgets the unknown names and ids that expired by now.
+func (c *Catalog) PruneUnknown(now time.Time) {
 	c.mu.Lock()
 	c.pruneUnknownLocked(now)
 	c.mu.Unlock()
 }
 
-func (c *catalog) pruneUnknownLocked(now time.Time) {
+func (c *Catalog) pruneUnknownLocked(now time.Time) {
 	for n, until := range c.unknown {
 		if !now.Before(until) {
 			delete(c.unknown, n)
@@ -230,27 +216,29 @@ func (c *catalog) pruneUnknownLocked(now time.Time) {
 	}
 }
 
-// errNotDescribed is the answer for an existing topic one request had no
+// ErrNotDescribed is the answer for an existing topic one request had no
 // DescribeStream call left for; Metadata answers it LEADER_NOT_AVAILABLE,
 // which clients retry.
-var errNotDescribed = errors.New("topic exists but this request may make no more DescribeStream calls")
+var ErrNotDescribed = errors.New("topic exists but this request may make no more DescribeStream calls")
 
-// topicLookup is one topic's answer in a batch lookup.
-type topicLookup struct {
-	t   *topicMeta
-	err error
+// Lookup is one topic's answer in a batch lookup (GetMany): its Meta, or
+// why there is none (ErrUnknownTopic, ErrNotDescribed or a DIS error), so
+// that each topic of a request is answered on its own.
+type Lookup struct {
+	Meta *Meta
+	Err  error
 }
 
-// getMany resolves names for one request. Fresh cache entries and
+// GetMany resolves names for one request. Fresh cache entries and
 // remembered unknown topics cost nothing; the others are described, at most
-// budget of them (describeConcurrency at once), topics never described
+// budget of them (DescribeConcurrency at once), topics never described
 // before first. Beyond the budget a stale cache entry is served as it is,
 // and a topic never described is checked against one ListStreams pass:
-// those DIS does not list are unknown, the rest errNotDescribed. So a
+// those DIS does not list are unknown, the rest ErrNotDescribed. So a
 // request naming 10 000 topics costs at most budget DescribeStream calls
 // plus the ListStreams pages of the streams that exist.
-func (c *catalog) getMany(ctx context.Context, names []string, budget *callBudget) map[string]topicLookup {
-	out := make(map[string]topicLookup, len(names))
+func (c *Catalog) GetMany(ctx context.Context, names []string, budget *CallBudget) map[string]Lookup {
+	out := make(map[string]Lookup, len(names))
 	now := time.Now()
 	var fresh, stale []string
 	c.mu.Lock()
@@ -262,25 +250,25 @@ func (c *catalog) getMany(ctx context.Context, names []string, budget *callBudge
 		t := c.topics[n]
 		until, missing := c.unknown[n]
 		switch {
-		case t != nil && now.Sub(t.fetched) < c.ttl:
-			out[n] = topicLookup{t: t}
+		case t != nil && now.Sub(t.Fetched) < c.d.MetadataTTL:
+			out[n] = Lookup{Meta: t}
 		case missing && now.Before(until):
-			out[n] = topicLookup{err: errUnknownTopic}
+			out[n] = Lookup{Err: ErrUnknownTopic}
 		case t != nil:
-			out[n] = topicLookup{t: t}
+			out[n] = Lookup{Meta: t}
 			stale = append(stale, n)
 		default:
-			out[n] = topicLookup{err: errNotDescribed}
+			out[n] = Lookup{Err: ErrNotDescribed}
 			fresh = append(fresh, n)
 		}
 	}
 	c.mu.Unlock()
 	need := slices.Concat(fresh, stale)
-	n := budget.takeUpTo(len(need))
-	results := make([]topicLookup, n)
-	c.gw.parallel(n, func(i int) {
-		t, err := c.refresh(ctx, need[i])
-		results[i] = topicLookup{t: t, err: err}
+	n := budget.TakeUpTo(len(need))
+	results := make([]Lookup, n)
+	c.d.Parallel(n, func(i int) {
+		t, err := c.Refresh(ctx, need[i])
+		results[i] = Lookup{Meta: t, Err: err}
 	})
 	for i, lk := range results {
 		out[need[i]] = lk
@@ -288,10 +276,10 @@ func (c *catalog) getMany(ctx context.Context, names []string, budget *callBudge
 	if n >= len(fresh) {
 		return out
 	}
-	listed, err := c.list(ctx)
+	listed, err := c.List(ctx)
 	if err != nil {
 		for _, name := range fresh[n:] {
-			out[name] = topicLookup{err: err}
+			out[name] = Lookup{Err: err}
 		}
 		return out
 	}
@@ -299,53 +287,53 @@ func (c *catalog) getMany(ctx context.Context, names []string, budget *callBudge
 	defer c.mu.Unlock()
 	for _, name := range fresh[n:] {
 		if _, ok := slices.BinarySearch(listed, name); !ok {
-			out[name] = topicLookup{err: errUnknownTopic}
+			out[name] = Lookup{Err: ErrUnknownTopic}
 			c.rememberUnknownLocked(name, gen)
 		}
 	}
 	return out
 }
 
-func (c *catalog) describe(ctx context.Context, name string) (*topicMeta, error) {
-	t := &topicMeta{tenant: c.tenant, name: name, stream: streamNameFor(name), format: FormatRaw, fetched: time.Now()}
+func (c *Catalog) describe(ctx context.Context, name string) (*Meta, error) {
+	t := &Meta{Name: name, Stream: StreamName(name), Format: FormatRaw, Fetched: time.Now()}
 	start := ""
 	for {
-		d, err := c.dis.DescribeStream(ctx, t.stream, start, 1000)
+		d, err := c.d.DIS.DescribeStream(ctx, t.Stream, start, 1000)
 		if err != nil {
 			if disclient.IsCode(err, disclient.CodeStreamNotFound) {
-				return nil, errUnknownTopic
+				return nil, ErrUnknownTopic
 			}
 			return nil, err
 		}
 		if start == "" {
 			// An encoded stream is this topic's only if its tags say so:
 			// two names whose hashes agree never share a stream.
-			if n, ok := topicForStream(t.stream, d.Tags); !ok || n != name {
-				return nil, errUnknownTopic
+			if n, ok := topicForStream(t.Stream, d.Tags); !ok || n != name {
+				return nil, ErrUnknownTopic
 			}
-			t.streamID = d.StreamID
-			t.id = topicIDFor(d.StreamID)
-			t.retentionHours = d.RetentionPeriod
-			t.streamType = d.StreamType
-			t.status = d.Status
-			t.format = formatFromTags(d.Tags)
-			t.timestamps = timestampsFromTags(d.Tags)
-			t.maxMessageBytes = maxMessageBytesFromTags(d.Tags)
-			t.raw = rawSpecFromTags(d.Tags)
+			t.StreamID = d.StreamID
+			t.ID = TopicID(d.StreamID)
+			t.RetentionHours = d.RetentionPeriod
+			t.StreamType = d.StreamType
+			t.Status = d.Status
+			t.Format = formatFromTags(d.Tags)
+			t.Timestamps = timestampsFromTags(d.Tags)
+			t.MaxMessageBytes = maxMessageBytesFromTags(d.Tags)
+			t.Raw = rawSpecFromTags(d.Tags)
 		}
 		for _, p := range d.Partitions {
 			n, err := disclient.ParsePartitionID(p.PartitionID)
 			if err != nil {
 				continue
 			}
-			for int(n) >= len(t.partitions) {
-				t.partitions = append(t.partitions, partitionMeta{status: disclient.PartitionStatusExpired})
+			for int(n) >= len(t.Partitions) {
+				t.Partitions = append(t.Partitions, PartitionMeta{Status: disclient.PartitionStatusExpired})
 			}
-			pm := partitionMeta{status: p.Status}
+			pm := PartitionMeta{Status: p.Status}
 			if e, nx, err := disclient.ParseSequenceNumberRange(p.SequenceNumberRange); err == nil {
-				pm.earliest, pm.next = e, nx
+				pm.Earliest, pm.Next = e, nx
 			}
-			t.partitions[n] = pm
+			t.Partitions[n] = pm
 			start = p.PartitionID
 		}
 		if !d.HasMorePartitions || len(d.Partitions) == 0 {
@@ -366,8 +354,8 @@ func formatFromTags(tags []disclient.Tag) RecordFormat {
 // timestampsFromTags reads the timestamp configs a stream's tags record.
 // A tag whose value is not one the config takes (set by hand on DIS) is
 // ignored, leaving Kafka's default.
-func timestampsFromTags(tags []disclient.Tag) timestampSpec {
-	var ts timestampSpec
+func timestampsFromTags(tags []disclient.Tag) TimestampSpec {
+	var ts TimestampSpec
 	for _, tg := range tags {
 		switch tg.Key {
 		case timestampTypeTagKey:
@@ -397,7 +385,7 @@ func maxMessageBytesFromTags(tags []disclient.Tag) string {
 }
 
 // tags are the stream tags that record ts, one per config set at creation.
-func (ts timestampSpec) tags() []disclient.Tag {
+func (ts TimestampSpec) tags() []disclient.Tag {
 	var out []disclient.Tag
 	for _, t := range []disclient.Tag{{Key: timestampTypeTagKey, Value: ts.typ}, {Key: timestampBeforeTagKey, Value: ts.beforeMax}, {Key: timestampAfterTagKey, Value: ts.afterMax}} {
 		if t.Value != "" {
@@ -407,18 +395,18 @@ func (ts timestampSpec) tags() []disclient.Tag {
 	return out
 }
 
-// nameForID maps one topic id to its name, as namesForIDs does.
-func (c *catalog) nameForID(ctx context.Context, id [16]byte) (string, bool) {
-	name, ok := c.namesForIDs(ctx, [][16]byte{id}, newCallBudget(c.maxDescribes))[id]
+// NameForID maps one topic id to its name, as NamesForIDs does.
+func (c *Catalog) NameForID(ctx context.Context, id [16]byte) (string, bool) {
+	name, ok := c.NamesForIDs(ctx, [][16]byte{id}, NewCallBudget(c.d.MaxDescribesPerRequest))[id]
 	return name, ok
 }
 
-// namesForIDs maps the topic ids of one request to names. Ids not cached
+// NamesForIDs maps the topic ids of one request to names. Ids not cached
 // (a client may hold ids from another gateway) cost one ListStreams pass
 // and a DescribeStream of each listed stream never described, at most
-// budget of them, describeConcurrency at once, until every id is found. An
+// budget of them, DescribeConcurrency at once, until every id is found. An
 // id no stream has is remembered as unknown for UnknownTopicTTL.
-func (c *catalog) namesForIDs(ctx context.Context, ids [][16]byte, budget *callBudget) map[[16]byte]string {
+func (c *Catalog) NamesForIDs(ctx context.Context, ids [][16]byte, budget *CallBudget) map[[16]byte]string {
 	out := make(map[[16]byte]string, len(ids))
 	missing := make(map[[16]byte]bool)
 	now := time.Now()
@@ -438,9 +426,9 @@ func (c *catalog) namesForIDs(ctx context.Context, ids [][16]byte, budget *callB
 	if len(missing) == 0 {
 		return out
 	}
-	listed, err := c.list(ctx)
+	listed, err := c.List(ctx)
 	if err != nil {
-		c.log.Warn().Err(err).Msg("resolving topic ids: ListStreams failed")
+		c.d.Log.Warn().Err(err).Msg("resolving topic ids: ListStreams failed")
 		return out
 	}
 	c.mu.Lock()
@@ -453,20 +441,20 @@ func (c *catalog) namesForIDs(ctx context.Context, ids [][16]byte, budget *callB
 	c.mu.Unlock()
 	exhausted := false
 	for len(candidates) > 0 && len(missing) > 0 {
-		n := budget.takeUpTo(min(len(candidates), describeConcurrency))
+		n := budget.TakeUpTo(min(len(candidates), DescribeConcurrency))
 		if n == 0 {
 			exhausted = true
 			break
 		}
-		found := make([]*topicMeta, n)
-		c.gw.parallel(n, func(i int) {
-			found[i], _ = c.refresh(ctx, candidates[i])
+		found := make([]*Meta, n)
+		c.d.Parallel(n, func(i int) {
+			found[i], _ = c.Refresh(ctx, candidates[i])
 		})
 		candidates = candidates[n:]
 		for _, t := range found {
-			if t != nil && missing[t.id] {
-				out[t.id] = t.name
-				delete(missing, t.id)
+			if t != nil && missing[t.ID] {
+				out[t.ID] = t.Name
+				delete(missing, t.ID)
 			}
 		}
 	}
@@ -476,25 +464,25 @@ func (c *catalog) namesForIDs(ctx context.Context, ids [][16]byte, budget *callB
 		if name, ok := c.byID[id]; ok {
 			out[id] = name
 		} else if !exhausted && c.gen == gen {
-			c.unknownIDs[id] = time.Now().Add(c.unknownTTL)
+			c.unknownIDs[id] = time.Now().Add(c.d.UnknownTopicTTL)
 		}
 	}
 	c.pruneIfLargeLocked()
 	return out
 }
 
-// list returns the Kafka name of every stream that is a topic, sorted. The
+// List returns the Kafka name of every stream that is a topic, sorted. The
 // last walk of ListStreams answers for the describe TTL unless a topic was
 // created or deleted here since, and concurrent callers share one walk:
 // Metadata for all topics and every heartbeat of a regex-subscribed
 // consumer-protocol member list the topics, and without this each would cost
 // DIS a ListStreams per hundred streams. The caller may keep or change the
 // slice.
-func (c *catalog) list(ctx context.Context) ([]string, error) {
+func (c *Catalog) List(ctx context.Context) ([]string, error) {
 	c.mu.Lock()
 	last, gen := c.listed, c.gen
 	c.mu.Unlock()
-	if last.done && last.gen == gen && time.Since(last.at) < c.ttl {
+	if last.done && last.gen == gen && time.Since(last.at) < c.d.MetadataTTL {
 		return slices.Clone(last.names), nil
 	}
 	v, err, _ := c.sf.Do(strconv.FormatUint(gen, 10)+"/\x00list", func() (any, error) {
@@ -525,11 +513,11 @@ type topicListing struct {
 }
 
 // listStreams walks ListStreams and keeps the streams that are topics.
-func (c *catalog) listStreams(ctx context.Context) ([]string, error) {
+func (c *Catalog) listStreams(ctx context.Context) ([]string, error) {
 	var names []string
 	start := ""
 	for {
-		resp, err := c.dis.ListStreams(ctx, 100, start)
+		resp, err := c.d.DIS.ListStreams(ctx, 100, start)
 		if err != nil {
 			return nil, err
 		}
@@ -558,7 +546,7 @@ const maxStreamTopics = 10000
 // function does from the tags the listing gave. An encoded stream listed
 // without tags is described once: an encoded name stands for one Kafka
 // name for good, so the answer is cached (up to maxStreamTopics names).
-func (c *catalog) topicForStream(ctx context.Context, stream string, tags []disclient.Tag) (string, bool) {
+func (c *Catalog) topicForStream(ctx context.Context, stream string, tags []disclient.Tag) (string, bool) {
 	if name, ok := topicForStream(stream, tags); ok || !isEncodedStreamName(stream) || len(tags) > 0 {
 		return name, ok
 	}
@@ -568,10 +556,10 @@ func (c *catalog) topicForStream(ctx context.Context, stream string, tags []disc
 	if ok {
 		return name, true
 	}
-	d, err := c.dis.DescribeStream(ctx, stream, "", 1)
+	d, err := c.d.DIS.DescribeStream(ctx, stream, "", 1)
 	if err != nil {
 		if !disclient.IsCode(err, disclient.CodeStreamNotFound) {
-			c.log.Warn().Err(err).Str("stream", stream).Msg("reading the Kafka name of a stream failed")
+			c.d.Log.Warn().Err(err).Str("stream", stream).Msg("reading the Kafka name of a stream failed")
 		}
 		return "", false
 	}
@@ -586,9 +574,9 @@ func (c *catalog) topicForStream(ctx context.Context, stream string, tags []disc
 	return name, ok
 }
 
-// topicsForStreams maps stream names a DIS answer gave (an app's
+// TopicsForStreams maps stream names a DIS answer gave (an app's
 // checkpointed streams) to Kafka names, skipping streams that are no topic.
-func (c *catalog) topicsForStreams(ctx context.Context, streams []string) []string {
+func (c *Catalog) TopicsForStreams(ctx context.Context, streams []string) []string {
 	var out []string
 	for _, s := range streams {
 		if name, ok := c.topicForStream(ctx, s, nil); ok {
@@ -598,14 +586,14 @@ func (c *catalog) topicsForStreams(ctx context.Context, streams []string) []stri
 	return out
 }
 
-// collision returns Kafka's INVALID_TOPIC_EXCEPTION message when a new
+// Collision returns Kafka's INVALID_TOPIC_EXCEPTION message when a new
 // topic differs from existing ones only by '.' against '_', or "". Names
 // without either character cannot collide and cost no ListStreams pass.
-func (c *catalog) collision(ctx context.Context, name string) (string, error) {
+func (c *Catalog) Collision(ctx context.Context, name string) (string, error) {
 	if !mayCollide(name) {
 		return "", nil
 	}
-	listed, err := c.list(ctx)
+	listed, err := c.List(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -622,16 +610,46 @@ func (c *catalog) collision(ctx context.Context, name string) (string, error) {
 	return topicCollisionMessage(name, existing), nil
 }
 
-// create makes the stream for a new topic.
-func (c *catalog) create(ctx context.Context, topic string, req *disclient.CreateStreamRequest) error {
-	err := c.dis.CreateStream(ctx, req)
-	c.invalidate(topic)
+// Create creates the stream for a topic (StreamName, with the Kafka name
+// in topicNameTags when the stream name is encoded) and forgets what the
+// catalog knew of the name; spec nil means defaults.
+func (c *Catalog) Create(ctx context.Context, name string, partitions int32, spec *Spec, format RecordFormat) error {
+	hours := c.d.DefaultRetentionHours
+	req := &disclient.CreateStreamRequest{
+		StreamName:     StreamName(name),
+		PartitionCount: partitions,
+		StreamType:     disclient.StreamTypeCommon,
+		DataType:       disclient.DataTypeBlob,
+		DataDuration:   &hours,
+		Tags:           append([]disclient.Tag{{Key: formatTagKey, Value: string(format)}}, topicNameTags(name)...),
+	}
+	if spec != nil {
+		hours = spec.RetentionHours
+		if spec.StreamType != "" {
+			req.StreamType = spec.StreamType
+		}
+		req.Tags = append(req.Tags, spec.configTags()...)
+	}
+	err := c.d.DIS.CreateStream(ctx, req)
+	c.Invalidate(name)
 	return err
 }
 
-// invalidate drops what the catalog knows of a topic, cached or unknown,
-// so the next get describes it again.
-func (c *catalog) invalidate(name string) {
+// StreamType is the DIS stream type of a cached topic, "" when the topic
+// is not cached: the metrics compute quota shares against it on every
+// scrape, which must cost no DIS call.
+func (c *Catalog) StreamType(topic string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := c.topics[topic]; t != nil {
+		return t.StreamType
+	}
+	return ""
+}
+
+// Invalidate drops what the catalog knows of a topic, cached or unknown,
+// so the next Get describes it again.
+func (c *Catalog) Invalidate(name string) {
 	c.mu.Lock()
 	delete(c.topics, name)
 	delete(c.unknown, name)

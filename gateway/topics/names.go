@@ -1,4 +1,4 @@
-package gateway
+package topics
 
 import (
 	"crypto/sha256"
@@ -15,25 +15,28 @@ import (
 // '-'; a DIS stream name is 1 to 64 of the same without '.'. A group id is
 // any string; a DIS app name is 1 to 200 characters without '.'. Names DIS
 // can hold are used unchanged, so DIS-native users share the stream or the
-// app; every other name is encoded by encodeDISName: the prefix "disgw-",
+// app; every other name is encoded by EncodeDISName: the prefix "disgw-",
 // the name with each character DIS refuses replaced by '_' and cut to a
 // length that keeps the result within DIS's limit, '-', and the first 16 hex
 // digits of the name's SHA-256. A name that itself starts with the prefix is
 // encoded too, so an encoded name never equals one used unchanged.
 
-// encodedNamePrefix starts every encoded stream and app name.
-const encodedNamePrefix = "disgw-"
+// EncodedNamePrefix starts every encoded stream and app name; a name that
+// starts with it is encoded too, so that an encoded name tells itself apart.
+const EncodedNamePrefix = "disgw-"
 
 // encodedHashLen is how many hex digits of SHA-256 end an encoded name.
 const encodedHashLen = 16
 
-// encodeDISName is the one encoding of names DIS cannot hold: the prefix,
+// EncodeDISName is the one encoding of names DIS cannot hold: the prefix,
 // the first keep characters of name with every character outside
 // [A-Za-z0-9_-] replaced by '_', '-', and the first 16 hex digits of the
 // SHA-256 of name. The result is at most len(prefix)+keep+17 characters.
-func encodeDISName(name string, keep int) string {
+// Stream names and app names (group ids) both use it, so every gateway and
+// tool that reads docs/design.md §2 computes the same names.
+func EncodeDISName(name string, keep int) string {
 	var b strings.Builder
-	b.WriteString(encodedNamePrefix)
+	b.WriteString(EncodedNamePrefix)
 	n := 0
 	for _, r := range name {
 		if n == keep {
@@ -57,10 +60,11 @@ func isDISNameByte(c byte) bool {
 	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-// holdsUnchanged reports whether DIS can hold name as it is under a limit
-// of maxLen characters, and name is not one an encoded name could be.
-func holdsUnchanged(name string, maxLen int) bool {
-	if name == "" || len(name) > maxLen || strings.HasPrefix(name, encodedNamePrefix) {
+// HoldsUnchanged reports whether DIS can hold name as it is under a limit
+// of maxLen characters, and name is not one an encoded name could be: such
+// a name is used unchanged, so DIS-native users share the stream or app.
+func HoldsUnchanged(name string, maxLen int) bool {
+	if name == "" || len(name) > maxLen || strings.HasPrefix(name, EncodedNamePrefix) {
 		return false
 	}
 	for i := range len(name) {
@@ -78,28 +82,26 @@ const (
 	maxStreamNameLen = 64
 	// streamNameKeep is how much of a topic name an encoded stream name
 	// shows: what 64 characters leave beside the prefix and the hash.
-	streamNameKeep = maxStreamNameLen - len(encodedNamePrefix) - 1 - encodedHashLen
+	streamNameKeep = maxStreamNameLen - len(EncodedNamePrefix) - 1 - encodedHashLen
 )
 
-// streamNameFor maps a Kafka topic name to its DIS stream name: the name
+// StreamName maps a Kafka topic name to its DIS stream name: the name
 // itself when DIS can hold it, else its encoding, the same on every gateway.
-func streamNameFor(topic string) string {
-	if holdsUnchanged(topic, maxStreamNameLen) {
+func StreamName(topic string) string {
+	if HoldsUnchanged(topic, maxStreamNameLen) {
 		return topic
 	}
-	return encodeDISName(topic, streamNameKeep)
+	return EncodeDISName(topic, streamNameKeep)
 }
 
 // isEncodedStreamName reports whether a stream's Kafka name is in its tags
 // rather than its name.
-func isEncodedStreamName(stream string) bool { return strings.HasPrefix(stream, encodedNamePrefix) }
+func isEncodedStreamName(stream string) bool { return strings.HasPrefix(stream, EncodedNamePrefix) }
 
-// streamName is the DIS stream of the partition's topic.
-func (k partitionKey) streamName() string { return streamNameFor(k.topic) }
-
-// checkTopicName explains why Kafka refuses name as a topic name, or
-// returns "".
-func checkTopicName(name string) string {
+// CheckName explains why Kafka refuses name as a topic name, or returns
+// "": the gateway refuses what Kafka refuses, with Kafka's words, even where
+// DIS could hold the name.
+func CheckName(name string) string {
 	switch {
 	case name == "":
 		return "topic name is illegal, it can't be empty"
@@ -143,7 +145,7 @@ const (
 // stream name is encoded (none for the others): at most six, for a
 // 249-character name.
 func topicNameTags(topic string) []disclient.Tag {
-	if !isEncodedStreamName(streamNameFor(topic)) {
+	if !isEncodedStreamName(StreamName(topic)) {
 		return nil
 	}
 	var tags []disclient.Tag
@@ -183,7 +185,7 @@ func topicForStream(stream string, tags []disclient.Tag) (string, bool) {
 		b.WriteString(v)
 	}
 	name := b.String()
-	if checkTopicName(name) != "" || streamNameFor(name) != stream {
+	if CheckName(name) != "" || StreamName(name) != stream {
 		return "", false
 	}
 	return name, true

@@ -1,4 +1,4 @@
-package gateway
+package topics
 
 import (
 	"slices"
@@ -11,10 +11,9 @@ import (
 	"github.com/disgw/disgw/disclient"
 )
 
+// testConfigDefaults is the settings a gateway has by default.
 func testConfigDefaults() *Config {
-	cfg := &Config{}
-	cfg.setDefaults()
-	return cfg
+	return &Config{DefaultRecordFormat: FormatKafka, DefaultRetentionHours: 24, MaxRecordBytes: 1 << 20}
 }
 
 func TestTopicConfigTableIsSortedAndComplete(t *testing.T) {
@@ -40,9 +39,6 @@ func TestTopicConfigTableIsSortedAndComplete(t *testing.T) {
 	if topicConfigNamed("no.such.config") != nil {
 		t.Error("unknown name found")
 	}
-	if !slices.IsSortedFunc(brokerConfigs, func(a, b brokerConfig) int { return strings.Compare(a.name, b.name) }) {
-		t.Error("brokerConfigs must be sorted by name")
-	}
 }
 
 // TestCreateTopicConfigs checks the checks CreateTopics shares with the
@@ -51,37 +47,37 @@ func TestCreateTopicConfigs(t *testing.T) {
 	for _, tc := range []struct {
 		name, value string
 		ok          bool
-		want        streamSpec
+		want        Spec
 	}{
-		{"retention.ms", "86400000", true, streamSpec{retentionHours: 24}},
-		{"retention.ms", "86400001", true, streamSpec{retentionHours: 25}},
-		{"retention.ms", "259200000", true, streamSpec{retentionHours: 72}},
-		{"retention.ms", "259200001", false, streamSpec{}},
-		{"retention.ms", "3600000", false, streamSpec{}},
-		{"retention.ms", "-1", false, streamSpec{}},
-		{"retention.ms", "a day", false, streamSpec{}},
-		{"cleanup.policy", "delete", true, streamSpec{}},
-		{"cleanup.policy", "compact", false, streamSpec{}},
-		{"dis.record.format", "raw", true, streamSpec{format: FormatRaw}},
-		{"dis.record.format", "json", false, streamSpec{}},
-		{"dis.stream.type", "ADVANCED", true, streamSpec{streamType: disclient.StreamTypeAdvanced}},
-		{"dis.stream.type", "FAST", false, streamSpec{}},
-		{"segment.bytes", "1024", true, streamSpec{}},
-		{"some.unknown.config", "x", true, streamSpec{}},
-		{"message.timestamp.type", "LogAppendTime", true, streamSpec{timestamps: timestampSpec{typ: "LogAppendTime"}}},
-		{"message.timestamp.type", "CreateTime", true, streamSpec{timestamps: timestampSpec{typ: "CreateTime"}}},
-		{"message.timestamp.type", "logappendtime", false, streamSpec{}},
-		{"message.timestamp.before.max.ms", "60000", true, streamSpec{timestamps: timestampSpec{beforeMax: "60000"}}},
-		{"message.timestamp.before.max.ms", " 060000", true, streamSpec{timestamps: timestampSpec{beforeMax: "60000"}}},
-		{"message.timestamp.before.max.ms", "0", true, streamSpec{timestamps: timestampSpec{beforeMax: "0"}}},
-		{"message.timestamp.before.max.ms", "-1", false, streamSpec{}},
-		{"message.timestamp.after.max.ms", "3600000", true, streamSpec{timestamps: timestampSpec{afterMax: "3600000"}}},
-		{"message.timestamp.after.max.ms", "an hour", false, streamSpec{}},
-		{"message.timestamp.after.max.ms", "9223372036854775808", false, streamSpec{}},
+		{"retention.ms", "86400000", true, Spec{RetentionHours: 24}},
+		{"retention.ms", "86400001", true, Spec{RetentionHours: 25}},
+		{"retention.ms", "259200000", true, Spec{RetentionHours: 72}},
+		{"retention.ms", "259200001", false, Spec{}},
+		{"retention.ms", "3600000", false, Spec{}},
+		{"retention.ms", "-1", false, Spec{}},
+		{"retention.ms", "a day", false, Spec{}},
+		{"cleanup.policy", "delete", true, Spec{}},
+		{"cleanup.policy", "compact", false, Spec{}},
+		{"dis.record.format", "raw", true, Spec{Format: FormatRaw}},
+		{"dis.record.format", "json", false, Spec{}},
+		{"dis.stream.type", "ADVANCED", true, Spec{StreamType: disclient.StreamTypeAdvanced}},
+		{"dis.stream.type", "FAST", false, Spec{}},
+		{"segment.bytes", "1024", true, Spec{}},
+		{"some.unknown.config", "x", true, Spec{}},
+		{"message.timestamp.type", "LogAppendTime", true, Spec{Timestamps: TimestampSpec{typ: "LogAppendTime"}}},
+		{"message.timestamp.type", "CreateTime", true, Spec{Timestamps: TimestampSpec{typ: "CreateTime"}}},
+		{"message.timestamp.type", "logappendtime", false, Spec{}},
+		{"message.timestamp.before.max.ms", "60000", true, Spec{Timestamps: TimestampSpec{beforeMax: "60000"}}},
+		{"message.timestamp.before.max.ms", " 060000", true, Spec{Timestamps: TimestampSpec{beforeMax: "60000"}}},
+		{"message.timestamp.before.max.ms", "0", true, Spec{Timestamps: TimestampSpec{beforeMax: "0"}}},
+		{"message.timestamp.before.max.ms", "-1", false, Spec{}},
+		{"message.timestamp.after.max.ms", "3600000", true, Spec{Timestamps: TimestampSpec{afterMax: "3600000"}}},
+		{"message.timestamp.after.max.ms", "an hour", false, Spec{}},
+		{"message.timestamp.after.max.ms", "9223372036854775808", false, Spec{}},
 	} {
-		var s streamSpec
+		var s Spec
 		v := tc.value
-		err := s.apply(tc.name, &v)
+		err := s.Apply(tc.name, &v)
 		if (err == nil) != tc.ok {
 			t.Errorf("%s=%s: err %v, want ok=%v", tc.name, tc.value, err, tc.ok)
 			continue
@@ -92,16 +88,16 @@ func TestCreateTopicConfigs(t *testing.T) {
 	}
 }
 
-func testTopic() *topicMeta {
-	return &topicMeta{name: "t", retentionHours: 48, format: FormatRaw, streamType: disclient.StreamTypeCommon}
+func testTopic() *Meta {
+	return &Meta{Name: "t", RetentionHours: 48, Format: FormatRaw, StreamType: disclient.StreamTypeCommon}
 }
 
 func TestTopicConfigEntries(t *testing.T) {
 	cfg := testConfigDefaults()
-	entries := topicConfigEntries(cfg, testTopic())
-	byName := map[string]configEntry{}
+	entries := cfg.Entries(testTopic())
+	byName := map[string]ConfigEntry{}
 	for _, e := range entries {
-		byName[e.name] = e
+		byName[e.Name] = e
 	}
 	for _, tc := range []struct {
 		name, value string
@@ -120,19 +116,9 @@ func TestTopicConfigEntries(t *testing.T) {
 			t.Errorf("%s missing", tc.name)
 			continue
 		}
-		if e.value != tc.value || e.source != tc.source || e.readOnly != tc.readOnly {
-			t.Errorf("%s = %q source %v read-only %v, want %q %v %v", tc.name, e.value, e.source, e.readOnly, tc.value, tc.source, tc.readOnly)
+		if e.Value != tc.value || e.Source != tc.source || e.ReadOnly != tc.readOnly {
+			t.Errorf("%s = %q source %v read-only %v, want %q %v %v", tc.name, e.Value, e.Source, e.ReadOnly, tc.value, tc.source, tc.readOnly)
 		}
-	}
-	dyn := describedConfig(byName["retention.ms"], true, true)
-	if len(dyn.ConfigSynonyms) != 2 || *dyn.ConfigSynonyms[1].Value != "86400000" || dyn.ConfigSynonyms[1].Source != kmsg.ConfigSourceDefaultConfig {
-		t.Errorf("retention.ms synonyms = %+v, want itself then the 24 h default", dyn.ConfigSynonyms)
-	}
-	if dyn.Documentation == nil || dyn.IsDefault {
-		t.Errorf("retention.ms: documentation %v, is_default %v", dyn.Documentation, dyn.IsDefault)
-	}
-	if def := describedConfig(byName["segment.bytes"], false, false); def.ConfigSynonyms != nil || def.Documentation != nil || !def.IsDefault {
-		t.Errorf("segment.bytes without synonyms or docs: %+v", def)
 	}
 }
 
@@ -162,22 +148,22 @@ func TestTopicAlterSet(t *testing.T) {
 		{"message.timestamp.before.max.ms", "60000", 0, 48},
 		{"message.timestamp.after.max.ms", "-1", kerr.InvalidConfig.Code, 48},
 	} {
-		a := newTopicAlter(cfg, testTopic())
+		a := newAlter(cfg, testTopic())
 		var code int16
 		c, cerr := a.config(tc.name)
 		if cerr == nil {
 			cerr = a.set(c, tc.value)
 		}
 		if cerr != nil {
-			code = cerr.code
-			if cerr.msg == "" {
+			code = cerr.Code
+			if cerr.Msg == "" {
 				t.Errorf("%s=%s: refusal without a message", tc.name, tc.value)
 			}
 		}
-		if code != tc.code || a.next.retentionHours != tc.hours {
-			t.Errorf("%s=%s: code %d hours %d, want %d %d", tc.name, tc.value, code, a.next.retentionHours, tc.code, tc.hours)
+		if code != tc.code || a.next.RetentionHours != tc.hours {
+			t.Errorf("%s=%s: code %d hours %d, want %d %d", tc.name, tc.value, code, a.next.RetentionHours, tc.code, tc.hours)
 		}
-		if a.next.format != FormatRaw || a.next.streamType != disclient.StreamTypeCommon {
+		if a.next.Format != FormatRaw || a.next.StreamType != disclient.StreamTypeCommon {
 			t.Errorf("%s=%s changed a creation-time config: %+v", tc.name, tc.value, a.next)
 		}
 		if c != nil && tc.code == 0 && strings.HasPrefix(tc.name, "message.timestamp.") && c.current(cfg, &a.next) != tc.value {
@@ -188,16 +174,16 @@ func TestTopicAlterSet(t *testing.T) {
 
 func TestReplaceTopicConfigsRevertsUnlisted(t *testing.T) {
 	cfg := testConfigDefaults()
-	a := newTopicAlter(cfg, testTopic())
-	if cerr := replaceTopicConfigs(a, []kmsg.AlterConfigsRequestResourceConfig{{Name: "cleanup.policy", Value: kmsg.StringPtr("delete")}}); cerr != nil {
+	a := newAlter(cfg, testTopic())
+	if cerr := a.Replace([]kmsg.AlterConfigsRequestResourceConfig{{Name: "cleanup.policy", Value: kmsg.StringPtr("delete")}}); cerr != nil {
 		t.Fatal(cerr)
 	}
-	if a.next.retentionHours != cfg.DefaultRetentionHours || a.next.format != FormatRaw {
+	if a.next.RetentionHours != cfg.DefaultRetentionHours || a.next.Format != FormatRaw {
 		t.Errorf("after replacement: %+v, want default retention and the creation-time format kept", a.next)
 	}
-	a = newTopicAlter(cfg, testTopic())
-	cerr := replaceTopicConfigs(a, []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("86400000")}, {Name: "retention.ms", Value: kmsg.StringPtr("90000000")}})
-	if cerr == nil || cerr.code != kerr.InvalidRequest.Code {
+	a = newAlter(cfg, testTopic())
+	cerr := a.Replace([]kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("86400000")}, {Name: "retention.ms", Value: kmsg.StringPtr("90000000")}})
+	if cerr == nil || cerr.Code != kerr.InvalidRequest.Code {
 		t.Errorf("repeated name: %v, want INVALID_REQUEST", cerr)
 	}
 }
@@ -224,13 +210,13 @@ func TestChangeTopicConfigs(t *testing.T) {
 		{"delete format", op("dis.record.format", kmsg.IncrementalAlterConfigOpDelete, nil), kerr.InvalidConfig.Code, 48},
 		{"unknown op", op("retention.ms", 7, kmsg.StringPtr("86400000")), kerr.InvalidRequest.Code, 48},
 	} {
-		a := newTopicAlter(cfg, testTopic())
+		a := newAlter(cfg, testTopic())
 		var code int16
-		if cerr := changeTopicConfigs(a, []kmsg.IncrementalAlterConfigsRequestResourceConfig{tc.op}); cerr != nil {
-			code = cerr.code
+		if cerr := a.Change([]kmsg.IncrementalAlterConfigsRequestResourceConfig{tc.op}); cerr != nil {
+			code = cerr.Code
 		}
-		if code != tc.code || a.next.retentionHours != tc.hours {
-			t.Errorf("%s: code %d hours %d, want %d %d", tc.what, code, a.next.retentionHours, tc.code, tc.hours)
+		if code != tc.code || a.next.RetentionHours != tc.hours {
+			t.Errorf("%s: code %d hours %d, want %d %d", tc.what, code, a.next.RetentionHours, tc.code, tc.hours)
 		}
 	}
 }
@@ -256,20 +242,20 @@ func TestChangedList(t *testing.T) {
 // Produce checks CreateTime record timestamps against the topic's
 // message.timestamp.*.max.ms as Kafka does; LogAppendTime takes any.
 func TestTimestampPolicy(t *testing.T) {
-	p := timestampPolicy{beforeMax: 1000, afterMax: 500}
+	p := TimestampPolicy{beforeMax: 1000, afterMax: 500}
 	for _, c := range []struct {
 		ts   int64
 		want bool
 	}{{10_000, true}, {9_000, true}, {8_999, false}, {10_500, true}, {10_501, false}} {
-		if got := p.allows(c.ts, 10_000); got != c.want {
+		if got := p.Allows(c.ts, 10_000); got != c.want {
 			t.Errorf("timestamp %d at 10000: allowed %v, want %v", c.ts, got, c.want)
 		}
 	}
-	if !(timestampPolicy{logAppendTime: true}).allows(0, 10_000) {
+	if !(TimestampPolicy{LogAppendTime: true}).Allows(0, 10_000) {
 		t.Error("LogAppendTime refused a timestamp")
 	}
-	def := timestampPolicyOf(&Config{}, &topicMeta{format: FormatKafka})
-	if def.logAppendTime || !def.allows(0, 1<<62) || !def.allows(1<<62, 0) {
+	def := (&Config{}).TimestampPolicy(&Meta{Format: FormatKafka})
+	if def.LogAppendTime || !def.Allows(0, 1<<62) || !def.Allows(1<<62, 0) {
 		t.Errorf("the default policy %+v refuses timestamps Kafka 3 takes", def)
 	}
 }
@@ -278,44 +264,44 @@ func TestTimestampPolicy(t *testing.T) {
 // creation survive the trip through the stream's tags, and that
 // DescribeConfigs and Produce then see them.
 func TestTimestampConfigsFromTags(t *testing.T) {
-	if tags := (timestampSpec{}).tags(); len(tags) != 0 {
+	if tags := (TimestampSpec{}).tags(); len(tags) != 0 {
 		t.Errorf("default timestamp configs wrote tags %+v", tags)
 	}
-	var s streamSpec
+	var s Spec
 	for name, v := range map[string]string{"message.timestamp.type": "LogAppendTime", "message.timestamp.before.max.ms": "60000", "message.timestamp.after.max.ms": "0"} {
-		if err := s.apply(name, &v); err != nil {
+		if err := s.Apply(name, &v); err != nil {
 			t.Fatalf("%s=%s: %v", name, v, err)
 		}
 	}
-	tags := append([]disclient.Tag{{Key: formatTagKey, Value: "kafka"}}, s.timestamps.tags()...)
-	tm := &topicMeta{format: formatFromTags(tags), retentionHours: 24, timestamps: timestampsFromTags(tags)}
-	if tm.timestamps != s.timestamps {
-		t.Fatalf("tags %+v read back as %+v, want %+v", tags, tm.timestamps, s.timestamps)
+	tags := append([]disclient.Tag{{Key: formatTagKey, Value: "kafka"}}, s.Timestamps.tags()...)
+	tm := &Meta{Format: formatFromTags(tags), RetentionHours: 24, Timestamps: timestampsFromTags(tags)}
+	if tm.Timestamps != s.Timestamps {
+		t.Fatalf("tags %+v read back as %+v, want %+v", tags, tm.Timestamps, s.Timestamps)
 	}
-	p := timestampPolicyOf(testConfigDefaults(), tm)
-	if !p.logAppendTime || p.beforeMax != 60000 || p.afterMax != 0 {
+	p := testConfigDefaults().TimestampPolicy(tm)
+	if !p.LogAppendTime || p.beforeMax != 60000 || p.afterMax != 0 {
 		t.Errorf("policy %+v, want LogAppendTime, 60000, 0", p)
 	}
-	byName := map[string]configEntry{}
-	for _, e := range topicConfigEntries(testConfigDefaults(), tm) {
-		byName[e.name] = e
+	byName := map[string]ConfigEntry{}
+	for _, e := range testConfigDefaults().Entries(tm) {
+		byName[e.Name] = e
 	}
 	for name, want := range map[string]string{"message.timestamp.type": "LogAppendTime", "message.timestamp.before.max.ms": "60000", "message.timestamp.after.max.ms": "0"} {
-		if e := byName[name]; e.value != want || e.source != kmsg.ConfigSourceDynamicTopicConfig || e.readOnly {
-			t.Errorf("%s = %q source %v read-only %v, want %q DYNAMIC_TOPIC_CONFIG alterable", name, e.value, e.source, e.readOnly, want)
+		if e := byName[name]; e.Value != want || e.Source != kmsg.ConfigSourceDynamicTopicConfig || e.ReadOnly {
+			t.Errorf("%s = %q source %v read-only %v, want %q DYNAMIC_TOPIC_CONFIG alterable", name, e.Value, e.Source, e.ReadOnly, want)
 		}
 	}
 	bad := timestampsFromTags([]disclient.Tag{{Key: timestampTypeTagKey, Value: "Whenever"}, {Key: timestampBeforeTagKey, Value: "-5"}})
-	if bad != (timestampSpec{}) {
+	if bad != (TimestampSpec{}) {
 		t.Errorf("tags with values the configs do not take read as %+v, want the defaults", bad)
 	}
-	def := map[string]configEntry{}
-	for _, e := range topicConfigEntries(testConfigDefaults(), testTopic()) {
-		def[e.name] = e
+	def := map[string]ConfigEntry{}
+	for _, e := range testConfigDefaults().Entries(testTopic()) {
+		def[e.Name] = e
 	}
 	for name, want := range map[string]string{"message.timestamp.type": "CreateTime", "message.timestamp.before.max.ms": "9223372036854775807", "message.timestamp.after.max.ms": "9223372036854775807"} {
-		if e := def[name]; e.value != want || e.source != kmsg.ConfigSourceDefaultConfig {
-			t.Errorf("untagged topic: %s = %q source %v, want %q DEFAULT_CONFIG", name, e.value, e.source, want)
+		if e := def[name]; e.Value != want || e.Source != kmsg.ConfigSourceDefaultConfig {
+			t.Errorf("untagged topic: %s = %q source %v, want %q DEFAULT_CONFIG", name, e.Value, e.Source, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package topics
 
 import (
 	"bytes"
@@ -31,8 +31,8 @@ func TestRawPoliciesDropOrRefuse(t *testing.T) {
 		{"long key", protocol.Record{Key: bytes.Repeat([]byte("k"), maxRawKeyBytes+1), Value: []byte("v")}, configRawKeys, 0, "at most"},
 	} {
 		rec := c.rec
-		var drops rawDrops
-		e, err := toRawEntry(&rec, "shardId-0000000000", 1<<20, rawSpec{}, &drops)
+		var drops RawDrops
+		e, err := ToRawEntry(&rec, "shardId-0000000000", 1<<20, RawSpec{}, &drops)
 		if err != nil {
 			t.Fatalf("%s, default policy: %v, want it written", c.name, err)
 		}
@@ -43,53 +43,53 @@ func TestRawPoliciesDropOrRefuse(t *testing.T) {
 			if e.PartitionKey != "" || rec.Key != nil {
 				t.Errorf("%s: partition key %q, record key %v; want none", c.name, e.PartitionKey, rec.Key)
 			}
-			if drops.keyRecords != 1 || !strings.Contains(drops.keyWhy, c.keyWhy) || drops.headerRecords != 0 {
+			if drops.KeyRecords != 1 || !strings.Contains(drops.KeyWhy, c.keyWhy) || drops.HeaderRecords != 0 {
 				t.Errorf("%s: drops %+v", c.name, drops)
 			}
-		} else if e.PartitionKey != "k" || drops.headerRecords != 1 || drops.headers != c.headers || drops.keyRecords != 0 {
+		} else if e.PartitionKey != "k" || drops.HeaderRecords != 1 || drops.Headers != c.headers || drops.KeyRecords != 0 {
 			t.Errorf("%s: partition key %q, drops %+v", c.name, e.PartitionKey, drops)
 		}
 
 		rec = c.rec
-		drops = rawDrops{}
-		refuse := rawSpec{headers: policyRefuse, keys: policyRefuse}
-		_, err = toRawEntry(&rec, "shardId-0000000000", 1<<20, refuse, &drops)
-		var re *recordError
-		if !errors.As(err, &re) || re.tooLarge || !strings.Contains(re.msg, c.config+" is refuse") {
-			t.Errorf("%s, refuse: %v, want a recordError naming %s", c.name, err, c.config)
+		drops = RawDrops{}
+		refuse := RawSpec{headers: policyRefuse, keys: policyRefuse}
+		_, err = ToRawEntry(&rec, "shardId-0000000000", 1<<20, refuse, &drops)
+		var re *RecordError
+		if !errors.As(err, &re) || re.TooLarge || !strings.Contains(re.msg, c.config+" is refuse") {
+			t.Errorf("%s, refuse: %v, want a RecordError naming %s", c.name, err, c.config)
 		}
-		if drops != (rawDrops{}) {
+		if drops != (RawDrops{}) {
 			t.Errorf("%s, refuse: counted %+v", c.name, drops)
 		}
 	}
 
 	// Each policy covers its own part only.
 	rec := protocol.Record{Key: []byte{0xff}, Value: []byte("v"), Headers: headers}
-	var drops rawDrops
-	if _, err := toRawEntry(&rec, "shardId-0000000000", 1<<20, rawSpec{headers: policyDrop, keys: policyRefuse}, &drops); err == nil || !strings.Contains(err.Error(), configRawKeys) {
+	var drops RawDrops
+	if _, err := ToRawEntry(&rec, "shardId-0000000000", 1<<20, RawSpec{headers: policyDrop, keys: policyRefuse}, &drops); err == nil || !strings.Contains(err.Error(), configRawKeys) {
 		t.Errorf("headers dropped, binary key refused: %v", err)
 	}
 	rec = protocol.Record{Key: []byte{0xff}, Value: []byte("v"), Headers: headers}
-	if _, err := toRawEntry(&rec, "shardId-0000000000", 1<<20, rawSpec{headers: policyRefuse, keys: policyDrop}, &drops); err == nil || !strings.Contains(err.Error(), configRawHeaders) {
+	if _, err := ToRawEntry(&rec, "shardId-0000000000", 1<<20, RawSpec{headers: policyRefuse, keys: policyDrop}, &drops); err == nil || !strings.Contains(err.Error(), configRawHeaders) {
 		t.Errorf("headers refused, binary key dropped: %v", err)
 	}
 	rec = protocol.Record{Key: []byte("k"), Headers: headers}
-	if _, err := toRawEntry(&rec, "shardId-0000000000", 1<<20, rawSpec{}, &drops); err == nil || !strings.Contains(err.Error(), "null value") {
+	if _, err := ToRawEntry(&rec, "shardId-0000000000", 1<<20, RawSpec{}, &drops); err == nil || !strings.Contains(err.Error(), "null value") {
 		t.Errorf("null value under drop policies: %v, want refused", err)
 	}
 
 	// Several records: counts per part, and the first record's details.
-	drops = rawDrops{}
+	drops = RawDrops{}
 	for _, r := range []protocol.Record{
 		{Value: []byte("a"), Headers: headers[:1]},
 		{Key: []byte{}, Value: []byte("b"), Headers: headers},
 		{Key: []byte("ok"), Value: []byte("c")},
 	} {
-		if _, err := toRawEntry(&r, "shardId-0000000000", 1<<20, rawSpec{}, &drops); err != nil {
+		if _, err := ToRawEntry(&r, "shardId-0000000000", 1<<20, RawSpec{}, &drops); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if drops.headerRecords != 2 || drops.headers != 1 || drops.keyRecords != 1 || !strings.Contains(drops.keyWhy, "empty") {
+	if drops.HeaderRecords != 2 || drops.Headers != 1 || drops.KeyRecords != 1 || !strings.Contains(drops.KeyWhy, "empty") {
 		t.Errorf("drops over three records: %+v", drops)
 	}
 }
@@ -100,18 +100,18 @@ func TestRawPoliciesDropOrRefuse(t *testing.T) {
 // value but the default.
 func TestRawPolicyConfigs(t *testing.T) {
 	cfg := testConfigDefaults()
-	native := &topicMeta{name: "native", retentionHours: 24, format: formatFromTags(nil), raw: rawSpecFromTags(nil)}
-	entries := map[string]configEntry{}
-	for _, e := range topicConfigEntries(cfg, native) {
-		entries[e.name] = e
+	native := &Meta{Name: "native", RetentionHours: 24, Format: formatFromTags(nil), Raw: rawSpecFromTags(nil)}
+	entries := map[string]ConfigEntry{}
+	for _, e := range cfg.Entries(native) {
+		entries[e.Name] = e
 	}
 	for _, name := range []string{configRawHeaders, configRawKeys} {
-		if e := entries[name]; e.value != policyDrop || e.source != kmsg.ConfigSourceDefaultConfig || e.readOnly || !strings.Contains(e.doc, "drop") {
+		if e := entries[name]; e.Value != policyDrop || e.Source != kmsg.ConfigSourceDefaultConfig || e.ReadOnly || !strings.Contains(e.Doc, "drop") {
 			t.Errorf("untagged stream: %s = %+v, want drop, DEFAULT_CONFIG, alterable, documented", name, e)
 		}
 	}
 
-	a := newTopicAlter(cfg, native)
+	a := newAlter(cfg, native)
 	for name, v := range map[string]string{configRawHeaders: policyRefuse, configRawKeys: policyDrop} {
 		c, cerr := a.config(name)
 		if cerr == nil {
@@ -125,61 +125,39 @@ func TestRawPolicyConfigs(t *testing.T) {
 	if len(changed) != 1 || changed[0] != (disclient.Tag{Key: rawHeadersTagKey, Value: policyRefuse}) {
 		t.Fatalf("changed tags %+v, want only %s=refuse", changed, rawHeadersTagKey)
 	}
-	if err := checkSpec(cfg, native.name, &a.next); err != nil {
+	if err := cfg.CheckSpec(native.Name, &a.next); err != nil {
 		t.Fatalf("raw topic with refuse: %v", err)
 	}
 	back := rawSpecFromTags(changed).withDefaults()
-	if back != (rawSpec{headers: policyRefuse, keys: policyDrop}) {
+	if back != (RawSpec{headers: policyRefuse, keys: policyDrop}) {
 		t.Errorf("tags read back as %+v", back)
 	}
-	if cerr := a.set(topicConfigNamed(configRawKeys), "Drop"); cerr == nil || !strings.Contains(cerr.msg, "drop or refuse") {
+	if cerr := a.set(topicConfigNamed(configRawKeys), "Drop"); cerr == nil || !strings.Contains(cerr.Msg, "drop or refuse") {
 		t.Errorf("dis.raw.keys=Drop: %v, want INVALID_CONFIG naming the values", cerr)
 	}
 
-	kafka := &topicMeta{name: "k", retentionHours: 24, format: FormatKafka}
-	ka := newTopicAlter(cfg, kafka)
+	kafka := &Meta{Name: "k", RetentionHours: 24, Format: FormatKafka}
+	ka := newAlter(cfg, kafka)
 	if cerr := ka.set(topicConfigNamed(configRawHeaders), policyDrop); cerr != nil || len(ka.changedTags()) != 0 {
 		t.Errorf("kafka topic, dis.raw.headers=drop (its value): %v, tags %+v", cerr, ka.changedTags())
 	}
 	if cerr := ka.set(topicConfigNamed(configRawHeaders), policyRefuse); cerr != nil {
 		t.Fatal(cerr)
 	}
-	if err := checkSpec(cfg, kafka.name, &ka.next); err == nil || !strings.Contains(err.Error(), "dis.record.format raw") {
+	if err := cfg.CheckSpec(kafka.Name, &ka.next); err == nil || !strings.Contains(err.Error(), "dis.record.format raw") {
 		t.Errorf("kafka topic with dis.raw.headers=refuse: %v, want refused", err)
 	}
 
-	var s streamSpec
+	var s Spec
 	for name, v := range map[string]string{"dis.record.format": "raw", configRawKeys: policyRefuse} {
-		if err := s.apply(name, &v); err != nil {
+		if err := s.Apply(name, &v); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if tags := s.configTags(); len(tags) != 1 || tags[0] != (disclient.Tag{Key: rawKeysTagKey, Value: policyRefuse}) {
 		t.Errorf("created with dis.raw.keys=refuse: tags %+v", tags)
 	}
-	if bad := rawSpecFromTags([]disclient.Tag{{Key: rawHeadersTagKey, Value: "ignore"}}); bad != (rawSpec{}) {
+	if bad := rawSpecFromTags([]disclient.Tag{{Key: rawHeadersTagKey, Value: "ignore"}}); bad != (RawSpec{}) {
 		t.Errorf("a hand-set tag value read as %+v, want the default", bad)
-	}
-}
-
-// A warning is given once per notice, and the set stays bounded.
-func TestRawNoticesOnce(t *testing.T) {
-	var s rawNotices
-	n := rawNotice{part: partitionKey{topic: "t", partition: 1}, producerID: 7}
-	if !s.first(n) || s.first(n) {
-		t.Fatal("the same notice is not first exactly once")
-	}
-	keys := n
-	keys.key = true
-	other := n
-	other.part.partition = 2
-	if !s.first(keys) || !s.first(other) {
-		t.Fatal("keys, or another partition, counted as the same notice")
-	}
-	for i := range maxRawNotices + 10 {
-		s.first(rawNotice{producerID: int64(i + 100)})
-	}
-	if len(s.seen) > maxRawNotices {
-		t.Fatalf("the set holds %d notices, more than %d", len(s.seen), maxRawNotices)
 	}
 }
