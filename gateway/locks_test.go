@@ -4,8 +4,11 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/groups"
+	"github.com/disgw/disgw/groupcoord"
 )
 
 // lockProbeDIS checks, as each DIS call a test makes begins, that none of
@@ -17,7 +20,9 @@ type lockProbeDIS struct {
 	disclient.API
 	t     *testing.T
 	locks func() map[string]*sync.Mutex
-	calls int
+	// groups is the group driver, whose lock is its package's own.
+	groups func() *groups.Driver[*tenant]
+	calls  int
 }
 
 func (d *lockProbeDIS) check(op string) {
@@ -29,6 +34,25 @@ func (d *lockProbeDIS) check(op string) {
 			continue
 		}
 		mu.Unlock()
+	}
+	if !driverFree(d.groups()) {
+		d.t.Errorf("%s called with groups.Driver.mu held", op)
+	}
+}
+
+// driverFree reports whether the group driver's lock is free: whether
+// WithEach gets it within a second.
+func driverFree(d *groups.Driver[*tenant]) bool {
+	done := make(chan struct{})
+	go func() {
+		d.WithEach(func(string, string, *groupcoord.Coordinator) {})
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(time.Second):
+		return false
 	}
 }
 
@@ -55,14 +79,15 @@ func TestNoLockAcrossDISCalls(t *testing.T) {
 	var gw *Gateway
 	var tenants []*tenant
 	locks := func() map[string]*sync.Mutex {
-		m := map[string]*sync.Mutex{"Gateway.tenantsMu": &gw.tenantsMu, "groupDriver.mu": &gw.groups.mu}
+		m := map[string]*sync.Mutex{"Gateway.tenantsMu": &gw.tenantsMu}
 		for _, tn := range append([]*tenant{gw.tenant}, tenants...) {
 			m["catalog.mu of "+tn.accessKey] = &tn.catalog.mu
 		}
 		return m
 	}
-	own := &lockProbeDIS{API: backend, t: t, locks: locks}
-	passthrough := &lockProbeDIS{API: backend, t: t, locks: locks}
+	driver := func() *groups.Driver[*tenant] { return gw.groups }
+	own := &lockProbeDIS{API: backend, t: t, locks: locks, groups: driver}
+	passthrough := &lockProbeDIS{API: backend, t: t, locks: locks, groups: driver}
 	gw = newIdleTestGateway(t, own, func(c *Config) {
 		c.SASLPassthrough = true
 		c.NewTenantDIS = func(ak, sk string) (disclient.API, error) { return passthrough, nil }

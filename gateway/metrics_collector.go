@@ -176,7 +176,7 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric) {
 	m.groups.mu.Lock()
 	gens := maps.Clone(m.groups.gens)
 	m.groups.mu.Unlock()
-	gw.groups.withEach(func(id, accessKey string, coord *groupcoord.Coordinator) {
+	gw.groups.WithEach(func(id, accessKey string, coord *groupcoord.Coordinator) {
 		for _, lg := range coord.List() {
 			if !gw.coordinates(lg.Group) {
 				continue
