@@ -85,7 +85,7 @@ func handleOffsetCommit(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 		if req.Version == 0 {
 			gen = -1
 		}
-		code = gw.groups.commit(tn, req.Group, req.MemberID, req.InstanceID, gen, write)
+		code = gw.groups.Commit(tn, req.Group, req.MemberID, req.InstanceID, gen, write)
 	}
 	if code != 0 {
 		setCommitCodes(resp, code)

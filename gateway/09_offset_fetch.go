@@ -89,7 +89,7 @@ func handleOffsetFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.O
 		if g.memberID != nil || g.memberEpoch >= 0 {
 			// Only a v9 fetch naming a member has anything to check;
 			// the rest skip the coordinator's lock.
-			gw.groups.with(tn, func(c *groupcoord.Coordinator) { member = c.CheckOffsetFetch(g.group, g.memberID, g.memberEpoch) })
+			gw.groups.With(tn, func(c *groupcoord.Coordinator) { member = c.CheckOffsetFetch(g.group, g.memberID, g.memberEpoch) })
 		}
 		if member != 0 {
 			resp.Groups = append(resp.Groups, offsetFetchGroupError(g, member))

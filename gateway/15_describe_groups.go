@@ -41,7 +41,7 @@ func handleDescribeGroups(ctx context.Context, gw *Gateway, r *request, req *kms
 	tn := r.tenant
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	live := make([]*kmsg.DescribeGroupsResponseGroup, len(req.Groups))
-	gw.groups.with(r.tenant, func(c *groupcoord.Coordinator) {
+	gw.groups.With(r.tenant, func(c *groupcoord.Coordinator) {
 		for i, g := range req.Groups {
 			if d, ok := c.Describe(g); ok {
 				live[i] = &d

@@ -32,7 +32,7 @@ func handleListGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.Li
 	tn := r.tenant
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	var live []kmsg.ListGroupsResponseGroup
-	gw.groups.with(r.tenant, func(c *groupcoord.Coordinator) { live = c.List() })
+	gw.groups.With(r.tenant, func(c *groupcoord.Coordinator) { live = c.List() })
 	seen := map[string]bool{}
 	all := live
 	for _, g := range live {

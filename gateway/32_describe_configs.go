@@ -96,7 +96,7 @@ func (gw *Gateway) configEntries(ctx context.Context, tn *tenant, rt kmsg.Config
 		if name == "" {
 			return nil, topics.InvalidRequest("a group config resource names a group")
 		}
-		return groupConfigEntries(gw.groups.consumerSession, gw.groups.consumerHeartbeat), nil
+		return groupConfigEntries(gw.groups.ConsumerTimings()), nil
 	}
 	return nil, resourceTypeError(rt)
 }

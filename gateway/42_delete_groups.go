@@ -36,7 +36,7 @@ func handleDeleteGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 	tn := r.tenant
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	codes := make([]int16, len(req.Groups))
-	gw.groups.with(r.tenant, func(c *groupcoord.Coordinator) {
+	gw.groups.With(r.tenant, func(c *groupcoord.Coordinator) {
 		for i, g := range req.Groups {
 			if !gw.authorize(r, authz.OpDelete, authz.ResourceGroup, g) {
 				codes[i] = groupDenied

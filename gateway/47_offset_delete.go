@@ -50,7 +50,7 @@ func handleOffsetDelete(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	subscribed := map[string]bool{}
-	gw.groups.with(r.tenant, func(c *groupcoord.Coordinator) {
+	gw.groups.With(r.tenant, func(c *groupcoord.Coordinator) {
 		d, ok := c.Describe(req.Group)
 		if !ok {
 			return

@@ -45,13 +45,13 @@ func handleConsumerGroupHeartbeat(ctx context.Context, gw *Gateway, r *request, 
 		return consumerGroupHeartbeatError(req, kerr.NotCoordinator.Code), nil
 	}
 	var sub groupcoord.Subscription
-	gw.groups.with(r.tenant, func(c *groupcoord.Coordinator) { sub = c.ConsumerSubscription(req) })
+	gw.groups.With(r.tenant, func(c *groupcoord.Coordinator) { sub = c.ConsumerSubscription(req) })
 	topics, err := gw.consumerTopics(ctx, r, sub)
 	if err != nil {
 		gw.log.Warn().Err(err).Str("group", req.Group).Msg("consumer group heartbeat: listing topics failed")
 		return consumerGroupHeartbeatError(req, kafkaCodeForDIS(err)), nil
 	}
-	return gw.groups.stepConsumer(r, req, topics), nil
+	return gw.groups.StepConsumer(groupConn(r), req, topics), nil
 }
 
 // consumerTopics looks up what a consumer heartbeat needs: the topics

@@ -35,7 +35,7 @@ func consumerGroupDescribeError(req *kmsg.ConsumerGroupDescribeRequest, code int
 
 func handleConsumerGroupDescribe(_ context.Context, gw *Gateway, r *request, req *kmsg.ConsumerGroupDescribeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-	gw.groups.with(r.tenant, func(c *groupcoord.Coordinator) {
+	gw.groups.With(r.tenant, func(c *groupcoord.Coordinator) {
 		for _, g := range req.Groups {
 			d := c.DescribeConsumer(g)
 			switch {

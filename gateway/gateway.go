@@ -20,6 +20,7 @@ import (
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/gateway/cluster"
+	"github.com/disgw/disgw/gateway/groups"
 	"github.com/disgw/disgw/gateway/metrics"
 	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/gateway/topics"
@@ -410,7 +411,7 @@ type Gateway struct {
 	handlersRun handlerCount
 
 	producers *producerIDs
-	groups    *groupDriver
+	groups    *groups.Driver[*tenant]
 	// groupForApp maps encoded app names back to group ids.
 	groupForApp sync.Map
 

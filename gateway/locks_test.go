@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/groups"
 	"github.com/disgw/disgw/gateway/topics"
+	"github.com/disgw/disgw/groupcoord"
 )
 
 // lockProbeDIS checks, as each DIS call a test makes begins, that none of
@@ -22,7 +24,9 @@ type lockProbeDIS struct {
 	disclient.API
 	t     *testing.T
 	locks func() map[string]*sync.Mutex
-	calls atomic.Int64
+	// groups is the group driver, whose lock is its package's own.
+	groups func() *groups.Driver[*tenant]
+	calls  atomic.Int64
 }
 
 // lockHeldFor is how long a lock must stay taken to count as held across a
@@ -38,6 +42,25 @@ func (d *lockProbeDIS) check(op string) {
 			continue
 		}
 		mu.Unlock()
+	}
+	if !driverFree(d.groups()) {
+		d.t.Errorf("%s called with groups.Driver.mu held", op)
+	}
+}
+
+// driverFree reports whether the group driver's lock is free: whether
+// WithEach gets it within a second.
+func driverFree(d *groups.Driver[*tenant]) bool {
+	done := make(chan struct{})
+	go func() {
+		d.WithEach(func(string, string, *groupcoord.Coordinator) {})
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(time.Second):
+		return false
 	}
 }
 
@@ -77,10 +100,11 @@ func TestNoLockAcrossDISCalls(t *testing.T) {
 	var gw *Gateway
 	var tenants []*tenant
 	locks := func() map[string]*sync.Mutex {
-		return map[string]*sync.Mutex{"Gateway.tenantsMu": &gw.tenantsMu, "groupDriver.mu": &gw.groups.mu}
+		return map[string]*sync.Mutex{"Gateway.tenantsMu": &gw.tenantsMu}
 	}
-	own := &lockProbeDIS{API: backend, t: t, locks: locks}
-	passthrough := &lockProbeDIS{API: backend, t: t, locks: locks}
+	driver := func() *groups.Driver[*tenant] { return gw.groups }
+	own := &lockProbeDIS{API: backend, t: t, locks: locks, groups: driver}
+	passthrough := &lockProbeDIS{API: backend, t: t, locks: locks, groups: driver}
 	gw = newIdleTestGateway(t, own, func(c *Config) {
 		c.SASLPassthrough = true
 		c.NewTenantDIS = func(ak, sk string) (disclient.API, error) { return passthrough, nil }

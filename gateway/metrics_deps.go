@@ -48,7 +48,7 @@ func newMetrics(gw *Gateway) *metrics.Metrics {
 			})
 		},
 		Groups: func(each func(tenantID, accessKey string, coord *groupcoord.Coordinator)) {
-			gw.groups.withEach(each)
+			gw.groups.WithEach(each)
 		},
 		Coordinates:   gw.coordinates,
 		OwnsPartition: gw.ownsPartition,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -17,92 +16,6 @@ import (
 // checkpoint of the group's app on (stream, partition) holds the next offset
 // to read, as Kafka's committed offset does and as Huawei's DIS Kafka
 // adapter stores it, so both kinds of consumer can share a group.
-
-// offsetQueueKey names one group's offset write queue: groups belong to a
-// tenant, and each tenant's offsets are its own DIS app.
-type offsetQueueKey struct {
-	tn    *tenant
-	group string
-}
-
-// commit checks an OffsetCommit with the coordinator and, when it is
-// accepted, queues write behind every earlier accepted commit of the group,
-// so commits land in DIS in the order they were accepted. write is told
-// stale when the commit came from a member and the group has since moved to
-// a newer generation (or was forgotten and made again): it must then not
-// land, so an older generation never overwrites a newer one. Returns the
-// coordinator's code, NOT_COORDINATOR for a group another gateway
-// coordinates; write runs only when it is 0.
-func (d *groupDriver) commit(tn *tenant, group, memberID string, instanceID *string, generation int32, write func(stale bool)) int16 {
-	d.mu.Lock()
-	if !d.gw.coordinates(group) {
-		d.mu.Unlock()
-		return kerr.NotCoordinator.Code
-	}
-	c := d.coordLocked(tn)
-	code := c.CheckCommit(time.Now(), group, memberID, instanceID, generation)
-	if code == 0 {
-		var fence uint64
-		if generation >= 0 || memberID != "" || instanceID != nil {
-			fence = c.CommitFence(group)
-		}
-		d.committers[groupKey{tn.id, group}] = tn
-		d.enqueueLocked(offsetQueueKey{tn, group}, func() {
-			write(fence != 0 && d.fence(tn, group) != fence)
-		})
-	}
-	ready := d.readyLocked()
-	d.mu.Unlock()
-	d.deliver(ready)
-	return code
-}
-
-// fence is the current commit fence of tn's group; 0 once the group is
-// gone.
-func (d *groupDriver) fence(tn *tenant, group string) uint64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	c := d.coords[tn.id]
-	if c == nil {
-		return 0
-	}
-	return c.CommitFence(group)
-}
-
-// enqueueLocked appends job to the group's queue and starts its worker when
-// none runs.
-func (d *groupDriver) enqueueLocked(k offsetQueueKey, job func()) {
-	q, running := d.queues[k]
-	d.queues[k] = append(q, job)
-	if !running {
-		d.gw.goSafe("offset commit queue", func() { d.drain(k) })
-	}
-}
-
-// drain runs a group's queued jobs one at a time until the queue is empty.
-func (d *groupDriver) drain(k offsetQueueKey) {
-	for {
-		d.mu.Lock()
-		q := d.queues[k]
-		if len(q) == 0 {
-			delete(d.queues, k)
-			d.mu.Unlock()
-			return
-		}
-		job := q[0]
-		q[0] = nil
-		d.queues[k] = q[1:]
-		d.mu.Unlock()
-		d.run(job)
-	}
-}
-
-// run runs one queued job; a panic in it is logged and counted, and the
-// queue goes on with the next.
-func (d *groupDriver) run(job func()) {
-	defer d.gw.recoverPanic("offset commit queue job", nil)
-	job()
-}
 
 // expireOffsets deletes an expired group's DIS app, and with it every
 // committed offset (Kafka's offsets.retention.minutes).

@@ -76,7 +76,7 @@ func (gw *Gateway) followMembership() {
 		case <-retry:
 		}
 		retry = nil
-		gw.groups.unloadMoved()
+		gw.groups.UnloadMoved()
 		if !gw.releaseMovedPartitions() {
 			retry = time.After(movedRetryInterval)
 		}

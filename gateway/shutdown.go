@@ -114,7 +114,7 @@ func (gw *Gateway) close(ctx context.Context) error {
 	began := time.Now()
 	gw.drainOnce.Do(func() { close(gw.draining) })
 	gw.log.Info().Msg("draining: unready, refusing new connections, handing groups on")
-	gw.groups.close()
+	gw.groups.Close()
 	gw.handlersRun.wait(ctx)
 	drained := time.Now()
 	unfinished := ctx.Err() != nil

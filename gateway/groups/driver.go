@@ -1,7 +1,6 @@
-package gateway
+package groups
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"sync"
@@ -10,25 +9,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/groupcoord"
 )
 
-// groupDriver is the thin driver around the group coordinator state machine
+// Driver is the thin driver around the group coordinator state machine
 // (docs/design.md §5): it feeds requests and the clock in, under one lock, and
 // carries out what Ready returns: responses to waiting requests, and a timer
-// for the next Tick; the DIS apps of groups that expired are deleted. All
+// for the next Tick; the offsets of groups that expired are deleted. All
 // group membership lives in the coordinators; offsets live in DIS, written
-// through one queue per group (offsets.go).
+// through one queue per group (commits.go).
 //
 // Groups belong to a tenant: each tenant (one set of DIS credentials) has a
 // coordinator of its own, so a tenant can neither see nor join, fence or
 // evict another's groups, even under the same group id, and one tenant
 // filling MaxGroups leaves the others their own. A passthrough tenant's
 // coordinator goes when it holds no group; the gateway's own stays.
-type groupDriver struct {
-	gw  *Gateway
-	cfg groupcoord.Config
+type Driver[T comparable] struct {
+	deps Deps[T]
+	cfg  groupcoord.Config
 
 	mu sync.Mutex
 	// coords holds each tenant's coordinator by tenant id, which outlives
@@ -44,15 +42,15 @@ type groupDriver struct {
 	// queues holds, per tenant and group, the offset writes not yet
 	// started, in the order the coordinator accepted them; a key is
 	// present while its worker runs.
-	queues map[offsetQueueKey][]func()
+	queues map[offsetQueueKey[T]][]func()
 	// committers are the tenants whose offsets of a group were committed
-	// through its coordinator: whose DIS apps go when the group expires.
-	committers map[groupKey]*tenant
+	// through its coordinator: whose offsets go when the group expires.
+	committers map[groupKey]T
 }
 
 // tenantCoord is one tenant's coordinator, with the access key its groups'
 // series are labelled with. The coordinator is not safe for concurrent
-// use: it is called only under groupDriver.mu (docs/design.md §11).
+// use: it is called only under Driver.mu (docs/design.md §11).
 type tenantCoord struct {
 	*groupcoord.Coordinator
 	accessKey string
@@ -63,36 +61,37 @@ type groupKey struct {
 	tenant, group string
 }
 
-func newGroupDriver(gw *Gateway) *groupDriver {
-	d := &groupDriver{
-		gw: gw,
-		cfg: groupcoord.Config{
-			MaxRebalanceTimeout:       gw.cfg.GroupMaxRebalanceTimeout,
-			MaxGroupSize:              gw.cfg.GroupMaxSize,
-			MaxPendingMembers:         gw.cfg.GroupMaxPendingMembers,
-			MaxGroups:                 gw.cfg.MaxGroups,
-			OffsetsRetention:          gw.cfg.OffsetsRetention,
-			InitialRebalanceDelay:     gw.cfg.InitialRebalanceDelay,
-			ConsumerSessionTimeout:    gw.cfg.ConsumerGroupSessionTimeout,
-			ConsumerHeartbeatInterval: gw.cfg.ConsumerGroupHeartbeatInterval,
-			NewMemberID:               newMemberID,
-			Logger:                    gw.log.With().Str("component", "groupcoord").Logger(),
-		},
+// New returns the driver of every tenant's groups; Close stops it.
+func New[T comparable](deps Deps[T]) *Driver[T] {
+	cfg := deps.Coord
+	cfg.NewMemberID = newMemberID
+	cfg.Logger = deps.Log.With().Str("component", "groupcoord").Logger()
+	d := &Driver[T]{
+		deps:       deps,
+		cfg:        cfg,
 		coords:     make(map[string]*tenantCoord),
 		waiting:    make(map[uint64]groupWaiter),
-		queues:     make(map[offsetQueueKey][]func()),
-		committers: make(map[groupKey]*tenant),
+		queues:     make(map[offsetQueueKey[T]][]func()),
+		committers: make(map[groupKey]T),
 	}
 	d.consumerSession, d.consumerHeartbeat = groupcoord.New(d.cfg).ConsumerTimings()
 	return d
 }
 
+// ConsumerTimings are the session timeout and heartbeat interval of
+// consumer-protocol groups, defaults filled in, which DescribeConfigs
+// reports as group configs. They never change after New.
+func (d *Driver[T]) ConsumerTimings() (session, heartbeat time.Duration) {
+	return d.consumerSession, d.consumerHeartbeat
+}
+
 // coordLocked is tn's coordinator, made on first use.
-func (d *groupDriver) coordLocked(tn *tenant) *groupcoord.Coordinator {
-	c := d.coords[tn.id]
+func (d *Driver[T]) coordLocked(tn T) *groupcoord.Coordinator {
+	id, accessKey := d.deps.Tenant(tn)
+	c := d.coords[id]
 	if c == nil {
-		c = &tenantCoord{Coordinator: groupcoord.New(d.cfg), accessKey: tn.accessKey}
-		d.coords[tn.id] = c
+		c = &tenantCoord{Coordinator: groupcoord.New(d.cfg), accessKey: accessKey}
+		d.coords[id] = c
 	}
 	return c.Coordinator
 }
@@ -105,25 +104,6 @@ type groupWaiter struct {
 	answer chan kmsg.Response
 }
 
-// stepGroup is the handler of the membership APIs. It hands req to the
-// driver on the dispatcher, so the coordinator sees a connection's
-// requests in order, and waits for the answer concurrently: the
-// coordinator decides when (a JoinGroup waits for the rebalance).
-func stepGroup[Req kmsg.Request](_ context.Context, gw *Gateway, r *request, req Req) (kmsg.Response, continuation, error) {
-	if !gw.authorize(r, authz.OpRead, authz.ResourceGroup, membershipGroup(req)) {
-		return r.h.errorResponse(r, groupDenied), nil, nil
-	}
-	answer := gw.groups.step(r, req)
-	return nil, func(ctx context.Context) (kmsg.Response, error) {
-		select {
-		case resp := <-answer:
-			return resp, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}, nil
-}
-
 // newMemberID is clientID-uuid, as Kafka makes member ids.
 func newMemberID(clientID string) string {
 	var b [16]byte
@@ -132,23 +112,24 @@ func newMemberID(clientID string) string {
 		hex.EncodeToString(b[6:8]) + "-" + hex.EncodeToString(b[8:10]) + "-" + hex.EncodeToString(b[10:])
 }
 
-// step hands one membership request to the coordinator; the answer
-// arrives on the returned channel when the coordinator says so.
-// A group this gateway does not coordinate, or any group once the gateway
-// is draining, is answered NOT_COORDINATOR,
-// judged under the driver's lock so that it cannot be loaded again after
-// unloadMoved let go of it.
-func (d *groupDriver) step(r *request, req kmsg.Request) <-chan kmsg.Response {
-	return d.stepWith(r, req, membershipGroup(req), func(c *groupcoord.Coordinator, id uint64, clientID, host string) error {
-		return c.Step(time.Now(), id, clientID, host, req)
+// Step hands one membership request to the coordinator; the answer
+// arrives on the returned channel when the coordinator says so (a
+// JoinGroup waits for the rebalance), so the handler waits for it
+// concurrently. A group this gateway does not coordinate, or any group
+// once the gateway is draining, is answered NOT_COORDINATOR, judged under
+// the driver's lock so that it cannot be loaded again after UnloadMoved
+// let go of it.
+func (d *Driver[T]) Step(conn Conn[T], req kmsg.Request) <-chan kmsg.Response {
+	return d.stepWith(conn, req, MembershipGroup(req), func(c *groupcoord.Coordinator, id uint64) error {
+		return c.Step(time.Now(), id, conn.ClientID, conn.Host, req)
 	})
 }
 
-// stepConsumer hands a ConsumerGroupHeartbeat to the coordinator with the
+// StepConsumer hands a ConsumerGroupHeartbeat to the coordinator with the
 // topic metadata looked up for it; it is answered at once.
-func (d *groupDriver) stepConsumer(r *request, req *kmsg.ConsumerGroupHeartbeatRequest, topics groupcoord.Topics) kmsg.Response {
-	return <-d.stepWith(r, req, req.Group, func(c *groupcoord.Coordinator, id uint64, clientID, host string) error {
-		c.StepConsumer(time.Now(), id, clientID, host, req, topics)
+func (d *Driver[T]) StepConsumer(conn Conn[T], req *kmsg.ConsumerGroupHeartbeatRequest, topics groupcoord.Topics) kmsg.Response {
+	return <-d.stepWith(conn, req, req.Group, func(c *groupcoord.Coordinator, id uint64) error {
+		c.StepConsumer(time.Now(), id, conn.ClientID, conn.Host, req, topics)
 		return nil
 	})
 }
@@ -156,33 +137,30 @@ func (d *groupDriver) stepConsumer(r *request, req *kmsg.ConsumerGroupHeartbeatR
 // stepWith runs one Step-like call for group on the coordinator of the
 // connection's tenant under the driver's lock, with the waiter for its
 // answer registered under id.
-func (d *groupDriver) stepWith(r *request, req kmsg.Request, group string, fn func(c *groupcoord.Coordinator, id uint64, clientID, host string) error) <-chan kmsg.Response {
-	clientID := ""
-	if r.hdr.ClientID != nil {
-		clientID = *r.hdr.ClientID
-	}
+func (d *Driver[T]) stepWith(conn Conn[T], req kmsg.Request, group string, fn func(c *groupcoord.Coordinator, id uint64) error) <-chan kmsg.Response {
 	w := groupWaiter{req: req, answer: make(chan kmsg.Response, 1)}
 	d.mu.Lock()
-	if d.closed || !d.gw.coordinates(group) {
+	if d.closed || !d.deps.Coordinates(group) {
 		d.mu.Unlock()
-		w.answer <- r.h.errorResponse(r, kerr.NotCoordinator.Code)
+		w.answer <- conn.Refuse(kerr.NotCoordinator.Code)
 		return w.answer
 	}
 	d.nextID++
 	id := d.nextID
 	d.waiting[id] = w
-	err := fn(d.coordLocked(r.tenant), id, clientID, r.s.remoteHost())
+	err := fn(d.coordLocked(conn.Tenant), id)
 	ready := d.readyLocked()
 	d.mu.Unlock()
 	if err != nil {
-		d.gw.log.Error().Err(err).Msg("group coordinator refused a request")
+		d.deps.Log.Error().Err(err).Msg("group coordinator refused a request")
 	}
 	d.deliver(ready)
 	return w.answer
 }
 
-// membershipGroup is the group a membership request is for.
-func membershipGroup(req kmsg.Request) string {
+// MembershipGroup is the group a membership request is for: what the
+// handler authorizes before Step.
+func MembershipGroup(req kmsg.Request) string {
 	switch r := req.(type) {
 	case *kmsg.JoinGroupRequest:
 		return r.Group
@@ -196,11 +174,11 @@ func membershipGroup(req kmsg.Request) string {
 	return ""
 }
 
-// unloadMoved takes the groups another gateway now coordinates out of the
+// UnloadMoved takes the groups another gateway now coordinates out of the
 // coordinator: their waiting requests are answered NOT_COORDINATOR and
-// every later one is too (step), so their members rejoin at the new
+// every later one is too (Step), so their members rejoin at the new
 // coordinator, which loads their committed offsets from DIS on first use.
-func (d *groupDriver) unloadMoved() {
+func (d *Driver[T]) UnloadMoved() {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -208,9 +186,9 @@ func (d *groupDriver) unloadMoved() {
 	}
 	for _, c := range d.coords {
 		for _, g := range c.Groups() {
-			if !d.gw.coordinates(g) {
+			if !d.deps.Coordinates(g) {
 				c.Unload(g)
-				d.gw.log.Info().Str("group", g).Msg("group moved to another gateway: unloaded")
+				d.deps.Log.Info().Str("group", g).Msg("group moved to another gateway: unloaded")
 			}
 		}
 	}
@@ -220,7 +198,7 @@ func (d *groupDriver) unloadMoved() {
 }
 
 // tick advances the coordinators' clock.
-func (d *groupDriver) tick() {
+func (d *Driver[T]) tick() {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -245,18 +223,18 @@ type delivery struct {
 // expired groups' offsets behind their pending writes, drops passthrough
 // tenants' coordinators left without groups, and arms the timer for the
 // earliest deadline.
-func (d *groupDriver) readyLocked() []delivery {
+func (d *Driver[T]) readyLocked() []delivery {
 	var out []delivery
 	var next time.Time
 	for id, c := range d.coords {
 		rd := c.Ready()
-		d.gw.metrics.GroupsReady(id, c.accessKey, &rd)
+		d.deps.Ready(id, c.accessKey, &rd)
 		for _, rm := range rd.Removed {
 			k := groupKey{id, rm.Group}
-			tn := d.committers[k]
+			tn, committed := d.committers[k]
 			delete(d.committers, k)
-			if rm.ExpireOffsets && tn != nil {
-				d.enqueueLocked(offsetQueueKey{tn, rm.Group}, func() { d.gw.expireOffsets(tn, rm.Group) })
+			if rm.ExpireOffsets && committed {
+				d.enqueueLocked(offsetQueueKey[T]{tn, rm.Group}, func() { d.deps.Expire(tn, rm.Group) })
 			}
 		}
 		for _, resp := range rd.Responses {
@@ -278,7 +256,7 @@ func (d *groupDriver) readyLocked() []delivery {
 	}
 	if !next.IsZero() && !d.closed {
 		d.timer = time.AfterFunc(max(time.Until(next), 0), func() {
-			defer d.gw.recoverPanic("group coordinator tick", nil)
+			defer d.deps.Recover("group coordinator tick", nil)
 			d.tick()
 		})
 	}
@@ -288,9 +266,9 @@ func (d *groupDriver) readyLocked() []delivery {
 // writingLocked reports whether an offset write of the tenant with this id
 // is queued or running: its coordinator must stay until the write compared
 // its commit fence, which a new coordinator could hand out again.
-func (d *groupDriver) writingLocked(id string) bool {
+func (d *Driver[T]) writingLocked(id string) bool {
 	for k := range d.queues {
-		if k.tn.id == id {
+		if tid, _ := d.deps.Tenant(k.tn); tid == id {
 			return true
 		}
 	}
@@ -299,15 +277,16 @@ func (d *groupDriver) writingLocked(id string) bool {
 
 // deliver answers outside the lock: writing a response must not hold up
 // the coordinator.
-func (d *groupDriver) deliver(ds []delivery) {
+func (d *Driver[T]) deliver(ds []delivery) {
 	for _, dl := range ds {
 		dl.w.answer <- dl.resp
 	}
 }
 
-// with runs a synchronous call against tn's coordinator, then carries out
-// its Ready (a Delete forgets a group; a commit may set a deadline).
-func (d *groupDriver) with(tn *tenant, fn func(c *groupcoord.Coordinator)) {
+// With runs a synchronous call against tn's coordinator, then carries out
+// its Ready (a Delete forgets a group; a commit may set a deadline). fn
+// runs under the driver's lock (docs/design.md §11).
+func (d *Driver[T]) With(tn T, fn func(c *groupcoord.Coordinator)) {
 	d.mu.Lock()
 	fn(d.coordLocked(tn))
 	ready := d.readyLocked()
@@ -315,10 +294,10 @@ func (d *groupDriver) with(tn *tenant, fn func(c *groupcoord.Coordinator)) {
 	d.deliver(ready)
 }
 
-// withEach runs fn against every tenant's coordinator in turn, with the
+// WithEach runs fn against every tenant's coordinator in turn, with the
 // tenant's id and access key, for what the gateway reports as a whole
-// (metrics), never for a client.
-func (d *groupDriver) withEach(fn func(id, accessKey string, c *groupcoord.Coordinator)) {
+// (metrics), never for a client. fn runs under the driver's lock.
+func (d *Driver[T]) WithEach(fn func(id, accessKey string, c *groupcoord.Coordinator)) {
 	d.mu.Lock()
 	for id, c := range d.coords {
 		fn(id, c.accessKey, c.Coordinator)
@@ -328,10 +307,10 @@ func (d *groupDriver) withEach(fn func(id, accessKey string, c *groupcoord.Coord
 	d.deliver(ready)
 }
 
-// close stops the timer and answers every request still waiting for a
+// Close stops the timer and answers every request still waiting for a
 // rebalance with NOT_COORDINATOR, so clients look for the coordinator again
 // (on this gateway once it is back, or on another).
-func (d *groupDriver) close() {
+func (d *Driver[T]) Close() {
 	d.mu.Lock()
 	d.closed = true
 	if d.timer != nil {
