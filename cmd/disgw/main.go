@@ -8,33 +8,23 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"math"
 	"net"
 	"net/http"
-	httppprof "net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/disgw/disgw/disclient"
@@ -518,90 +508,6 @@ func (r *running) closeCluster() {
 	}
 }
 
-// newCluster builds the membership --peers or --peers-dns ask for and sets
-// cfg.Membership and cfg.NodeID from it; without either the gateway is
-// alone with --node-id, and nil is returned. A peer's address is the
-// advertised address of its first listener (--listen, or the first of
-// --listeners with --listen -): with --peers this gateway's own entry is
-// that address, and becomes it when none is advertised.
-// minPeerSecret is the shortest --peer-secret taken: 16 random characters
-// are already beyond guessing by probes.
-const minPeerSecret = 16
-
-func newCluster(o *options, cfg *gateway.Config, log zerolog.Logger) (*cluster.Cluster, error) {
-	if o.nodeID < 0 || o.nodeID > math.MaxInt32 {
-		return nil, fmt.Errorf("--node-id must be from 0 to %d", math.MaxInt32)
-	}
-	cfg.NodeID = int32(o.nodeID)
-	if o.peers == "" && o.peersDNS == "" {
-		return nil, nil
-	}
-	switch {
-	case o.peers != "" && o.peersDNS != "":
-		return nil, errors.New("use either --peers or --peers-dns, not both")
-	case o.peersDNS != "" && o.nodeIDSet:
-		return nil, errors.New("--node-id cannot go with --peers-dns: node ids come from the peers' addresses")
-	case o.peerProbeInterval <= 0 || o.peerDeadAfter <= o.peerProbeInterval:
-		return nil, errors.New("--peer-probe-interval must be positive and --peer-dead-after longer")
-	case len(o.peerSecret) < minPeerSecret:
-		return nil, fmt.Errorf("--peers and --peers-dns need a shared secret of at least %d characters in DISGW_PEER_SECRET (--peer-secret), the same on every gateway: "+
-			"a peer must prove it holds it, or any address that answers like Kafka would become a peer that clients are sent to", minPeerSecret)
-	}
-	cfg.PeerSecret = []byte(o.peerSecret)
-	listen, advertised, protocol := &cfg.Listen, &cfg.AdvertisedAddr, gateway.Plaintext
-	if cfg.Listen == "-" {
-		if len(cfg.Listeners) == 0 {
-			return nil, errors.New("--peers and --peers-dns need a Kafka listener")
-		}
-		first := &cfg.Listeners[0]
-		listen, advertised, protocol = &first.Addr, &first.AdvertisedAddr, first.Protocol
-	}
-	ccfg := cluster.Config{
-		ProbeInterval: o.peerProbeInterval,
-		DeadAfter:     o.peerDeadAfter,
-		Prober:        &cluster.KafkaProber{TLS: protocol == gateway.SSL || protocol == gateway.SASLSSL, Secret: cfg.PeerSecret},
-		Logger:        log,
-	}
-	if o.peers != "" {
-		peers, err := cluster.ParsePeers(o.peers)
-		if err != nil {
-			return nil, fmt.Errorf("--peers: %w", err)
-		}
-		i := slices.IndexFunc(peers, func(p cluster.Peer) bool { return p.ID == cfg.NodeID })
-		if i < 0 {
-			return nil, fmt.Errorf("--peers has no entry for this gateway's --node-id %d", cfg.NodeID)
-		}
-		self := peers[i]
-		own := net.JoinHostPort(self.Host, strconv.Itoa(int(self.Port)))
-		switch *advertised {
-		case "":
-			*advertised = own
-		case own:
-		default:
-			return nil, fmt.Errorf("--peers gives node %d the address %s, but its %s listener advertises %s", self.ID, own, protocol, *advertised)
-		}
-		ccfg.Self, ccfg.Peers = self, peers
-	} else {
-		addr := *advertised
-		if addr == "" {
-			addr = *listen
-		}
-		host, port, err := cluster.ParseAddr(addr)
-		if err != nil {
-			return nil, fmt.Errorf("--peers-dns: the %s listener's advertised address: %w", protocol, err)
-		}
-		ccfg.Self, ccfg.DNS = cluster.Peer{Host: host, Port: port}, o.peersDNS
-	}
-	c, err := cluster.New(ccfg)
-	if err != nil {
-		return nil, err
-	}
-	cfg.NodeID, cfg.Membership = c.Self().ID, c
-	log.Info().Int32("node_id", cfg.NodeID).Int("peers", len(ccfg.Peers)).Str("peers_dns", o.peersDNS).
-		Dur("probe_interval", o.peerProbeInterval).Dur("dead_after", o.peerDeadAfter).Msg("cluster of gateways")
-	return c, nil
-}
-
 // ownDIS is the gateway's own DIS client: with the embedded server and
 // --embedded-dis-transport local, one that serves the record calls in
 // process and the rest over dis (dislocal.LocalClient); otherwise dis.
@@ -617,185 +523,6 @@ func ownDIS(transport string, local *dislocal.Server, projectID string, dis *dis
 	default:
 		return nil, fmt.Errorf("--embedded-dis-transport must be local or http, not %q", transport)
 	}
-}
-
-// checkCredentials rejects credential flags that do not go together, before
-// anything is started.
-func checkCredentials(o *options) error {
-	switch {
-	case (o.disAK == "") != (o.disSK == ""):
-		return errors.New("--dis-ak and --dis-sk go together")
-	case (o.embeddedAK == "") != (o.embeddedSK == ""):
-		return errors.New("--embedded-dis-ak and --embedded-dis-sk go together")
-	case o.disSecurityToken != "" && o.disAK == "":
-		return errors.New("--dis-security-token needs --dis-ak and --dis-sk")
-	case o.disAuthToken != "" && o.disAK != "":
-		return errors.New("use either --dis-ak/--dis-sk or --dis-auth-token, not both")
-	}
-	return nil
-}
-
-// The ACL key (docs/security.md, "Where ACLs live"): minACLKeyLen bounds
-// how short --acl-key may be; aclKeyLabel is what a key derived from a DIS
-// secret key is the HMAC of, so that it is no secret key itself; aclKeyFile
-// is where in the data directory a key of the embedded DIS is kept.
-const (
-	minACLKeyLen = 16
-	aclKeyLabel  = "disgw ACL record key"
-	aclKeyFile   = "acl.key"
-)
-
-// chooseACLKey picks the key the ACL records in DIS are signed with, and
-// names where it comes from for the log. Every gateway of a DIS project
-// needs the same one: --acl-key; else one derived from the gateway's DIS
-// secret key, the same for gateways signing with the same key; else, with
-// the embedded DIS, a random key kept in its data directory. A DIS
-// endpoint without a secret key (an IAM token, or unsigned) leaves nothing
-// to derive from.
-func chooseACLKey(o *options, embedded bool) ([]byte, string, error) {
-	switch {
-	case o.aclKey != "":
-		if len(o.aclKey) < minACLKeyLen {
-			return nil, "", fmt.Errorf("--acl-key must be %d characters or more", minACLKeyLen)
-		}
-		return []byte(o.aclKey), "--acl-key", nil
-	case embedded && o.embeddedSK != "":
-		return deriveACLKey(o.embeddedSK), "--embedded-dis-sk", nil
-	case !embedded && o.disSK != "":
-		return deriveACLKey(o.disSK), "--dis-sk", nil
-	case embedded:
-		path := filepath.Join(o.dataDir, aclKeyFile)
-		key, err := dataDirACLKey(path)
-		return key, path, err
-	}
-	return nil, "", errors.New("--authorizer acl with a DIS endpoint and no --dis-sk needs --acl-key (prefer DISGW_ACL_KEY): the key the ACL records in DIS are signed with, the same for every gateway sharing the DIS project")
-}
-
-// deriveACLKey is the ACL key of gateways signing their DIS calls with
-// secretKey.
-func deriveACLKey(secretKey string) []byte {
-	h := hmac.New(sha256.New, []byte(secretKey))
-	h.Write([]byte(aclKeyLabel))
-	return h.Sum(nil)
-}
-
-// dataDirACLKey reads the ACL key kept at path, first making one of 32
-// random bytes in hex there, readable by its owner only. The key is the
-// file's text, so --acl-key set to it gives other gateways the same key.
-func dataDirACLKey(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	if err == nil {
-		if key := bytes.TrimSpace(data); len(key) >= minACLKeyLen {
-			return key, nil
-		}
-		return nil, fmt.Errorf("ACL key file %s holds fewer than %d characters", path, minACLKeyLen)
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("ACL key file: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
-	}
-	raw := make([]byte, 32)
-	rand.Read(raw)
-	key := []byte(hex.EncodeToString(raw))
-	// Written whole under another name first, so that a crash leaves no
-	// empty key file behind. CreateTemp makes the file 0600.
-	f, err := os.CreateTemp(filepath.Dir(path), aclKeyFile+".*")
-	if err != nil {
-		return nil, fmt.Errorf("ACL key file: %w", err)
-	}
-	_, err = f.Write(append(key, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-		return nil, fmt.Errorf("ACL key file: %w", err)
-	}
-	return key, nil
-}
-
-// applySASLMode sets how the SASL listeners authenticate. In passthrough
-// mode each client's DIS client is the gateway's own configuration signed
-// with the client's AK/SK; a users file would be ignored there, so it is
-// refused, as is passthrough without a SASL listener to use it, or in front
-// of an embedded DIS that checks no signatures, where any password would
-// sign in (the gateway checks a remote DIS when it starts).
-func applySASLMode(o *options, cfg *gateway.Config, disCfg disclient.Config, embedded bool) error {
-	switch o.saslMode {
-	case "users":
-		if o.saslUsersFile == "" {
-			return nil
-		}
-		var err error
-		cfg.SASL, err = gateway.LoadSASLUsers(o.saslUsersFile)
-		if err == nil {
-			warnOpenFile(o.saslUsersFile, "the SASL users file", cfg.Logger)
-		}
-		return err
-	case "passthrough":
-		if o.saslUsersFile != "" {
-			return errors.New("--sasl-mode passthrough takes no --sasl-users-file: DIS decides who may connect")
-		}
-		if !slices.ContainsFunc(cfg.Listeners, func(l gateway.Listener) bool {
-			return l.Protocol == gateway.SASLPlaintext || l.Protocol == gateway.SASLSSL
-		}) {
-			return errors.New("--sasl-mode passthrough needs a SASL_PLAINTEXT or SASL_SSL listener in --listeners")
-		}
-		if embedded && o.embeddedAK == "" {
-			return errors.New("--sasl-mode passthrough needs a DIS that verifies signatures, and the embedded DIS checks none without keys, so any password would sign in: " +
-				"set --embedded-dis-ak and its secret in DISGW_EMBEDDED_DIS_SK, or use --dis-endpoint with a DIS that checks signatures")
-		}
-		cfg.SASLPassthrough = true
-		cfg.NewTenantDIS = func(accessKey, secretKey string) (disclient.API, error) {
-			c := disCfg
-			c.Signer = disclient.AKSKSigner{AccessKey: accessKey, SecretKey: secretKey}
-			return disclient.New(c)
-		}
-		return nil
-	}
-	return fmt.Errorf("--sasl-mode must be users or passthrough, not %q", o.saslMode)
-}
-
-// newSigner picks how the gateway authenticates to DIS: the embedded
-// server's keys when it has them, else AK/SK or an IAM token for a DIS
-// endpoint; nil sends requests unsigned. Keys meant for the other kind of
-// backend are refused rather than silently unused.
-func newSigner(o *options, embedded bool) (disclient.Signer, error) {
-	if embedded {
-		if o.disAK != "" || o.disAuthToken != "" {
-			return nil, errors.New("--dis-ak/--dis-sk/--dis-auth-token are for a DIS endpoint (--dis-endpoint or --dis-region); --embedded-dis-ak/--embedded-dis-sk make the embedded server require signatures")
-		}
-		if o.embeddedAK == "" {
-			return nil, nil
-		}
-		return disclient.AKSKSigner{AccessKey: o.embeddedAK, SecretKey: o.embeddedSK}, nil
-	}
-	switch {
-	case o.embeddedAK != "":
-		return nil, errors.New("--embedded-dis-ak/--embedded-dis-sk apply to the embedded DIS server, not to --dis-endpoint or --dis-region")
-	case o.disAK != "":
-		return disclient.AKSKSigner{AccessKey: o.disAK, SecretKey: o.disSK, SecurityToken: o.disSecurityToken}, nil
-	case o.disAuthToken != "":
-		return disclient.TokenSigner{Token: o.disAuthToken}, nil
-	}
-	return nil, nil
-}
-
-// embeddedCredentials makes the embedded server require signatures with
-// the --embedded-dis-ak key; nil when none is configured.
-func embeddedCredentials(o *options) map[string]dislocal.Credential {
-	if o.embeddedAK == "" {
-		return nil
-	}
-	return map[string]dislocal.Credential{o.embeddedAK: {SecretKey: o.embeddedSK}}
 }
 
 // bodyEncoding maps --dis-encoding to the client's setting. auto picks
@@ -883,99 +610,4 @@ func applyMemoryLimit(flagBytes int64, env string) (int64, string) {
 	}
 	debug.SetMemoryLimit(flagBytes)
 	return flagBytes, "flag"
-}
-
-// readiness is what /readyz asks: the gateway's own verdict (DIS answers
-// its periodic probe, not draining), or, for the embedded DIS server alone,
-// whether it answers its own API; and, with an embedded DIS, whether it
-// still takes writes (checkWrites).
-func (r *running) readiness(dis disclient.API) func(context.Context) (bool, string) {
-	var ready func(context.Context) (bool, string)
-	if r.gw != nil {
-		ready = func(context.Context) (bool, string) { return r.gw.Ready() }
-	} else {
-		ready = func(ctx context.Context) (bool, string) {
-			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			if _, err := dis.ListStreams(ctx, 1, ""); err != nil {
-				return false, "DIS unreachable: " + err.Error()
-			}
-			return true, ""
-		}
-	}
-	if r.local == nil {
-		return ready
-	}
-	return checkWrites(ready, r.local.WritesStopped, func() []string {
-		_, known := r.local.LogDamage()
-		return known
-	})
-}
-
-// checkWrites makes ready unready while stopped reports why the embedded
-// DIS takes no more writes (a failed fsync of its record log, a failed
-// segment roll): it answers every other call, so the DIS probe alone would
-// not notice, and only a restart brings writes back. Damage in its record
-// log (damaged) is a detail of a ready answer: every other record is
-// served, and a restart would not mend it; an operator moves readers past
-// it (docs/dis-embedded.md, Damaged records).
-func checkWrites(ready func(context.Context) (bool, string), stopped func() error, damaged func() []string) func(context.Context) (bool, string) {
-	return func(ctx context.Context) (bool, string) {
-		if err := stopped(); err != nil {
-			return false, "embedded DIS takes no writes until restarted: " + err.Error()
-		}
-		ok, reason := ready(ctx)
-		if d := damaged(); ok && len(d) > 0 {
-			reason = "embedded DIS record log damaged: " + strings.Join(d, "; ")
-		}
-		return ok, reason
-	}
-}
-
-// adminHandler routes health, metrics and, with pprof, Go's profiling
-// handlers; without it /debug/pprof/ is not served at all. The command
-// line is never served: it shows whatever secret was passed as a flag to
-// anyone who reaches the admin listener. /healthz is
-// about the process alone; /readyz answers 503 with ready's reason.
-func adminHandler(reg *prometheus.Registry, ready func(context.Context) (bool, string), pprof bool) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ok, reason := ready(r.Context())
-		if !ok {
-			http.Error(w, reason, http.StatusServiceUnavailable)
-			return
-		}
-		if reason != "" {
-			reason += "\n"
-		}
-		_, _ = w.Write([]byte("ok\n" + reason))
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	if pprof {
-		mux.HandleFunc("/debug/pprof/", httppprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", httppprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", httppprof.Trace)
-	}
-	return mux
-}
-
-// startAdmin serves the admin handler on addr, and returns the address
-// bound.
-func startAdmin(addr string, h http.Handler, log zerolog.Logger) (*http.Server, string, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, "", fmt.Errorf("admin listener: %w", err)
-	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error().Err(err).Msg("admin server stopped")
-		}
-	}()
-	log.Info().Str("listen", ln.Addr().String()).Msg("admin HTTP started")
-	return hs, ln.Addr().String(), nil
 }
