@@ -13,6 +13,7 @@ import (
 	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/gateway/topics"
+	"github.com/disgw/disgw/gateway/wire"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -31,7 +32,7 @@ import (
 // Kafka does.
 
 func init() {
-	regKey(0, 3, 11, api[*kmsg.ProduceRequest]{staged: handleProduce, deadline: produceDeadline, errors: produceError})
+	regKey(0, 3, 11, api[*kmsg.ProduceRequest]{Staged: handleProduce, Deadline: produceDeadline, Errors: produceError})
 }
 
 // produceDeadline is the request's timeout_ms, within plog.PutTimeout. Waiting
@@ -86,7 +87,7 @@ type producePending struct {
 // order, waiting for write-queue room there (so the connection is not read
 // meanwhile: backpressure), and returns the wait for DIS as its
 // continuation.
-func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.ProduceRequest) (kmsg.Response, continuation, error) {
+func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.ProduceRequest) (kmsg.Response, wire.Continuation, error) {
 	dups := duplicateProducePartitions(r, req)
 	qctx := queueWaitContext(ctx, r, req)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -102,7 +103,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 		internal := rt.Topic == offsetsTopic
 		denied := !gw.authorize(r, authz.OpWrite, authz.ResourceTopic, rt.Topic)
 		if !internal && !denied {
-			t, terr = r.tenant.catalog.Get(ctx, rt.Topic)
+			t, terr = r.Tenant().catalog.Get(ctx, rt.Topic)
 		}
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
@@ -139,7 +140,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 					waits = append(waits, producePending{topic: ti, part: len(st.Partitions), op: op, owned: owned})
 				} else if req.Acks == 0 && sp.ErrorCode == kerr.RequestTimedOut.Code {
 					gw.metrics.ProduceDropped.Inc()
-					r.log().Warn().Str("topic", rt.Topic).Int32("partition", rp.Partition).
+					r.Log().Warn().Str("topic", rt.Topic).Int32("partition", rp.Partition).
 						Msg("acks=0 produce not written: the connection closed while it waited for write-queue room")
 				}
 			}
@@ -177,10 +178,10 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 				sp.LogAppendTime = w.op.AppendTime
 			}
 			sp.LogStartOffset = 0
-			if t, err := r.tenant.catalog.Get(ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.Partitions) {
+			if t, err := r.Tenant().catalog.Get(ctx, resp.Topics[w.topic].Topic); err == nil && int(sp.Partition) < len(t.Partitions) {
 				sp.LogStartOffset = t.Partitions[sp.Partition].Earliest
 				if t.Format == FormatKafka {
-					sp.LogStartOffset = gw.partitionFor(r.tenant.key(t, sp.Partition)).KnownEarliest()
+					sp.LogStartOffset = gw.partitionFor(r.Tenant().key(t, sp.Partition)).KnownEarliest()
 				}
 			}
 		}
@@ -211,7 +212,7 @@ func (gw *Gateway) holdDecompressed(waits []producePending, n int64) {
 		return
 	}
 	gw.inflight.Add(n)
-	gw.goSafe("decompressed bytes release", func() {
+	gw.panics.Go("decompressed bytes release", func() {
 		defer gw.inflight.Add(-n)
 		for _, w := range waits {
 			<-w.op.Done()
@@ -225,7 +226,7 @@ func (gw *Gateway) holdDecompressed(waits []producePending, n int64) {
 // read while it waits.
 func queueWaitContext(ctx context.Context, r *request, req *kmsg.ProduceRequest) context.Context {
 	if req.Acks == 0 {
-		return r.connContext()
+		return r.ConnContext()
 	}
 	return ctx
 }
@@ -240,16 +241,23 @@ func awaitAppend(ctx context.Context, w producePending) bool {
 		return true
 	case <-ctx.Done():
 	}
+	if w.owned && w.op.Cancel() {
+		return false
+	}
+	// The op is in a DIS call, which the writer ends at the same deadline:
+	// its outcome (DIS throttled, say) tells the producer more than
+	// REQUEST_TIMED_OUT does.
 	select {
 	case <-w.op.Done():
 		return true
-	default:
+	case <-time.After(outcomeGrace):
+		return false
 	}
-	if w.owned {
-		w.op.Cancel()
-	}
-	return false
 }
+
+// outcomeGrace is how long past its deadline a producer whose op is in a
+// DIS call waits for the writer to report the call's outcome.
+const outcomeGrace = 250 * time.Millisecond
 
 // batchOp checks the batches of one partition of a kafka-format topic as a
 // Kafka broker checks what it appends, and makes the op that stores each as
@@ -316,6 +324,25 @@ func refusedBatch(b *protocol.Batch, n int) string {
 	return ""
 }
 
+// refuseKeyless answers a partition of a compacted topic whose batches
+// hold a record with a null key as Kafka does, and reports whether it did:
+// INVALID_RECORD, with the first such record's index in its batch as a
+// record error (v8+), since compaction keeps records by key.
+func refuseKeyless(sp *kmsg.ProduceResponseTopicPartition, topic string, p int32, batches []protocol.Batch) bool {
+	for bi := range batches {
+		if i := batches[bi].FirstNullKey; i >= 0 {
+			msg := fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", topic, p)
+			re := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+			re.RelativeOffset = int32(i)
+			re.ErrorMessage = kmsg.StringPtr(msg)
+			sp.ErrorRecords = append(sp.ErrorRecords, re)
+			refuseAppend(sp, kerr.InvalidRecord.Code, msg)
+			return true
+		}
+	}
+	return false
+}
+
 // refuseAppend answers a partition that startAppend or enqueueAppend
 // cannot queue with code and, unless it is "", msg, and returns no op.
 func refuseAppend(sp *kmsg.ProduceResponseTopicPartition, code int16, msg string) (*plog.Append, bool) {
@@ -355,12 +382,15 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topics.Meta, 
 		return refuseAppend(sp, kerr.InvalidRecord.Code, "the produce request holds no record batch")
 	}
 	if t.Format == FormatKafka {
+		if t.Keep.Compact && refuseKeyless(sp, t.Name, rp.Partition, batches) {
+			return nil, false
+		}
 		op, code, msg := gw.batchOp(t, rp.Partition, batches)
 		if code != 0 {
 			return refuseAppend(sp, code, msg)
 		}
 		op.Deadline, _ = ctx.Deadline()
-		return gw.enqueueAppend(ctx, r.tenant, t, rp.Partition, op, sp)
+		return gw.enqueueAppend(ctx, r.Tenant(), t, rp.Partition, op, sp)
 	}
 	op := plog.NewAppend(false)
 	op.Deadline, _ = ctx.Deadline()
@@ -402,7 +432,7 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topics.Meta, 
 	if len(op.Entries) == 0 {
 		return refuseAppend(sp, kerr.InvalidRecord.Code, "the record batches hold no records")
 	}
-	queued, owned := gw.enqueueAppend(ctx, r.tenant, t, rp.Partition, op, sp)
+	queued, owned := gw.enqueueAppend(ctx, r.Tenant(), t, rp.Partition, op, sp)
 	if queued == op {
 		gw.noteRawDrops(r, t, rp.Partition, op.ProducerID, drops)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/gateway/topics"
+	"github.com/disgw/disgw/gateway/wire"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -29,7 +30,7 @@ import (
 // offset; raw ones with batches built from their records.
 
 func init() {
-	regKey(1, 4, 16, api[*kmsg.FetchRequest]{concurrent: handleFetch, deadline: fetchDeadline, errors: fetchError})
+	regKey(1, 4, 16, api[*kmsg.FetchRequest]{Concurrent: handleFetch, Deadline: fetchDeadline, Errors: fetchError})
 }
 
 // maxFetchWait bounds max_wait_ms, so a client cannot park a handler forever.
@@ -68,7 +69,7 @@ func fetchError(req *kmsg.FetchRequest, code int16) kmsg.Response {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	return &fetchResponse{FetchResponse: resp}
+	return &wire.FetchResponse{FetchResponse: resp}
 }
 
 // fetchPart is one partition of a fetch in progress: what the partition
@@ -81,7 +82,7 @@ type fetchPart struct {
 }
 
 func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRequest) (kmsg.Response, error) {
-	resp := &fetchResponse{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
+	resp := &wire.FetchResponse{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
 	if req.Version >= 7 && req.SessionID != 0 {
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
@@ -98,7 +99,7 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 				ids = append(ids, id)
 			}
 		}
-		byID = r.tenant.catalog.NamesForIDs(ctx, ids, topics.NewCallBudget(gw.cfg.MaxDescribesPerRequest))
+		byID = r.Tenant().catalog.NamesForIDs(ctx, ids, topics.NewCallBudget(gw.cfg.MaxDescribesPerRequest))
 	}
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
@@ -119,7 +120,7 @@ func handleFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.FetchRe
 		internal := terr == nil && name == offsetsTopic
 		denied := terr == nil && !gw.authorize(r, authz.OpRead, authz.ResourceTopic, name)
 		if terr == nil && !internal && !denied {
-			t, terr = r.tenant.catalog.Get(ctx, name)
+			t, terr = r.Tenant().catalog.Get(ctx, name)
 		}
 		metas[ti] = t
 		for pi := range rt.Partitions {
@@ -193,7 +194,7 @@ func (gw *Gateway) fetchNotLeader(r *request, resp *kmsg.FetchResponse, sp *kmsg
 // serveFetch reads every partition with the partition log, long-polling
 // until min_bytes are there or max_wait_ms has passed (plog.Tenant.Fetch),
 // then encodes the batches.
-func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRequest, resp *fetchResponse, parts []*fetchPart) {
+func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRequest, resp *wire.FetchResponse, parts []*fetchPart) {
 	deadline := time.Now().Add(fetchWait(req))
 	maxBytes := gw.fetchLimit(req)
 	reads := make([]*plog.FetchPart, len(parts))
@@ -204,14 +205,13 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 		}
 		pm := p.topic.Partitions[p.resp.Partition]
 		p.FetchPart = plog.FetchPart{
-			Partition: gw.partitionFor(r.tenant.key(p.topic, p.resp.Partition)), Kafka: p.topic.Format == FormatKafka,
+			Partition: gw.partitionFor(r.Tenant().key(p.topic, p.resp.Partition)), Kafka: p.topic.Format == FormatKafka,
 			Offset: p.req.FetchOffset, Limit: limit, Earliest: pm.Earliest, Next: pm.Next,
 			HighWatermark: -1, LogStartOffset: -1,
 		}
 		reads[i] = &p.FetchPart
 	}
-	r.tenant.parts.Fetch(ctx, reads, deadline, int(req.MinBytes), maxBytes, gw.draining)
-	pieces := 1
+	r.Tenant().parts.Fetch(ctx, reads, deadline, int(req.MinBytes), maxBytes, gw.draining)
 	for _, p := range parts {
 		p.resp.ErrorCode = p.ErrorCode
 		p.resp.HighWatermark, p.resp.LastStableOffset = p.HighWatermark, p.HighWatermark
@@ -225,29 +225,14 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 			for i := range p.Batches {
 				n += p.Batches[i].Size()
 			}
-			batches := batchParts(make([]framePart, 0, len(p.Batches)), p.Batches)
-			// Cached batches are never changed: the frame carries them
-			// as they are (fetch_splice.go), unless it would have too
-			// many pieces; then they are copied together.
-			if pieces+len(batches)+2 <= maxSpliceParts {
-				pieces += len(batches) + 2
-				resp.splices = append(resp.splices, newFetchSplice(&p.resp.RecordBatches, batches, n))
-				continue
+			batches := make([]wire.FramePart, 0, len(p.Batches))
+			for i := range p.Batches {
+				batches = wire.AppendBatch(batches, p.Batches[i].Data, p.Batches[i].File)
 			}
-			b := responseBuffers.get(n)
-			var err error
-			for i := range batches {
-				if b, err = batches[i].appendTo(b); err != nil {
-					break
-				}
-			}
-			resp.scratch = append(resp.scratch, b)
-			if err != nil {
+			if err := resp.PutBatches(&p.resp.RecordBatches, batches, n); err != nil {
 				gw.log.Error().Err(err).Str("topic", p.topic.Name).Msg("fetch: reading record batches from the record log failed")
 				p.resp.ErrorCode = kerr.KafkaStorageError.Code
-				continue
 			}
-			p.resp.RecordBatches = b
 			continue
 		}
 		if len(p.Records) == 0 {
@@ -261,7 +246,7 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 		}
 		p.resp.RecordBatches = b
 	}
-	countFetched(gw.metrics, r.tenant.accessKey, parts)
+	countFetched(gw.metrics, r.Tenant().accessKey, parts)
 }
 
 // fetchLimit is the most a fetch response may hold: the client's max_bytes

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,7 +31,7 @@ import (
 // (the DIS record's timestamp) and in it the first record that does.
 
 func init() {
-	regKey(2, 1, 11, api[*kmsg.ListOffsetsRequest]{concurrent: handleListOffsets, errors: listOffsetsError})
+	regKey(2, 1, 11, api[*kmsg.ListOffsetsRequest]{Concurrent: handleListOffsets, Errors: listOffsetsError})
 }
 
 // listOffsetsError answers every partition of req with code.
@@ -68,32 +67,18 @@ func handleListOffsets(ctx context.Context, gw *Gateway, r *request, req *kmsg.L
 		rt := &req.Topics[ti]
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		var t *topics.Meta
-		var terr error
-		internal := rt.Topic == offsetsTopic
-		denied := !gw.authorize(r, authz.OpDescribe, authz.ResourceTopic, rt.Topic)
-		if !internal && !denied {
-			t, terr = r.tenant.catalog.Refresh(ctx, rt.Topic)
-		}
+		topic := gw.serveTopic(ctx, r, authz.OpDescribe, rt.Topic, true)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, 0
-			switch {
-			case denied:
-				sp.ErrorCode = topicDenied
-			case internal:
+			switch code := gw.partitionCode(topic, rp.Partition); {
+			case topic.internal && !topic.denied:
 				listOffsetsPartition(&sp, rp.Timestamp)
-			case errors.Is(terr, topics.ErrUnknownTopic):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case terr != nil:
-				sp.ErrorCode = kafkaCodeForDIS(terr)
-			case !t.Readable(rp.Partition):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case !gw.ownsPartition(rt.Topic, rp.Partition):
-				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+			case code != 0:
+				sp.ErrorCode = code
 			default:
-				gw.listOffset(ctx, r.tenant, t, rp.Partition, rp.Timestamp, &sp)
+				gw.listOffset(ctx, r.Tenant(), topic.t, rp.Partition, rp.Timestamp, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

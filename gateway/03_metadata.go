@@ -27,7 +27,7 @@ import (
 // __consumer_offsets is listed as Kafka lists it (internal_topic.go).
 
 func init() {
-	regKey(3, 0, 12, api[*kmsg.MetadataRequest]{concurrent: handleMetadata, errors: metadataError})
+	regKey(3, 0, 12, api[*kmsg.MetadataRequest]{Concurrent: handleMetadata, Errors: metadataError})
 }
 
 // metadataError answers every topic req names with code.
@@ -43,12 +43,12 @@ func metadataError(req *kmsg.MetadataRequest, code int16) kmsg.Response {
 }
 
 func handleMetadata(ctx context.Context, gw *Gateway, r *request, req *kmsg.MetadataRequest) (kmsg.Response, error) {
-	tn := r.tenant
+	tn := r.Tenant()
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	for _, p := range gw.cfg.Membership.Live() {
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID = p.ID
-		b.Host, b.Port = gw.peerAddr(r.listener(), p)
+		b.Host, b.Port = gw.peerAddr(r.Listener(), p)
 		resp.Brokers = append(resp.Brokers, b)
 	}
 	resp.ClusterID = &gw.cfg.ClusterID

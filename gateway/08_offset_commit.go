@@ -3,9 +3,11 @@ package gateway
 import (
 	"context"
 
-	"github.com/disgw/disgw/gateway/authz"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/wire"
 )
 
 // OffsetCommit v0–v9.
@@ -22,7 +24,7 @@ import (
 // answered ILLEGAL_GENERATION instead of written.
 
 func init() {
-	regKey(8, 0, 9, api[*kmsg.OffsetCommitRequest]{staged: handleOffsetCommit, errors: offsetCommitError})
+	regKey(8, 0, 9, api[*kmsg.OffsetCommitRequest]{Staged: handleOffsetCommit, Errors: offsetCommitError})
 }
 
 // offsetCommitError answers every partition of req with code.
@@ -44,8 +46,8 @@ func offsetCommitError(req *kmsg.OffsetCommitRequest, code int16) kmsg.Response 
 // handleOffsetCommit is staged: its ordered part has the coordinator accept
 // the commit and queue its write, so commits of one connection join the
 // group's queue in request order; the continuation waits for the write.
-func handleOffsetCommit(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) (kmsg.Response, continuation, error) {
-	tn := r.tenant
+func handleOffsetCommit(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetCommitRequest) (kmsg.Response, wire.Continuation, error) {
+	tn := r.Tenant()
 	resp := offsetCommitError(req, 0).(*kmsg.OffsetCommitResponse)
 	type job struct {
 		t, p   int
@@ -76,7 +78,7 @@ func handleOffsetCommit(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 		}
 		gw.parallel(len(jobs), func(i int) {
 			j := jobs[i]
-			resp.Topics[j.t].Partitions[j.p].ErrorCode = gw.commitOffset(ctx, tn, req.Group, j.topic, j.commit.Partition, j.commit.Offset, j.commit.Metadata)
+			resp.Topics[j.t].Partitions[j.p].ErrorCode = gw.groups.CommitOffset(ctx, tn, req.Group, j.topic, j.commit.Partition, j.commit.Offset, j.commit.Metadata)
 		})
 	}
 	code := kerr.InvalidGroupID.Code

@@ -3,11 +3,12 @@ package gateway
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/gateway/topics"
 	"github.com/disgw/disgw/groupcoord"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // OffsetFetch v0–v9.
@@ -22,7 +23,7 @@ import (
 // error, as Kafka does.
 
 func init() {
-	regKey(9, 0, 9, api[*kmsg.OffsetFetchRequest]{concurrent: handleOffsetFetch, errors: offsetFetchError})
+	regKey(9, 0, 9, api[*kmsg.OffsetFetchRequest]{Concurrent: handleOffsetFetch, Errors: offsetFetchError})
 }
 
 // offsetFetchError answers req with code for every group (v8+) or at the
@@ -60,7 +61,7 @@ type offsetFetchGroup struct {
 }
 
 func handleOffsetFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
-	tn := r.tenant
+	tn := r.Tenant()
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	var groups []offsetFetchGroup
 	if req.Version >= 8 {
@@ -152,7 +153,7 @@ func (gw *Gateway) fetchGroupOffsets(ctx context.Context, tn *tenant, g offsetFe
 	all := g.topics == nil
 	topics := g.topics
 	if all {
-		names, err := gw.committedTopics(ctx, tn, g.group)
+		names, err := gw.groups.CommittedTopics(ctx, tn, g.group)
 		if err != nil {
 			out.ErrorCode = kafkaCodeForDIS(err)
 			return out
@@ -181,7 +182,7 @@ func (gw *Gateway) fetchGroupOffsets(ctx context.Context, tn *tenant, g offsetFe
 		}
 		out.Topics = append(out.Topics, rt)
 	}
-	gw.readCommittedOffsets(ctx, tn, g.group, out.Topics, describes, reads)
+	gw.groups.ReadCommittedOffsets(ctx, tn, g.group, out.Topics, describes, reads)
 	if all {
 		// Only partitions with a commit belong in an "all" answer.
 		kept := out.Topics[:0]

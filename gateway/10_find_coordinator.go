@@ -17,7 +17,7 @@ import (
 // gets a non-retriable error with a message, not an endless retry loop.
 
 func init() {
-	regKey(10, 0, 6, api[*kmsg.FindCoordinatorRequest]{ordered: handleFindCoordinator, errors: findCoordinatorError})
+	regKey(10, 0, 6, api[*kmsg.FindCoordinatorRequest]{Ordered: handleFindCoordinator, Errors: findCoordinatorError})
 }
 
 // findCoordinatorError answers req with code at the top level (before v4)
@@ -58,7 +58,7 @@ func handleFindCoordinator(gw *Gateway, r *request, req *kmsg.FindCoordinatorReq
 			}
 			owner := gw.coordinator(key)
 			c.NodeID = owner.ID
-			c.Host, c.Port = gw.peerAddr(r.listener(), owner)
+			c.Host, c.Port = gw.peerAddr(r.Listener(), owner)
 		case coordinatorKeyTransaction:
 			c.NodeID, c.Port = -1, -1
 			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code

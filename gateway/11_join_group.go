@@ -15,7 +15,7 @@ import (
 // answer waits for the rebalance: the group coordinator decides when.
 
 func init() {
-	regKey(11, 0, 9, api[*kmsg.JoinGroupRequest]{staged: stepGroup[*kmsg.JoinGroupRequest], deadline: joinGroupDeadline, errors: joinGroupError})
+	regKey(11, 0, 9, api[*kmsg.JoinGroupRequest]{Staged: stepGroup[*kmsg.JoinGroupRequest], Deadline: joinGroupDeadline, Errors: joinGroupError})
 }
 
 // joinGroupDeadline is the member's rebalance timeout (the session timeout

@@ -9,7 +9,7 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // FENCED_INSTANCE_ID that it is no longer part of the group.
 
 func init() {
-	regKey(12, 0, 4, api[*kmsg.HeartbeatRequest]{staged: stepGroup[*kmsg.HeartbeatRequest], errors: heartbeatError})
+	regKey(12, 0, 4, api[*kmsg.HeartbeatRequest]{Staged: stepGroup[*kmsg.HeartbeatRequest], Errors: heartbeatError})
 }
 
 func heartbeatError(req *kmsg.HeartbeatRequest, code int16) kmsg.Response {

@@ -8,7 +8,7 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // error per member; v4 flexible; v5 a reason, logged by nobody.
 
 func init() {
-	regKey(13, 0, 5, api[*kmsg.LeaveGroupRequest]{staged: stepGroup[*kmsg.LeaveGroupRequest], errors: leaveGroupError})
+	regKey(13, 0, 5, api[*kmsg.LeaveGroupRequest]{Staged: stepGroup[*kmsg.LeaveGroupRequest], Errors: leaveGroupError})
 }
 
 // leaveGroupError answers req with code, and for every member (v3+).

@@ -8,7 +8,7 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // checked against the group's. Followers wait for the leader's assignments.
 
 func init() {
-	regKey(14, 0, 5, api[*kmsg.SyncGroupRequest]{staged: stepGroup[*kmsg.SyncGroupRequest], errors: syncGroupError})
+	regKey(14, 0, 5, api[*kmsg.SyncGroupRequest]{Staged: stepGroup[*kmsg.SyncGroupRequest], Errors: syncGroupError})
 }
 
 func syncGroupError(req *kmsg.SyncGroupRequest, code int16) kmsg.Response {

@@ -20,7 +20,7 @@ import (
 // a consumer-protocol group (ConsumerGroupDescribe describes those).
 
 func init() {
-	regKey(15, 0, 5, api[*kmsg.DescribeGroupsRequest]{concurrent: handleDescribeGroups, errors: describeGroupsError})
+	regKey(15, 0, 5, api[*kmsg.DescribeGroupsRequest]{Concurrent: handleDescribeGroups, Errors: describeGroupsError})
 }
 
 // describeGroupsError answers every group of req with code.
@@ -37,11 +37,14 @@ func describeGroupsError(req *kmsg.DescribeGroupsRequest, code int16) kmsg.Respo
 // groupStateDead is Kafka's state for a group that does not exist.
 const groupStateDead = "Dead"
 
+// groupStateEmpty is Kafka's name for a group without members.
+const groupStateEmpty = "Empty"
+
 func handleDescribeGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
-	tn := r.tenant
+	tn := r.Tenant()
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	live := make([]*kmsg.DescribeGroupsResponseGroup, len(req.Groups))
-	gw.groups.With(r.tenant, func(c *groupcoord.Coordinator) {
+	gw.groups.With(r.Tenant(), func(c *groupcoord.Coordinator) {
 		for i, g := range req.Groups {
 			if d, ok := c.Describe(g); ok {
 				live[i] = &d
@@ -64,7 +67,7 @@ func handleDescribeGroups(ctx context.Context, gw *Gateway, r *request, req *kms
 			resp.Groups = append(resp.Groups, *live[i])
 			continue
 		}
-		stored, err := gw.groupStored(ctx, tn, g)
+		stored, err := gw.groups.GroupStored(ctx, tn, g)
 		switch {
 		case err != nil:
 			d.ErrorCode = kafkaCodeForDIS(err)

@@ -19,7 +19,7 @@ import (
 // Empty classic group.
 
 func init() {
-	regKey(16, 0, 5, api[*kmsg.ListGroupsRequest]{concurrent: handleListGroups, errors: listGroupsError})
+	regKey(16, 0, 5, api[*kmsg.ListGroupsRequest]{Concurrent: handleListGroups, Errors: listGroupsError})
 }
 
 func listGroupsError(req *kmsg.ListGroupsRequest, code int16) kmsg.Response {
@@ -29,16 +29,16 @@ func listGroupsError(req *kmsg.ListGroupsRequest, code int16) kmsg.Response {
 }
 
 func handleListGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
-	tn := r.tenant
+	tn := r.Tenant()
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	var live []kmsg.ListGroupsResponseGroup
-	gw.groups.With(r.tenant, func(c *groupcoord.Coordinator) { live = c.List() })
+	gw.groups.With(r.Tenant(), func(c *groupcoord.Coordinator) { live = c.List() })
 	seen := map[string]bool{}
 	all := live
 	for _, g := range live {
 		seen[g.Group] = true
 	}
-	stored, err := gw.storedGroups(ctx, tn)
+	stored, err := gw.groups.StoredGroups(ctx, tn)
 	if err != nil {
 		gw.log.Warn().Err(err).Msg("list groups: ListApps failed")
 		resp.ErrorCode = kafkaCodeForDIS(err)

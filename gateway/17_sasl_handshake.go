@@ -14,7 +14,7 @@ import (
 const apiKeySaslHandshake = 17
 
 func init() {
-	regKey(apiKeySaslHandshake, 0, 1, api[*kmsg.SASLHandshakeRequest]{ordered: handleSaslHandshake, errors: saslHandshakeError})
+	regKey(apiKeySaslHandshake, 0, 1, api[*kmsg.SASLHandshakeRequest]{Ordered: handleSaslHandshake, Errors: saslHandshakeError})
 }
 
 func saslHandshakeError(req *kmsg.SASLHandshakeRequest, code int16) kmsg.Response {
@@ -26,6 +26,6 @@ func saslHandshakeError(req *kmsg.SASLHandshakeRequest, code int16) kmsg.Respons
 func handleSaslHandshake(gw *Gateway, r *request, req *kmsg.SASLHandshakeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	resp.SupportedMechanisms = gw.saslMechanisms()
-	resp.ErrorCode = r.saslHandshake(req.Mechanism, req.Version, resp.SupportedMechanisms)
+	resp.ErrorCode = r.SASLHandshake(req.Mechanism, req.Version, resp.SupportedMechanisms)
 	return resp, nil
 }

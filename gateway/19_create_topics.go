@@ -18,11 +18,12 @@ import (
 // replication_factor -1 (broker defaults); v5 returns the created topic's
 // partition count, replication factor and configs; v7 its topic id. A topic
 // is a DIS stream: partitions become partition_count, retention.ms becomes
-// data_duration in hours, and the record format is kept in a stream tag.
+// data_duration in hours, and the record format is kept in a stream tag. A
+// kept topic (docs/design.md §12) gets its keep stream first.
 // DIS keeps one copy, so a replication factor other than 1 (or -1) is refused.
 
 func init() {
-	regKey(19, 0, 7, api[*kmsg.CreateTopicsRequest]{concurrent: handleCreateTopics, errors: createTopicsError})
+	regKey(19, 0, 7, api[*kmsg.CreateTopicsRequest]{Concurrent: handleCreateTopics, Errors: createTopicsError})
 }
 
 // createTopicsError answers every topic of req with code.
@@ -39,7 +40,7 @@ func createTopicsError(req *kmsg.CreateTopicsRequest, code int16) kmsg.Response 
 }
 
 func handleCreateTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
-	tn := r.tenant
+	tn := r.Tenant()
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	for i := range req.Topics {
 		if !gw.mayCreateTopic(r, req.Topics[i].Topic) {
@@ -115,7 +116,7 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 	if spec.StreamType == "" {
 		spec.StreamType = disclient.StreamTypeCommon
 	}
-	rt.Configs = createdConfigs(&gw.topicCfg, &topics.Meta{RetentionHours: spec.RetentionHours, Format: spec.Format, StreamType: spec.StreamType, Timestamps: spec.Timestamps, MaxMessageBytes: spec.MaxMessageBytes, Raw: spec.Raw})
+	rt.Configs = createdConfigs(gw.topicCfg.SpecEntries(&spec))
 	if validateOnly {
 		return rt
 	}
@@ -126,18 +127,18 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 		gw.log.Warn().Err(err).Str("topic", t.Topic).Msg("CreateStream failed")
 		return fail(kafkaCodeForDIS(err), err.Error())
 	}
-	gw.log.Info().Str("topic", t.Topic).Int32("partitions", partitions).Str("format", string(spec.Format)).Msg("created topic")
+	gw.log.Info().Str("topic", t.Topic).Int32("partitions", partitions).Str("format", string(spec.Format)).Bool("kept", spec.Kept()).Msg("created topic")
 	if tm, err := tn.catalog.Refresh(ctx, t.Topic); err == nil {
 		rt.TopicID = tm.ID
-		rt.Configs = createdConfigs(&gw.topicCfg, tm)
+		rt.Configs = createdConfigs(gw.topicCfg.Entries(tm))
 	}
 	return rt
 }
 
 // createdConfigs lists a new topic's configs as CreateTopics v5+ returns them.
-func createdConfigs(cfg *topics.Config, t *topics.Meta) []kmsg.CreateTopicsResponseTopicConfig {
+func createdConfigs(entries []topics.ConfigEntry) []kmsg.CreateTopicsResponseTopicConfig {
 	var out []kmsg.CreateTopicsResponseTopicConfig
-	for _, e := range cfg.Entries(t) {
+	for _, e := range entries {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name, c.Value, c.ReadOnly, c.Source = e.Name, kmsg.StringPtr(e.Value), e.ReadOnly, int8(e.Source)
 		out = append(out, c)

@@ -16,11 +16,11 @@ import (
 //
 // v1 added throttling; v4 made it flexible; v5 per-topic error messages; v6
 // names topics by name or by id (KIP-516). A topic is deleted by deleting its
-// DIS stream, with every record in it; the gateway forgets the topic's
+// DIS stream, with every record in it, then a kept topic's keep stream; the gateway forgets the topic's
 // writers, producer state and cached records at once.
 
 func init() {
-	regKey(20, 0, 6, api[*kmsg.DeleteTopicsRequest]{concurrent: handleDeleteTopics, errors: deleteTopicsError})
+	regKey(20, 0, 6, api[*kmsg.DeleteTopicsRequest]{Concurrent: handleDeleteTopics, Errors: deleteTopicsError})
 }
 
 // deleteTopicsError answers every topic of req, by name or id, with code.
@@ -44,7 +44,7 @@ func deleteTopicsError(req *kmsg.DeleteTopicsRequest, code int16) kmsg.Response 
 }
 
 func handleDeleteTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
-	tn := r.tenant
+	tn := r.Tenant()
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	type target struct {
 		name *string
@@ -124,6 +124,11 @@ func (gw *Gateway) deleteTopic(ctx context.Context, tn *tenant, name string) (in
 	case err != nil:
 		gw.log.Warn().Err(err).Str("topic", name).Msg("DeleteStream failed")
 		return kafkaCodeForDIS(err), kmsg.StringPtr(err.Error())
+	}
+	if err := tn.catalog.DeleteKeep(ctx, name, t); err != nil {
+		// The topic is gone; its keep stream is ignored without it, and
+		// replaced when a topic of the name is created again.
+		gw.log.Warn().Err(err).Str("topic", name).Msg("deleting the topic's keep stream failed")
 	}
 	gw.log.Info().Str("topic", name).Msg("deleted topic")
 	return 0, nil

@@ -14,7 +14,7 @@ import (
 // here, where a producer first asks, with a clear message.
 
 func init() {
-	regKey(22, 0, 5, api[*kmsg.InitProducerIDRequest]{ordered: handleInitProducerID, errors: initProducerIDError})
+	regKey(22, 0, 5, api[*kmsg.InitProducerIDRequest]{Ordered: handleInitProducerID, Errors: initProducerIDError})
 }
 
 func initProducerIDError(req *kmsg.InitProducerIDRequest, code int16) kmsg.Response {

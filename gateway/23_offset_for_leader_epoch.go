@@ -19,7 +19,7 @@ import (
 // above 0 is UNKNOWN_LEADER_EPOCH, as Kafka answers a client that is ahead.
 
 func init() {
-	regKey(23, 0, 4, api[*kmsg.OffsetForLeaderEpochRequest]{concurrent: handleOffsetForLeaderEpoch, errors: offsetForLeaderEpochError})
+	regKey(23, 0, 4, api[*kmsg.OffsetForLeaderEpochRequest]{Concurrent: handleOffsetForLeaderEpoch, Errors: offsetForLeaderEpochError})
 }
 
 // offsetForLeaderEpochError answers every partition of req with code.
@@ -43,7 +43,7 @@ func handleOffsetForLeaderEpoch(ctx context.Context, gw *Gateway, r *request, re
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
-		topic := gw.serveTopic(ctx, r, authz.OpDescribe, rt.Topic)
+		topic := gw.serveTopic(ctx, r, authz.OpDescribe, rt.Topic, false)
 		t := topic.t
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
@@ -54,14 +54,14 @@ func handleOffsetForLeaderEpoch(ctx context.Context, gw *Gateway, r *request, re
 			case req.Version >= 2 && rp.CurrentLeaderEpoch > 0:
 				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			case rp.LeaderEpoch == 0 && t.Format == FormatKafka:
-				next, err := gw.partitionFor(r.tenant.key(t, rp.Partition)).Next(ctx)
+				next, err := gw.partitionFor(r.Tenant().key(t, rp.Partition)).Next(ctx)
 				if err != nil {
 					sp.ErrorCode = kafkaCodeForDIS(err)
 					break
 				}
 				sp.LeaderEpoch, sp.EndOffset = 0, next
 			case rp.LeaderEpoch == 0:
-				pr := gw.partitionFor(r.tenant.key(t, rp.Partition))
+				pr := gw.partitionFor(r.Tenant().key(t, rp.Partition))
 				pr.ObserveHWM(t.Partitions[rp.Partition].Next)
 				sp.LeaderEpoch, sp.EndOffset = 0, pr.KnownHWM()
 			}

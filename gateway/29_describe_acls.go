@@ -14,7 +14,7 @@ import (
 // gateway last read from DIS, grouped by resource pattern.
 
 func init() {
-	regKey(29, 0, 3, api[*kmsg.DescribeACLsRequest]{ordered: handleDescribeACLs, errors: describeACLsError})
+	regKey(29, 0, 3, api[*kmsg.DescribeACLsRequest]{Ordered: handleDescribeACLs, Errors: describeACLsError})
 }
 
 func describeACLsError(req *kmsg.DescribeACLsRequest, code int16) kmsg.Response {
@@ -30,7 +30,7 @@ func handleDescribeACLs(gw *Gateway, r *request, req *kmsg.DescribeACLsRequest) 
 	}
 	f := aclFilter(req.ResourceType, req.ResourceName, req.ResourcePatternType, req.Principal, req.Host, req.Operation, req.PermissionType)
 	if err := f.Validate(); err != nil {
-		r.log().Info().Err(err).Msg("DescribeAcls: invalid filter")
+		r.Log().Info().Err(err).Msg("DescribeAcls: invalid filter")
 		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
 		return resp, nil
 	}

@@ -16,7 +16,7 @@ import (
 // INVALID_REQUEST, as Kafka answers it, and does not stop the others.
 
 func init() {
-	regKey(30, 0, 3, api[*kmsg.CreateACLsRequest]{concurrent: handleCreateACLs, errors: createACLsError})
+	regKey(30, 0, 3, api[*kmsg.CreateACLsRequest]{Concurrent: handleCreateACLs, Errors: createACLsError})
 }
 
 func createACLsError(req *kmsg.CreateACLsRequest, code int16) kmsg.Response {
@@ -47,7 +47,7 @@ func handleCreateACLs(ctx context.Context, gw *Gateway, r *request, req *kmsg.Cr
 			Operation: authz.Operation(c.Operation), Permission: authz.Permission(c.PermissionType),
 		}
 		if err := b.Validate(); err != nil {
-			r.log().Info().Err(err).Str("principal", b.Principal).Str("resource", b.ResourceName).Msg("CreateAcls: invalid ACL")
+			r.Log().Info().Err(err).Str("principal", b.Principal).Str("resource", b.ResourceName).Msg("CreateAcls: invalid ACL")
 			return err
 		}
 		add = append(add, b)
@@ -55,12 +55,12 @@ func handleCreateACLs(ctx context.Context, gw *Gateway, r *request, req *kmsg.Cr
 	}, func(cur *authz.Set) *authz.Set { return cur.With(add...) })
 	switch {
 	case err != nil:
-		r.log().Error().Err(err).Int("acls", len(add)).Msg("CreateAcls: storing the ACLs in DIS failed")
+		r.Log().Error().Err(err).Int("acls", len(add)).Msg("CreateAcls: storing the ACLs in DIS failed")
 		for _, i := range valid {
 			answer(i, aclStoreErrorCode(err), kmsg.StringPtr(err.Error()))
 		}
 	case len(valid) > 0:
-		r.log().Info().Str("principal", r.principal()).Int("acls", len(add)).Msg("ACLs created")
+		r.Log().Info().Str("principal", r.Principal()).Int("acls", len(add)).Msg("ACLs created")
 	}
 	return resp, nil
 }

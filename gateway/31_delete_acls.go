@@ -15,7 +15,7 @@ import (
 // ACLs, and each filter's result lists the ACLs it matched, as Kafka's do.
 
 func init() {
-	regKey(31, 0, 3, api[*kmsg.DeleteACLsRequest]{concurrent: handleDeleteACLs, errors: deleteACLsError})
+	regKey(31, 0, 3, api[*kmsg.DeleteACLsRequest]{Concurrent: handleDeleteACLs, Errors: deleteACLsError})
 }
 
 func deleteACLsError(req *kmsg.DeleteACLsRequest, code int16) kmsg.Response {
@@ -46,7 +46,7 @@ func handleDeleteACLs(ctx context.Context, gw *Gateway, r *request, req *kmsg.De
 		f := &req.Filters[i]
 		filters[i] = aclFilter(f.ResourceType, f.ResourceName, f.ResourcePatternType, f.Principal, f.Host, f.Operation, f.PermissionType)
 		if err := filters[i].Validate(); err != nil {
-			r.log().Info().Err(err).Msg("DeleteAcls: invalid filter")
+			r.Log().Info().Err(err).Msg("DeleteAcls: invalid filter")
 			return err
 		}
 		remove = append(remove, filters[i])
@@ -58,7 +58,7 @@ func handleDeleteACLs(ctx context.Context, gw *Gateway, r *request, req *kmsg.De
 	removed := 0
 	for _, i := range valid {
 		if err != nil {
-			r.log().Error().Err(err).Msg("DeleteAcls: storing the ACLs in DIS failed")
+			r.Log().Error().Err(err).Msg("DeleteAcls: storing the ACLs in DIS failed")
 			answer(i, aclStoreErrorCode(err), kmsg.StringPtr(err.Error()))
 			continue
 		}
@@ -73,7 +73,7 @@ func handleDeleteACLs(ctx context.Context, gw *Gateway, r *request, req *kmsg.De
 		}
 	}
 	if err == nil && len(valid) > 0 {
-		r.log().Info().Str("principal", r.principal()).Int("acls", removed).Msg("ACLs deleted")
+		r.Log().Info().Str("principal", r.Principal()).Int("acls", removed).Msg("ACLs deleted")
 	}
 	return resp, nil
 }

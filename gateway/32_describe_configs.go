@@ -25,7 +25,7 @@ import (
 // every group.
 
 func init() {
-	regKey(32, 0, 4, api[*kmsg.DescribeConfigsRequest]{concurrent: handleDescribeConfigs, errors: describeConfigsError})
+	regKey(32, 0, 4, api[*kmsg.DescribeConfigsRequest]{Concurrent: handleDescribeConfigs, Errors: describeConfigsError})
 }
 
 // describeConfigsError answers every resource of req with code.
@@ -40,7 +40,7 @@ func describeConfigsError(req *kmsg.DescribeConfigsRequest, code int16) kmsg.Res
 }
 
 func handleDescribeConfigs(ctx context.Context, gw *Gateway, r *request, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
-	tn := r.tenant
+	tn := r.Tenant()
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for i := range req.Resources {
 		res := &req.Resources[i]

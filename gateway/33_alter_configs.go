@@ -19,7 +19,7 @@ import (
 // are static and cannot be altered.
 
 func init() {
-	regKey(33, 0, 2, api[*kmsg.AlterConfigsRequest]{concurrent: handleAlterConfigs, errors: alterConfigsError})
+	regKey(33, 0, 2, api[*kmsg.AlterConfigsRequest]{Concurrent: handleAlterConfigs, Errors: alterConfigsError})
 }
 
 // alterConfigsError answers every resource of req with code.

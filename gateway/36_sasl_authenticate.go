@@ -15,7 +15,7 @@ import (
 const apiKeySaslAuthenticate = 36
 
 func init() {
-	regKey(apiKeySaslAuthenticate, 0, 2, api[*kmsg.SASLAuthenticateRequest]{ordered: handleSaslAuthenticate, errors: saslAuthenticateError})
+	regKey(apiKeySaslAuthenticate, 0, 2, api[*kmsg.SASLAuthenticateRequest]{Ordered: handleSaslAuthenticate, Errors: saslAuthenticateError})
 }
 
 func saslAuthenticateError(req *kmsg.SASLAuthenticateRequest, code int16) kmsg.Response {
@@ -26,6 +26,6 @@ func saslAuthenticateError(req *kmsg.SASLAuthenticateRequest, code int16) kmsg.R
 
 func handleSaslAuthenticate(_ *Gateway, r *request, req *kmsg.SASLAuthenticateRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-	resp.SASLAuthBytes, resp.ErrorCode, resp.ErrorMessage = r.saslAuthenticate(req.SASLAuthBytes)
+	resp.SASLAuthBytes, resp.ErrorCode, resp.ErrorMessage = r.SASLAuthenticate(req.SASLAuthBytes)
 	return resp, nil
 }

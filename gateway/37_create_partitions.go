@@ -17,13 +17,13 @@ import (
 //
 // v1 only changed throttling; v2 made it flexible; v3 changed nothing on the
 // wire. Adding partitions scales the DIS stream out with
-// UpdatePartitionCount. Kafka cannot remove partitions, so a lower count is
+// UpdatePartitionCount, a kept topic's keep stream first. Kafka cannot remove partitions, so a lower count is
 // refused with INVALID_PARTITIONS, as Kafka does. DIS limits how often a
 // stream may be rescaled; its refusal comes back as the mapped DIS error
 // with DIS's message.
 
 func init() {
-	regKey(37, 0, 3, api[*kmsg.CreatePartitionsRequest]{concurrent: handleCreatePartitions, errors: createPartitionsError})
+	regKey(37, 0, 3, api[*kmsg.CreatePartitionsRequest]{Concurrent: handleCreatePartitions, Errors: createPartitionsError})
 }
 
 // createPartitionsError answers every topic of req with code.
@@ -38,7 +38,7 @@ func createPartitionsError(req *kmsg.CreatePartitionsRequest, code int16) kmsg.R
 }
 
 func handleCreatePartitions(ctx context.Context, gw *Gateway, r *request, req *kmsg.CreatePartitionsRequest) (kmsg.Response, error) {
-	tn := r.tenant
+	tn := r.Tenant()
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
@@ -88,6 +88,11 @@ func (gw *Gateway) createPartitions(ctx context.Context, tn *tenant, t *kmsg.Cre
 	}
 	if validateOnly {
 		return 0, nil
+	}
+	if err := tn.catalog.GrowKeep(ctx, tm, t.Count); err != nil {
+		tn.catalog.Invalidate(t.Topic)
+		gw.log.Warn().Err(err).Str("topic", t.Topic).Msg("UpdatePartitionCount of the keep stream failed")
+		return fail(kafkaCodeForDIS(err), "%v", err)
 	}
 	err = tn.dis.UpdatePartitionCount(ctx, &disclient.UpdatePartitionCountRequest{StreamName: tm.Stream, TargetPartitionCount: t.Count})
 	tn.catalog.Invalidate(t.Topic)

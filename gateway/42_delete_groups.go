@@ -18,7 +18,7 @@ import (
 // offset.
 
 func init() {
-	regKey(42, 0, 2, api[*kmsg.DeleteGroupsRequest]{concurrent: handleDeleteGroups, errors: deleteGroupsError})
+	regKey(42, 0, 2, api[*kmsg.DeleteGroupsRequest]{Concurrent: handleDeleteGroups, Errors: deleteGroupsError})
 }
 
 // deleteGroupsError answers every group of req with code.
@@ -33,10 +33,10 @@ func deleteGroupsError(req *kmsg.DeleteGroupsRequest, code int16) kmsg.Response 
 }
 
 func handleDeleteGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
-	tn := r.tenant
+	tn := r.Tenant()
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	codes := make([]int16, len(req.Groups))
-	gw.groups.With(r.tenant, func(c *groupcoord.Coordinator) {
+	gw.groups.With(r.Tenant(), func(c *groupcoord.Coordinator) {
 		for i, g := range req.Groups {
 			if !gw.authorize(r, authz.OpDelete, authz.ResourceGroup, g) {
 				codes[i] = groupDenied
@@ -53,9 +53,7 @@ func handleDeleteGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 		d := kmsg.NewDeleteGroupsResponseGroup()
 		d.Group, d.ErrorCode = g, codes[i]
 		if d.ErrorCode == 0 {
-			app := appNameFor(g)
-			err := tn.dis.DeleteApp(ctx, app)
-			tn.knownApps.Delete(app)
+			err := gw.groups.DeleteApp(ctx, tn, g)
 			switch {
 			case disclient.IsCode(err, disclient.CodeAppNotFound):
 				d.ErrorCode = kerr.GroupIDNotFound.Code

@@ -18,7 +18,7 @@ import (
 // changes nothing. Broker configs are static and cannot be altered.
 
 func init() {
-	regKey(44, 0, 1, api[*kmsg.IncrementalAlterConfigsRequest]{concurrent: handleIncrementalAlterConfigs, errors: incrementalAlterConfigsError})
+	regKey(44, 0, 1, api[*kmsg.IncrementalAlterConfigsRequest]{Concurrent: handleIncrementalAlterConfigs, Errors: incrementalAlterConfigsError})
 }
 
 // incrementalAlterConfigsError answers every resource of req with code.

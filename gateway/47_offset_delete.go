@@ -6,9 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
-	"github.com/disgw/disgw/gateway/topics"
 	"github.com/disgw/disgw/groupcoord"
 )
 
@@ -19,7 +17,7 @@ import (
 // are refused with GROUP_SUBSCRIBED_TO_TOPIC, as Kafka does.
 
 func init() {
-	regKey(47, 0, 0, api[*kmsg.OffsetDeleteRequest]{concurrent: handleOffsetDelete, errors: offsetDeleteError})
+	regKey(47, 0, 0, api[*kmsg.OffsetDeleteRequest]{Concurrent: handleOffsetDelete, Errors: offsetDeleteError})
 }
 
 // offsetDeleteError answers req with code at the top level and in every
@@ -41,7 +39,7 @@ func offsetDeleteError(req *kmsg.OffsetDeleteRequest, code int16) kmsg.Response 
 }
 
 func handleOffsetDelete(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
-	tn := r.tenant
+	tn := r.Tenant()
 	if !gw.authorize(r, authz.OpDelete, authz.ResourceGroup, req.Group) {
 		return offsetDeleteError(req, groupDenied), nil
 	}
@@ -50,7 +48,7 @@ func handleOffsetDelete(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	subscribed := map[string]bool{}
-	gw.groups.With(r.tenant, func(c *groupcoord.Coordinator) {
+	gw.groups.With(r.Tenant(), func(c *groupcoord.Coordinator) {
 		d, ok := c.Describe(req.Group)
 		if !ok {
 			return
@@ -64,14 +62,13 @@ func handleOffsetDelete(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 			}
 		}
 	})
-	stored, err := gw.groupStored(ctx, tn, req.Group)
+	stored, err := gw.groups.GroupStored(ctx, tn, req.Group)
 	switch {
 	case err != nil:
 		resp.ErrorCode = kafkaCodeForDIS(err)
 	case !stored && len(subscribed) == 0:
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
 	}
-	app := appNameFor(req.Group)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
@@ -86,9 +83,7 @@ func handleOffsetDelete(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 			case subscribed[t.Topic]:
 				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 			default:
-				err := tn.dis.DeleteCheckpoint(ctx, &disclient.DeleteCheckpointRequest{AppName: app, StreamName: topics.StreamName(t.Topic),
-					PartitionID: disclient.PartitionID(p.Partition), CheckpointType: disclient.CheckpointLastRead})
-				if err != nil && !disclient.IsCode(err, disclient.CodeNoCheckpoint) {
+				if err := gw.groups.DeleteOffset(ctx, tn, req.Group, t.Topic, p.Partition); err != nil {
 					rp.ErrorCode = kafkaCodeForDIS(err)
 				}
 			}

@@ -14,7 +14,7 @@ import (
 // controller is this gateway, since every gateway serves the admin APIs.
 
 func init() {
-	regKey(60, 0, 1, api[*kmsg.DescribeClusterRequest]{ordered: handleDescribeCluster, errors: describeClusterError})
+	regKey(60, 0, 1, api[*kmsg.DescribeClusterRequest]{Ordered: handleDescribeCluster, Errors: describeClusterError})
 }
 
 func describeClusterError(req *kmsg.DescribeClusterRequest, code int16) kmsg.Response {
@@ -43,7 +43,7 @@ func handleDescribeCluster(gw *Gateway, r *request, req *kmsg.DescribeClusterReq
 	for _, p := range gw.cfg.Membership.Live() {
 		b := kmsg.NewDescribeClusterResponseBroker()
 		b.NodeID = p.ID
-		b.Host, b.Port = gw.peerAddr(r.listener(), p)
+		b.Host, b.Port = gw.peerAddr(r.Listener(), p)
 		resp.Brokers = append(resp.Brokers, b)
 	}
 	return resp, nil

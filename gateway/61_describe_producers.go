@@ -24,7 +24,7 @@ import (
 // the coordinator epoch and the transaction start offset are always -1.
 
 func init() {
-	regKey(61, 0, 0, api[*kmsg.DescribeProducersRequest]{concurrent: handleDescribeProducers, errors: describeProducersError})
+	regKey(61, 0, 0, api[*kmsg.DescribeProducersRequest]{Concurrent: handleDescribeProducers, Errors: describeProducersError})
 }
 
 // describeProducersError answers every partition of req with code.
@@ -48,12 +48,12 @@ func handleDescribeProducers(ctx context.Context, gw *Gateway, r *request, req *
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
-		topic := gw.serveTopic(ctx, r, authz.OpRead, rt.Topic)
+		topic := gw.serveTopic(ctx, r, authz.OpRead, rt.Topic, false)
 		for _, p := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = p
 			if sp.ErrorCode = gw.partitionCode(topic, p); sp.ErrorCode == 0 {
-				sp.ActiveProducers, sp.ErrorCode = gw.describeProducers(ctx, r.tenant, topic.t, p)
+				sp.ActiveProducers, sp.ErrorCode = gw.describeProducers(ctx, r.Tenant(), topic.t, p)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

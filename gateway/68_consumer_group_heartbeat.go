@@ -23,7 +23,7 @@ import (
 // new partition or a new topic a regex matches reassigns the group.
 
 func init() {
-	regKey(68, 0, 1, api[*kmsg.ConsumerGroupHeartbeatRequest]{concurrent: handleConsumerGroupHeartbeat, errors: consumerGroupHeartbeatError})
+	regKey(68, 0, 1, api[*kmsg.ConsumerGroupHeartbeatRequest]{Concurrent: handleConsumerGroupHeartbeat, Errors: consumerGroupHeartbeatError})
 }
 
 func consumerGroupHeartbeatError(req *kmsg.ConsumerGroupHeartbeatRequest, code int16) kmsg.Response {
@@ -45,7 +45,7 @@ func handleConsumerGroupHeartbeat(ctx context.Context, gw *Gateway, r *request, 
 		return consumerGroupHeartbeatError(req, kerr.NotCoordinator.Code), nil
 	}
 	var sub groupcoord.Subscription
-	gw.groups.With(r.tenant, func(c *groupcoord.Coordinator) { sub = c.ConsumerSubscription(req) })
+	gw.groups.With(r.Tenant(), func(c *groupcoord.Coordinator) { sub = c.ConsumerSubscription(req) })
 	topics, err := gw.consumerTopics(ctx, r, sub)
 	if err != nil {
 		gw.log.Warn().Err(err).Str("group", req.Group).Msg("consumer group heartbeat: listing topics failed")
@@ -61,7 +61,7 @@ func handleConsumerGroupHeartbeat(ctx context.Context, gw *Gateway, r *request, 
 // lookup failed is left out, so the coordinator keeps what it knew of it.
 func (gw *Gateway) consumerTopics(ctx context.Context, r *request, sub groupcoord.Subscription) (groupcoord.Topics, error) {
 	var out groupcoord.Topics
-	tn := r.tenant
+	tn := r.Tenant()
 	names := sub.Names
 	if len(sub.Regexes) > 0 {
 		all, err := tn.catalog.List(ctx)
@@ -70,7 +70,7 @@ func (gw *Gateway) consumerTopics(ctx context.Context, r *request, sub groupcoor
 		}
 		out.All = gw.describable(r, all)
 		if hidden := len(all) - len(out.All); hidden > 0 {
-			r.log().Info().Str("principal", r.principal()).Str("api", r.h.name).Int("topics", hidden).
+			r.Log().Info().Str("principal", r.Principal()).Str("api", r.API()).Int("topics", hidden).
 				Msg("denied by ACLs: topics the member may not describe are left out of its regex subscription's matches")
 		}
 		names = append(slices.Clone(names), sub.Matches(all)...)

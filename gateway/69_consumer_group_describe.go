@@ -19,7 +19,7 @@ import (
 // Kafka's admin client fall back to DescribeGroups.
 
 func init() {
-	regKey(69, 0, 1, api[*kmsg.ConsumerGroupDescribeRequest]{concurrent: handleConsumerGroupDescribe, errors: consumerGroupDescribeError})
+	regKey(69, 0, 1, api[*kmsg.ConsumerGroupDescribeRequest]{Concurrent: handleConsumerGroupDescribe, Errors: consumerGroupDescribeError})
 }
 
 // consumerGroupDescribeError answers every group of req with code.
@@ -35,7 +35,7 @@ func consumerGroupDescribeError(req *kmsg.ConsumerGroupDescribeRequest, code int
 
 func handleConsumerGroupDescribe(_ context.Context, gw *Gateway, r *request, req *kmsg.ConsumerGroupDescribeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-	gw.groups.With(r.tenant, func(c *groupcoord.Coordinator) {
+	gw.groups.With(r.Tenant(), func(c *groupcoord.Coordinator) {
 		for _, g := range req.Groups {
 			d := c.DescribeConsumer(g)
 			switch {

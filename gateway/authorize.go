@@ -29,8 +29,10 @@ const (
 // other gateways, which bounds how long they take to be enforced here.
 const aclsPollInterval = 2 * time.Second
 
-func (r *request) aclRequest(op authz.Operation, rt authz.ResourceType, name string) authz.Request {
-	return authz.Request{Principal: r.principal(), Host: r.clientHost(), Op: op, Type: rt, Name: name}
+// aclRequest is what r asks the ACLs: may its principal, from its host,
+// do op on the resource.
+func aclRequest(r *request, op authz.Operation, rt authz.ResourceType, name string) authz.Request {
+	return authz.Request{Principal: r.Principal(), Host: r.ClientHost(), Op: op, Type: rt, Name: name}
 }
 
 // permits reports whether r may do op on the resource, without a log line:
@@ -39,7 +41,7 @@ func (gw *Gateway) permits(r *request, op authz.Operation, rt authz.ResourceType
 	if gw.acls == nil {
 		return true
 	}
-	return gw.aclPolicy.Allowed(gw.acls.Current(), r.aclRequest(op, rt, name))
+	return gw.aclPolicy.Allowed(gw.acls.Current(), aclRequest(r, op, rt, name))
 }
 
 // authorize is permits for a request that names the resource: a denial is
@@ -48,7 +50,7 @@ func (gw *Gateway) authorize(r *request, op authz.Operation, rt authz.ResourceTy
 	if gw.permits(r, op, rt, name) {
 		return true
 	}
-	r.log().Info().Str("principal", r.principal()).Str("api", r.h.name).Str("operation", opName(op)).
+	r.Log().Info().Str("principal", r.Principal()).Str("api", r.API()).Str("operation", opName(op)).
 		Str("resource_type", resourceTypeName(rt)).Str("resource", name).Msg("denied by ACLs")
 	return false
 }
@@ -63,7 +65,7 @@ func (gw *Gateway) authorizedOps(r *request, rt authz.ResourceType, name string)
 	if gw.acls == nil {
 		return authz.AllOperations(rt)
 	}
-	return gw.aclPolicy.AuthorizedOperations(gw.acls.Current(), r.aclRequest(authz.OpUnknown, rt, name))
+	return gw.aclPolicy.AuthorizedOperations(gw.acls.Current(), aclRequest(r, authz.OpUnknown, rt, name))
 }
 
 // Kafka's authorization error codes, by resource type.
@@ -115,7 +117,7 @@ func (gw *Gateway) startACLs(specs []Listener) error {
 	}
 	gw.log.Info().Int("acls", gw.acls.Current().Len()).Int("super_users", len(gw.aclPolicy.SuperUsers)).
 		Bool("allow_everyone_if_no_acl_found", gw.aclPolicy.AllowIfNoACL).Msg("ACL authorizer started")
-	gw.goSafe("ACL follower", func() { gw.acls.Run(gw.ctx, aclsPollInterval) })
+	gw.panics.Go("ACL follower", func() { gw.acls.Run(gw.ctx, aclsPollInterval) })
 	return nil
 }
 
@@ -235,7 +237,7 @@ func (gw *Gateway) mayWriteIdempotently(r *request) bool {
 	if gw.acls == nil || gw.permits(r, authz.OpIdempotentWrite, authz.ResourceCluster, authz.ClusterName) {
 		return true
 	}
-	if gw.aclPolicy.AllowedOnAny(gw.acls.Current(), r.aclRequest(authz.OpWrite, authz.ResourceTopic, "")) {
+	if gw.aclPolicy.AllowedOnAny(gw.acls.Current(), aclRequest(r, authz.OpWrite, authz.ResourceTopic, "")) {
 		return true
 	}
 	return gw.authorizeCluster(r, authz.OpIdempotentWrite)

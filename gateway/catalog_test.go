@@ -4,23 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/topics"
 )
-
-// Group ids keep the app names they had before topics shared the encoding.
-func TestAppNamesUnchangedByTheSharedEncoding(t *testing.T) {
-	if got, want := appNameFor("group.with.dots"), "disgw-group_with_dots-d56480fcc0606caf"; got != want {
-		t.Fatalf("appNameFor = %q, want %q", got, want)
-	}
-	if got := appNameFor(strings.Repeat("g", 300)); len(got) != len(topics.EncodedNamePrefix)+appNameKeep+1+16 {
-		t.Fatalf("a long group id maps to %d characters", len(got))
-	}
-}
 
 // untaggedListing hides tags from ListStreams answers, as a DIS listing
 // without stream_info_list would.

@@ -1,6 +1,10 @@
 package gateway
 
-import "github.com/disgw/disgw/gateway/topics"
+import (
+	"sync"
+
+	"github.com/disgw/disgw/gateway/topics"
+)
 
 // topicsConfig is the part of the gateway's settings the topic catalog and
 // the topic configs read.
@@ -25,4 +29,19 @@ func (gw *Gateway) topicsDeps(tn *tenant) topics.Deps {
 		Parallel:  gw.parallel,
 		KafkaCode: kafkaCodeForDIS,
 	}
+}
+
+// parallel runs fn for i in [0, n) with at most topics.DescribeConcurrency at once.
+func (gw *Gateway) parallel(n int, fn func(i int)) {
+	sem := make(chan struct{}, topics.DescribeConcurrency)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		gw.panics.Go("parallel DIS calls", func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(i)
+		})
+	}
+	wg.Wait()
 }

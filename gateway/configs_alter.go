@@ -26,7 +26,7 @@ func (gw *Gateway) alterConfigResource(ctx context.Context, r *request, rt kmsg.
 	if code := gw.authorizeConfigs(r, authz.OpAlterConfigs, rt, name); code != 0 {
 		return code, nil
 	}
-	if cerr := gw.alterResource(ctx, r.tenant, rt, name, validateOnly, fill); cerr != nil {
+	if cerr := gw.alterResource(ctx, r.Tenant(), rt, name, validateOnly, fill); cerr != nil {
 		return cerr.Code, kmsg.StringPtr(cerr.Msg)
 	}
 	return 0, nil

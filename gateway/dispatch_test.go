@@ -91,61 +91,6 @@ func panicsRecovered(gw *Gateway) float64 {
 	return m.GetCounter().GetValue()
 }
 
-// swapHandler replaces key's handler for the test.
-func swapHandler(t *testing.T, key int16, change func(h *handler)) {
-	orig := handlers[key]
-	h := *orig
-	change(&h)
-	handlers[key] = &h
-	t.Cleanup(func() { handlers[key] = orig })
-}
-
-// A handler that panics, in its ordered part or its concurrent one, is
-// answered with UNKNOWN_SERVER_ERROR in the shape of its API's response;
-// the panic is counted, the connection keeps working and so does the rest
-// of the gateway.
-func TestHandlerPanicAnswersUnknownServerError(t *testing.T) {
-	swapHandler(t, 60, func(h *handler) {
-		h.start = func(context.Context, *Gateway, *request) (kmsg.Response, continuation, error) { panic("ordered boom") }
-	})
-	swapHandler(t, 15, func(h *handler) {
-		h.start = func(context.Context, *Gateway, *request) (kmsg.Response, continuation, error) {
-			return nil, func(context.Context) (kmsg.Response, error) { panic("concurrent boom") }, nil
-		}
-		h.deadline = func(*Gateway, *request) time.Duration { return time.Minute }
-	})
-	gw := startWith(t, Config{}, func(a disclient.API) disclient.API { return a })
-	c := dialTest(t, gw)
-
-	dc := kmsg.NewPtrDescribeClusterRequest()
-	if code := c.roundTrip(dc).(*kmsg.DescribeClusterResponse).ErrorCode; code != kerr.UnknownServerError.Code {
-		t.Fatalf("DescribeCluster: error %d, want UNKNOWN_SERVER_ERROR", code)
-	}
-	c.apiVersionsWork()
-	dg := kmsg.NewPtrDescribeGroupsRequest()
-	dg.Version = 5
-	dg.Groups = []string{"a", "b"}
-	groups := c.roundTrip(dg).(*kmsg.DescribeGroupsResponse).Groups
-	if len(groups) != 2 || groups[0].Group != "a" || groups[1].ErrorCode != kerr.UnknownServerError.Code {
-		t.Fatalf("DescribeGroups answered %+v, want both groups with UNKNOWN_SERVER_ERROR", groups)
-	}
-	c.apiVersionsWork()
-	if n := panicsRecovered(gw); n != 2 {
-		t.Fatalf("disgw_panics_recovered_total = %v, want 2", n)
-	}
-
-	other, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()), kgo.DefaultProduceTopic("after-panic"), kgo.AllowAutoTopicCreation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := other.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
-		t.Fatalf("another client after the panics: %v", err)
-	}
-}
-
 // stuckDIS never answers the catalog's DIS calls: until ctx is done, or,
 // with ignoreCtx, until the test ends.
 type stuckDIS struct {

@@ -57,7 +57,7 @@ func duplicateProducePartitions(r *request, req *kmsg.ProduceRequest) map[partit
 		},
 		func(t *kmsg.ProduceRequestTopic) []kmsg.ProduceRequestTopicPartition { return t.Partitions })
 	if dups != nil {
-		r.log().Warn().Int("partitions", len(dups)).Msg("produce request names a partition more than once; refusing those partitions with INVALID_REQUEST")
+		r.Log().Warn().Int("partitions", len(dups)).Msg("produce request names a partition more than once; refusing those partitions with INVALID_REQUEST")
 	}
 	return dups
 }
@@ -73,7 +73,7 @@ func duplicateFetchPartitions(r *request, req *kmsg.FetchRequest) map[partitionR
 		},
 		func(t *kmsg.FetchRequestTopic) []kmsg.FetchRequestTopicPartition { return t.Partitions })
 	if dups != nil {
-		r.log().Warn().Int("partitions", len(dups)).Msg("fetch request names a partition more than once; refusing those partitions with INVALID_REQUEST")
+		r.Log().Warn().Int("partitions", len(dups)).Msg("fetch request names a partition more than once; refusing those partitions with INVALID_REQUEST")
 	}
 	return dups
 }

@@ -120,12 +120,9 @@ func streamSeeds(f *testing.F) [][]byte {
 	var seeds [][]byte
 	fm := kmsg.NewRequestFormatter(kmsg.FormatterClientID("fuzz"))
 	corr := int32(0)
-	for _, h := range handlers {
-		if h == nil {
-			continue
-		}
-		for v := h.min; v <= h.max; v++ {
-			req := kmsg.RequestForKey(h.key)
+	for _, k := range handlers.Bind(nil).Versions(true) {
+		for v := k.MinVersion; v <= k.MaxVersion; v++ {
+			req := kmsg.RequestForKey(k.ApiKey)
 			req.SetVersion(v)
 			fillSeed(req)
 			corr++

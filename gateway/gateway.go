@@ -1,7 +1,8 @@
-// Package gateway serves the Kafka protocol over DIS: the per-connection
-// pipeline, one handler per API key, the partition writers and readers; the
-// topic catalog is gateway/topics. It depends on protocol for the wire
-// format and on disclient for DIS; nothing below it imports it.
+// Package gateway serves the Kafka protocol over DIS: one handler per API
+// key, run by the connections of gateway/wire, over the partition log
+// (gateway/plog), the topic catalog (gateway/topics) and the group driver
+// (gateway/groups). It depends on protocol for the wire format and on
+// disclient for DIS; nothing below it imports it.
 package gateway
 
 import (
@@ -9,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +24,7 @@ import (
 	"github.com/disgw/disgw/gateway/metrics"
 	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/gateway/topics"
+	"github.com/disgw/disgw/gateway/wire"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -84,6 +85,10 @@ type Config struct {
 	// (docs/design.md §6); nil means a gateway alone, which owns every
 	// partition and group.
 	Membership Membership
+	// GroupHandoverWait is the longest a starting gateway waits for every
+	// live peer to have probed it twice before it coordinates groups
+	// (groupHandover); 0 coordinates at once, as a gateway alone may.
+	GroupHandoverWait time.Duration
 	// ClusterID is reported in Metadata v2+ and DescribeCluster.
 	ClusterID string
 
@@ -187,6 +192,22 @@ type Config struct {
 	// StateIdleTimeout is how long a partition writer or reader, and a
 	// passthrough tenant without connections, stays after its last use.
 	StateIdleTimeout time.Duration
+	// CompactionMapBytes is the memory of the key map a compacted topic's
+	// rewrite uses (Kafka's log.cleaner.dedupe.buffer.size): 24 bytes a
+	// key; a rewrite with more keys than fit compacts what fits and leaves
+	// the rest to the next (docs/design.md §12). Default 64 MiB.
+	CompactionMapBytes int
+	// KeepInterval is how often the keeper looks for kept partitions due
+	// a rewrite; default 10 minutes, well within the half DIS retention a
+	// rewrite has to finish in.
+	KeepInterval time.Duration
+	// KeepReadBytesPerSecond paces what one rewrite reads of a topic's
+	// stream, so that consumers keep their share of the partition's read
+	// quota (DIS allows 2 MB/s per partition); default 1 MB/s.
+	KeepReadBytesPerSecond int
+	// Now is the clock rewrites decide by; default time.Now. Tests set
+	// it to pass DIS retention periods in seconds.
+	Now func() time.Time
 	// MaxTenants bounds the passthrough credentials held at once; a
 	// sign-in with new ones beyond drops the least recently active tenant
 	// without connections, or is refused when every one has some.
@@ -341,6 +362,18 @@ func (c *Config) setDefaults() {
 	if c.StateIdleTimeout <= 0 {
 		c.StateIdleTimeout = 10 * time.Minute
 	}
+	if c.CompactionMapBytes <= 0 {
+		c.CompactionMapBytes = 64 << 20
+	}
+	if c.KeepInterval <= 0 {
+		c.KeepInterval = 10 * time.Minute
+	}
+	if c.KeepReadBytesPerSecond <= 0 {
+		c.KeepReadBytesPerSecond = 1 << 20
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 	if c.MaxTenants <= 0 {
 		c.MaxTenants = 1000
 	}
@@ -376,11 +409,6 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// maxBufferedBytes is how much unconsumed input a paused connection may hold.
-func (c *Config) maxBufferedBytes() int {
-	return int(c.MaxFrameBytes) + int(c.MaxInflightBytesPerConn)
-}
-
 // Gateway is one running Kafka front end.
 type Gateway struct {
 	cfg Config
@@ -391,8 +419,9 @@ type Gateway struct {
 	tenant  *tenant
 	log     zerolog.Logger
 	metrics *metrics.Metrics
-	// authLimit throttles sign-ins.
-	authLimit *authLimiter
+	// wire is the connections: listeners, sessions and the dispatcher.
+	wire   *wire.Server[*tenant]
+	panics *wire.Panics
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -403,17 +432,16 @@ type Gateway struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	listeners []*listener
 	// inflight is the bytes held against MaxInflightBytes: requests being
-	// handled, responses not yet written, frames partly received.
-	inflight    atomic.Int64
-	conns       *connTable
-	handlersRun handlerCount
+	// handled, responses not yet written, frames partly received,
+	// decompressed produce data.
+	inflight atomic.Int64
 
 	producers *producerIDs
 	groups    *groups.Driver[*tenant]
-	// groupForApp maps encoded app names back to group ids.
-	groupForApp sync.Map
+	// handover holds group coordination back while a starting gateway's
+	// peers let go of its groups.
+	handover *groupHandover
 
 	queues *plog.Queues
 	// readCache is the gateway-wide budget of cached batches.
@@ -434,7 +462,7 @@ type Gateway struct {
 
 	// rawNotices are the idempotent producers already warned about
 	// losing headers or keys to a raw topic's drop policy.
-	rawNotices rawNotices
+	rawNotices wire.Notices
 	// disDown is why the last readiness probe of DIS failed; nil while
 	// DIS answers (shutdown.go).
 	disDown atomic.Pointer[string]
@@ -470,16 +498,17 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		draining:  make(chan struct{}),
 		producers: newProducerIDs(time.Now),
 		tenants:   make(map[string]*tenant),
-		conns:     newConnTable(),
-		authLimit: newAuthLimiter(&cfg),
+		handover:  newGroupHandover(cfg.GroupHandoverWait),
 	}
 	gw.metrics = newMetrics(gw)
+	gw.panics = &wire.Panics{Log: gw.log, Count: gw.metrics.Panics}
 	gw.queues = plog.NewQueues(gw.cfg.MaxPartitionQueueBytes, gw.cfg.MaxQueueBytes, gw.metrics.ProduceQueued, gw.metrics.ProduceQueueWaits)
 	gw.readCache = plog.NewCache(gw.cfg.ReadCacheBytes, gw.metrics.ReadCacheBytes)
 	gw.tenant = newTenant(gw, "", "", dis)
 	notChecked := disNotChecked
 	gw.disDown.Store(&notChecked)
 	gw.groups = newGroupDriver(gw)
+	gw.wire = wire.New(gw.wireDeps())
 	if cfg.Authorizer == AuthorizerACL {
 		if gw.acls, err = authz.NewDISStore(gw.tenant.dis, gw.log, cfg.MaxRecordBytes, cfg.ACLKey); err != nil {
 			cancel()
@@ -492,15 +521,12 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 // Start binds every listener and serves in the background. It returns once
 // all are bound, or with the first error.
 func (gw *Gateway) Start() error {
-	specs := append([]Listener{{Addr: gw.cfg.Listen, AdvertisedAddr: gw.cfg.AdvertisedAddr, Protocol: Plaintext}}, gw.cfg.Listeners...)
-	if gw.cfg.Listen == "-" {
-		specs = specs[1:]
-	}
+	specs := gw.cfg.listenerSpecs()
 	for _, spec := range specs {
-		if err := spec.validate(); err != nil {
+		if err := spec.Validate(); err != nil {
 			return err
 		}
-		if spec.Protocol.usesSASL() && gw.cfg.SASL == nil && !gw.cfg.SASLPassthrough {
+		if spec.Protocol.UsesSASL() && gw.cfg.SASL == nil && !gw.cfg.SASLPassthrough {
 			return fmt.Errorf("gateway: %s listener %s needs SASL users or passthrough", spec.Protocol, spec.Addr)
 		}
 	}
@@ -512,121 +538,33 @@ func (gw *Gateway) Start() error {
 	if err := gw.startACLs(specs); err != nil {
 		return err
 	}
-	for _, spec := range specs {
-		l := &listener{Listener: spec}
-		var err error
-		if spec.Protocol.usesTLS() {
-			err = gw.startTLS(l)
-		} else {
-			err = gw.startGnet(l)
-		}
-		if err != nil {
-			_ = gw.stopListeners()
-			return err
-		}
-		gw.listeners = append(gw.listeners, l)
-		gw.log.Info().Str("protocol", string(spec.Protocol)).Str("listen", l.bound.String()).
-			Str("advertised", net.JoinHostPort(l.host, strconv.Itoa(int(l.port)))).Msg("kafka listener started")
-	}
-	go gw.reap()
-	gw.swept = make(chan struct{})
-	go gw.sweepIdle()
-	gw.goSafe("membership follower", gw.followMembership)
-	gw.goSafe("DIS readiness probe", gw.probeDIS)
-	return nil
-}
-
-// overBudget reports whether the gateway holds more than MaxInflightBytes.
-func (gw *Gateway) overBudget() bool { return gw.inflight.Load() > gw.cfg.MaxInflightBytes }
-
-// startGnet serves a plaintext listener on gnet's event loops.
-func (gw *Gateway) startGnet(l *listener) error {
-	t := newGnetTransport(gw, l)
-	done := make(chan error, 1)
-	go func() {
-		defer gw.recoverPanic("gnet transport", func() { done <- errTransportPanicked })
-		done <- t.run()
-	}()
-	select {
-	case err := <-t.booted:
-		if err != nil {
-			return fmt.Errorf("gateway: listen %s: %w", l.Addr, err)
-		}
-	case <-time.After(10 * time.Second):
-		return errNotBooted
-	}
-	l.stop = func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		err := t.stop(ctx)
-		<-done
+	if err := gw.wire.Listen(); err != nil {
 		return err
 	}
+	gw.swept = make(chan struct{})
+	go gw.sweepIdle()
+	gw.panics.Go("membership follower", gw.followMembership)
+	gw.panics.Go("DIS readiness probe", gw.probeDIS)
+	gw.panics.Go("keeper", gw.keepLoop)
 	return nil
 }
 
-func (gw *Gateway) stopListeners() error {
-	var first error
-	for _, l := range gw.listeners {
-		if err := l.stop(); err != nil && first == nil && !errors.Is(err, context.Canceled) {
-			first = err
-		}
+// listenerSpecs is every listener the gateway binds: the PLAINTEXT one
+// of Listen unless it is "-", then Listeners.
+func (c *Config) listenerSpecs() []Listener {
+	specs := append([]Listener{{Addr: c.Listen, AdvertisedAddr: c.AdvertisedAddr, Protocol: Plaintext}}, c.Listeners...)
+	if c.Listen == "-" {
+		specs = specs[1:]
 	}
-	return first
+	return specs
 }
 
 // Addr is the bound address of the first listener.
-func (gw *Gateway) Addr() net.Addr { return gw.listeners[0].bound }
+func (gw *Gateway) Addr() net.Addr { return gw.wire.Addr() }
 
 // ListenerAddr is the bound address of the first listener with protocol p,
 // or nil.
-func (gw *Gateway) ListenerAddr(p SecurityProtocol) net.Addr {
-	for _, l := range gw.listeners {
-		if l.Protocol == p {
-			return l.bound
-		}
-	}
-	return nil
-}
-
-// handlerCount counts the requests being handled, for Close to wait on.
-// Unlike a sync.WaitGroup it may gain requests while Close waits: clients
-// keep sending until their connections close.
-type handlerCount struct {
-	mu   sync.Mutex
-	n    int
-	zero chan struct{} // closed when n drops to 0; nil when nobody waits
-}
-
-func (c *handlerCount) Add(d int) {
-	c.mu.Lock()
-	c.n += d
-	if c.n == 0 && c.zero != nil {
-		close(c.zero)
-		c.zero = nil
-	}
-	c.mu.Unlock()
-}
-
-func (c *handlerCount) Done() { c.Add(-1) }
-
-// wait returns once no request is being handled, or when ctx is done.
-func (c *handlerCount) wait(ctx context.Context) {
-	c.mu.Lock()
-	if c.n == 0 {
-		c.mu.Unlock()
-		return
-	}
-	if c.zero == nil {
-		c.zero = make(chan struct{})
-	}
-	zero := c.zero
-	c.mu.Unlock()
-	select {
-	case <-zero:
-	case <-ctx.Done():
-	}
-}
+func (gw *Gateway) ListenerAddr(p SecurityProtocol) net.Addr { return gw.wire.ListenerAddr(p) }
 
 // Close shuts the gateway down gracefully (docs/operations.md, "Shutdown"):
 // it turns unready, refuses new connections, hands its groups on, lets

@@ -2,18 +2,23 @@ package gateway
 
 import (
 	"context"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/gateway/groups"
+	"github.com/disgw/disgw/gateway/plog"
+	"github.com/disgw/disgw/gateway/topics"
+	"github.com/disgw/disgw/gateway/wire"
 	"github.com/disgw/disgw/groupcoord"
 )
 
 // newGroupDriver makes the driver of every tenant's groups
 // (docs/design.md §5): the coordinators' settings, tenants' ids and access
-// keys, ownership, expired groups' DIS apps, and hooks for metrics and
-// panics.
+// keys, ownership, each tenant's DIS client, catalog, apps and partition
+// log, and hooks for metrics and panics.
 func newGroupDriver(gw *Gateway) *groups.Driver[*tenant] {
 	cfg := &gw.cfg
 	return groups.New(groups.Deps[*tenant]{
@@ -27,27 +32,37 @@ func newGroupDriver(gw *Gateway) *groups.Driver[*tenant] {
 			ConsumerSessionTimeout:    cfg.ConsumerGroupSessionTimeout,
 			ConsumerHeartbeatInterval: cfg.ConsumerGroupHeartbeatInterval,
 		},
-		Log:         gw.log,
-		Tenant:      func(tn *tenant) (string, string) { return tn.id, tn.accessKey },
-		Coordinates: gw.coordinates,
-		Expire:      gw.expireOffsets,
-		Ready:       gw.metrics.GroupsReady,
-		Go:          gw.goSafe,
-		Recover:     gw.recoverPanic,
+		Log:                gw.log,
+		Tenant:             func(tn *tenant) (string, string) { return tn.id, tn.accessKey },
+		Coordinates:        gw.coordinates,
+		Ready:              gw.metrics.GroupsReady,
+		Go:                 gw.panics.Go,
+		Recover:            gw.panics.Recover,
+		Ctx:                gw.ctx,
+		RequestTimeout:     cfg.RequestTimeout,
+		MaxCheckpointReads: cfg.MaxCheckpointReadsPerRequest,
+		DIS:                func(tn *tenant) disclient.API { return tn.dis },
+		Catalog:            func(tn *tenant) *topics.Catalog { return tn.catalog },
+		Apps:               func(tn *tenant) *sync.Map { return &tn.knownApps },
+		Partition: func(tn *tenant, t *topics.Meta, p int32) groups.Partition {
+			return gw.partitionFor(tn.key(t, p))
+		},
+		WatermarkApp: plog.WatermarkApp,
+		KafkaCode:    kafkaCodeForDIS,
+		Parallel:     gw.parallel,
+		Committed: func(tn *tenant, group string, t *topics.Meta, p int32, offset int64) {
+			gw.metrics.Committed(group, tn.key(t, p), offset)
+		},
 	})
 }
 
 // groupConn is the connection r came on, as the group driver sees it.
 func groupConn(r *request) groups.Conn[*tenant] {
-	clientID := ""
-	if r.hdr.ClientID != nil {
-		clientID = *r.hdr.ClientID
-	}
 	return groups.Conn[*tenant]{
-		Tenant:   r.tenant,
-		ClientID: clientID,
-		Host:     r.s.remoteHost(),
-		Refuse:   func(code int16) kmsg.Response { return r.h.errorResponse(r, code) },
+		Tenant:   r.Tenant(),
+		ClientID: r.ClientID(),
+		Host:     r.RemoteHost(),
+		Refuse:   r.ErrorResponse,
 	}
 }
 
@@ -55,9 +70,9 @@ func groupConn(r *request) groups.Conn[*tenant] {
 // driver on the dispatcher, so the coordinator sees a connection's
 // requests in order, and waits for the answer concurrently: the
 // coordinator decides when (a JoinGroup waits for the rebalance).
-func stepGroup[Req kmsg.Request](_ context.Context, gw *Gateway, r *request, req Req) (kmsg.Response, continuation, error) {
+func stepGroup[Req kmsg.Request](_ context.Context, gw *Gateway, r *request, req Req) (kmsg.Response, wire.Continuation, error) {
 	if !gw.authorize(r, authz.OpRead, authz.ResourceGroup, groups.MembershipGroup(req)) {
-		return r.h.errorResponse(r, groupDenied), nil, nil
+		return r.ErrorResponse(groupDenied), nil, nil
 	}
 	answer := gw.groups.Step(groupConn(r), req)
 	return nil, func(ctx context.Context) (kmsg.Response, error) {

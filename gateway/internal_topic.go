@@ -56,7 +56,7 @@ func offsetsPartition(p int32) bool { return p >= 0 && p < offsetsTopicPartition
 // internalTopicRefused is the error answered to a client that writes or
 // changes the offsets topic, as Kafka answers it: INVALID_TOPIC_EXCEPTION.
 func (gw *Gateway) internalTopicRefused(r *request, api string) (int16, *string) {
-	r.log().Info().Str("topic", offsetsTopic).Str("api", api).Msg("refused: the internal offsets topic is not the client's to change")
+	r.Log().Info().Str("topic", offsetsTopic).Str("api", api).Msg("refused: the internal offsets topic is not the client's to change")
 	return kerr.InvalidTopicException.Code, kmsg.StringPtr("topic '" + offsetsTopic + "' is internal: disgw keeps committed offsets in DIS checkpoints")
 }
 

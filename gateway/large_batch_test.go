@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"strconv"
 	"testing"
@@ -83,5 +84,33 @@ func TestLargeBatchOverTheLimit(t *testing.T) {
 	}
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 10 {
 		t.Fatalf("error %d, want MESSAGE_TOO_LARGE (10)", code)
+	}
+}
+
+// A Fetch answer of more batches than one writev takes (1024 pieces) goes
+// out spliced, in several writes, byte for byte what was stored: the many
+// small batches compressible data makes are not copied together first.
+func TestFetchOfMoreBatchesThanOneWritev(t *testing.T) {
+	gw := startGateway(t, Config{}, localDIS(t))
+	kc, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr().String()), kgo.MaxVersions(kversion.V3_0_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	largeTopic(t, kc, "many", 1<<20)
+	const n = 1500
+	var want []byte
+	for i := range n {
+		b := batchesOf(t, 1, 1, 1+i%7)
+		if base := produceRaw(t, kc, "many", b); base != int64(i) {
+			t.Fatalf("batch %d at offset %d", i, base)
+		}
+		protocol.StampBatch(b, int64(i), 0)
+		want = append(want, b...)
+	}
+	p := fetchPartition0(t, kc, "many", 0, 1<<20)
+	if !bytes.Equal(p.RecordBatches, want) {
+		bs, err := protocol.DecodeBatches(p.RecordBatches, protocol.NewDecompressBudget(1<<20))
+		t.Fatalf("fetched %d bytes in %d batches (%v), want the %d bytes of the %d stored", len(p.RecordBatches), len(bs), err, len(want), n)
 	}
 }

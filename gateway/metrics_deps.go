@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/disgw/disgw/gateway/metrics"
+	"github.com/disgw/disgw/gateway/wire"
 	"github.com/disgw/disgw/groupcoord"
 )
 
@@ -34,7 +35,7 @@ func newMetrics(gw *Gateway) *metrics.Metrics {
 		MaxInflightBytes: cfg.MaxInflightBytes,
 		MaxQueueBytes:    cfg.MaxQueueBytes,
 		ReadCacheBytes:   cfg.ReadCacheBytes,
-		Mechanisms:       []string{mechPlain, mechSCRAMSHA256, mechSCRAMSHA512},
+		Mechanisms:       []string{wire.MechPlain, wire.MechSCRAMSHA256, wire.MechSCRAMSHA512},
 	}, metrics.State{
 		Ctx:      gw.ctx,
 		Inflight: gw.inflight.Load,
@@ -95,7 +96,3 @@ func countFetched(m *metrics.Metrics, accessKey string, parts []*fetchPart) {
 		m.Fetched(accessKey, p.topic.Name, p.resp.Partition, n, len(p.resp.RecordBatches))
 	}
 }
-
-// name is the listener's label in the connection series: its security
-// protocol.
-func (l *listener) name() string { return string(l.Protocol) }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/disgw/disgw/gateway/cluster"
+	"github.com/disgw/disgw/gateway/wire"
 )
 
 // The gateway obeys its Membership (docs/design.md §6): Metadata names each
@@ -16,11 +17,11 @@ import (
 // listener's own advertised address, another at its host and first
 // listener's port, shifted by this listener's offset from this gateway's
 // first listener (every gateway lays its listeners out alike).
-func (gw *Gateway) peerAddr(l *listener, p cluster.Peer) (string, int32) {
+func (gw *Gateway) peerAddr(l *wire.Bound, p cluster.Peer) (string, int32) {
 	if p.ID == gw.cfg.NodeID {
-		return l.host, l.port
+		return l.Host(), l.Port()
 	}
-	return p.Host, p.Port + l.port - gw.listeners[0].port
+	return p.Host, p.Port + l.Port() - gw.wire.Listeners()[0].Port()
 }
 
 // partitionOwner is the gateway that leads partition p of topic.
@@ -47,13 +48,16 @@ func (gw *Gateway) leaderEndpoint(r *request, owner cluster.Peer, n int, id func
 			return "", 0, false
 		}
 	}
-	host, port = gw.peerAddr(r.listener(), owner)
+	host, port = gw.peerAddr(r.Listener(), owner)
 	return host, port, true
 }
 
-// coordinates reports whether this gateway coordinates group.
+// coordinates reports whether this gateway coordinates group: it owns it
+// and, if it just started, its peers have let go of their groups
+// (groupHandover); meanwhile the group's requests are answered
+// NOT_COORDINATOR and its clients ask again.
 func (gw *Gateway) coordinates(group string) bool {
-	return gw.coordinator(group).ID == gw.cfg.NodeID
+	return gw.coordinator(group).ID == gw.cfg.NodeID && gw.handover.over(gw.cfg.NodeID, gw.cfg.Membership.Live())
 }
 
 // movedRetryInterval is how often the gateway looks again for a partition

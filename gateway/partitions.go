@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"context"
+	"errors"
 
+	"github.com/disgw/disgw/gateway/keep"
 	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/gateway/topics"
 )
@@ -78,13 +80,30 @@ func (gw *Gateway) plogDeps(tn *tenant) plog.Deps {
 			pm := t.Partitions[partition]
 			return pm.Earliest, pm.Next, true, nil
 		},
-		EnsureApp: func(ctx context.Context, app string) error { return gw.ensureApp(ctx, tn, app) },
+		RetentionMs: func(ctx context.Context, topic string) (int64, error) {
+			t, err := tn.catalog.Get(ctx, topic)
+			if err != nil {
+				return 0, err
+			}
+			return t.RetentionMs, nil
+		},
+		Kept: func(ctx context.Context, topic string) (keep.Policy, string, bool, error) {
+			k, err := tn.catalog.Keep(ctx, topic)
+			switch {
+			case errors.Is(err, topics.ErrUnknownTopic):
+				return keep.Policy{}, "", false, nil
+			case err != nil:
+				return keep.Policy{}, "", false, err
+			}
+			return k.Policy, k.Stream, k.Kept(), nil
+		},
+		EnsureApp: func(ctx context.Context, app string) error { return gw.groups.EnsureApp(ctx, tn, app) },
 		ForgetApp: func(app string) { tn.knownApps.Delete(app) },
 		KafkaCode: kafkaCodeForDIS,
 		Queues:    gw.queues,
 		Cache:     gw.readCache,
-		Go:        gw.goSafe,
-		Recover:   gw.recoverPanic,
+		Go:        gw.panics.Go,
+		Recover:   gw.panics.Recover,
 		Produced: func(k plog.Key, records, bytes int) {
 			gw.metrics.Produced(tn.accessKey, k.Topic, k.Partition, records, bytes)
 		},

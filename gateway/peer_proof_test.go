@@ -23,7 +23,7 @@ func TestPeerProbeNeedsProof(t *testing.T) {
 		p, _ := strconv.Atoi(port)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		return prober.Probe(ctx, cluster.Peer{ID: 1, Host: host, Port: int32(p)})
+		return prober.Probe(ctx, cluster.Peer{ID: 1, Host: host, Port: int32(p)}, true)
 	}
 	if err := probe(&cluster.KafkaProber{Secret: secret}, with); err != nil {
 		t.Fatalf("a gateway with the secret: %v", err)
@@ -33,5 +33,27 @@ func TestPeerProbeNeedsProof(t *testing.T) {
 	}
 	if err := probe(&cluster.KafkaProber{Secret: secret}, without); err == nil {
 		t.Fatal("a gateway without the secret was taken for a peer")
+	}
+}
+
+// A probe names its sender and whether it counts the probed gateway live;
+// a starting gateway coordinates groups once its peers count it live.
+func TestPeerProbeNamesSender(t *testing.T) {
+	gw := startGateway(t, Config{GroupHandoverWait: time.Hour}, localDIS(t))
+	host, port, _ := net.SplitHostPort(gw.Addr().String())
+	p, _ := strconv.Atoi(port)
+	prober := &cluster.KafkaProber{From: 7}
+	defer prober.Close()
+	live := []cluster.Peer{{ID: gw.cfg.NodeID}, {ID: 7}}
+	for _, counted := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := prober.Probe(ctx, cluster.Peer{ID: 1, Host: host, Port: int32(p)}, counted)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := gw.handover.over(gw.cfg.NodeID, live); got != counted {
+			t.Fatalf("after a probe from node 7 counting it live=%v: coordinating %v", counted, got)
+		}
 	}
 }

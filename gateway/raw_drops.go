@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"sync"
-
 	"github.com/disgw/disgw/gateway/topics"
 )
 
@@ -15,63 +13,34 @@ func (gw *Gateway) noteRawDrops(r *request, t *topics.Meta, partition int32, pro
 	if d.HeaderRecords == 0 && d.KeyRecords == 0 {
 		return
 	}
-	tenant, topic := gw.metrics.Labels.Topic(r.tenant.accessKey, t.Name)
+	tenant, topic := gw.metrics.Labels.Topic(r.Tenant().accessKey, t.Name)
 	notices := &gw.rawNotices
 	if producerID < 0 {
-		notices = &r.s.rawNotices
+		notices = r.Notices()
 	}
-	clientID := ""
-	if r.hdr.ClientID != nil {
-		clientID = *r.hdr.ClientID
-	}
+	clientID := r.ClientID()
 	if d.HeaderRecords > 0 {
 		gw.metrics.RawHeadersDropped.WithLabelValues(tenant, topic).Add(float64(d.HeaderRecords))
-		if notices.first(rawNotice{part: r.tenant.key(t, partition), producerID: producerID}) {
-			r.log().Warn().Str("topic", t.Name).Int32("partition", partition).Int64("producer_id", producerID).
+		if notices.First(rawNotice{part: r.Tenant().key(t, partition), producerID: producerID}) {
+			r.Log().Warn().Str("topic", t.Name).Int32("partition", partition).Int64("producer_id", producerID).
 				Str("client_id", clientID).Int("headers", d.Headers).
 				Msg("raw topic: records written without their headers (dis.raw.headers=drop); logged once per producer and partition, counted in disgw_raw_headers_dropped_total")
 		}
 	}
 	if d.KeyRecords > 0 {
 		gw.metrics.RawKeysDropped.WithLabelValues(tenant, topic).Add(float64(d.KeyRecords))
-		if notices.first(rawNotice{part: r.tenant.key(t, partition), producerID: producerID, key: true}) {
-			r.log().Warn().Str("topic", t.Name).Int32("partition", partition).Int64("producer_id", producerID).
+		if notices.First(rawNotice{part: r.Tenant().key(t, partition), producerID: producerID, key: true}) {
+			r.Log().Warn().Str("topic", t.Name).Int32("partition", partition).Int64("producer_id", producerID).
 				Str("client_id", clientID).Str("reason", d.KeyWhy).
 				Msg("raw topic: records written without their keys (dis.raw.keys=drop); logged once per producer and partition, counted in disgw_raw_keys_dropped_total")
 		}
 	}
 }
 
-// rawNotice is one warning noteRawDrops gives once: a producer's dropped
-// headers, or keys, on one partition.
+// rawNotice is one warning noteRawDrops gives once (wire.Notices): a
+// producer's dropped headers, or keys, on one partition.
 type rawNotice struct {
 	part       partitionKey
 	producerID int64
 	key        bool
-}
-
-// maxRawNotices bounds a rawNotices set, so that producers minting ids, or
-// writing many partitions, cannot grow it without limit; past it the set
-// starts again, and the producers it forgot are warned about once more.
-const maxRawNotices = 4096
-
-// rawNotices is the set of warnings already given; its zero value is empty
-// and ready.
-type rawNotices struct {
-	mu   sync.Mutex
-	seen map[rawNotice]struct{}
-}
-
-// first reports whether n is new, and remembers it.
-func (s *rawNotices) first(n rawNotice) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.seen[n]; ok {
-		return false
-	}
-	if s.seen == nil || len(s.seen) >= maxRawNotices {
-		s.seen = make(map[rawNotice]struct{})
-	}
-	s.seen[n] = struct{}{}
-	return true
 }

@@ -5,13 +5,15 @@ import (
 	"testing"
 
 	"github.com/xdg-go/scram"
+
+	"github.com/disgw/disgw/gateway/wire"
 )
 
 // serverFirst runs a SCRAM-SHA-512 client-first message for name through
 // users' server and returns the server-first answer and the conversation.
 func serverFirst(t *testing.T, users *SASLUsers, name, password string) (string, *scram.ClientConversation, *scram.ServerConversation) {
 	t.Helper()
-	srv, err := users.scramServer(mechSCRAMSHA512)
+	srv, err := users.scramServer(wire.MechSCRAMSHA512)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,11 @@ import (
 	"github.com/disgw/disgw/gateway/topics"
 )
 
-// What OffsetForLeaderEpoch and DescribeProducers share: both answer each
-// partition from its own state on the gateway that owns it, after the same
-// checks in the same order. ListOffsets, Produce and Fetch make these
-// checks too, with cases of their own between them (the internal offsets
-// topic, a fresh lookup, writability, leader hints), so they keep theirs.
+// What ListOffsets, DeleteRecords, OffsetForLeaderEpoch and
+// DescribeProducers share: each answers every partition from its own state
+// on the gateway that owns it, after the same checks in the same order.
+// Produce and Fetch make these checks too, with cases of their own between
+// them (writability, leader hints, topic ids), so they keep theirs.
 
 // servedTopic is one topic of such a request, authorized and looked up
 // once for all its partitions.
@@ -23,14 +23,25 @@ type servedTopic struct {
 	t      *topics.Meta
 	err    error
 	denied bool
+	// internal is the internal offsets topic, which has no stream: the
+	// handlers that serve it check this first; to the others it is
+	// unknown.
+	internal bool
 }
 
 // serveTopic authorizes op on topic name and, when allowed, looks it up in
-// r's tenant's catalog: a denied topic costs DIS no describe.
-func (gw *Gateway) serveTopic(ctx context.Context, r *request, op authz.Operation, name string) servedTopic {
-	st := servedTopic{name: name, denied: !gw.authorize(r, op, authz.ResourceTopic, name)}
-	if !st.denied {
-		st.t, st.err = r.tenant.catalog.Get(ctx, name)
+// r's tenant's catalog, described again when fresh (offsets the answer
+// reports must be current): a denied topic costs DIS no describe.
+func (gw *Gateway) serveTopic(ctx context.Context, r *request, op authz.Operation, name string, fresh bool) servedTopic {
+	st := servedTopic{name: name, denied: !gw.authorize(r, op, authz.ResourceTopic, name), internal: name == offsetsTopic}
+	switch {
+	case st.denied:
+	case st.internal:
+		st.err = topics.ErrUnknownTopic
+	case fresh:
+		st.t, st.err = r.Tenant().catalog.Refresh(ctx, name)
+	default:
+		st.t, st.err = r.Tenant().catalog.Get(ctx, name)
 	}
 	return st
 }

@@ -115,7 +115,7 @@ func (gw *Gateway) close(ctx context.Context) error {
 	gw.drainOnce.Do(func() { close(gw.draining) })
 	gw.log.Info().Msg("draining: unready, refusing new connections, handing groups on")
 	gw.groups.Close()
-	gw.handlersRun.wait(ctx)
+	gw.wire.Wait(ctx)
 	drained := time.Now()
 	unfinished := ctx.Err() != nil
 	gw.forEachTenant(func(tn *tenant) { tn.parts.FlushWatermarks(ctx) })
@@ -124,7 +124,7 @@ func (gw *Gateway) close(ctx context.Context) error {
 	if gw.swept != nil {
 		<-gw.swept
 	}
-	err := gw.stopListeners()
+	err := gw.wire.Stop()
 	gw.tenantsMu.Lock()
 	for _, tn := range gw.tenants {
 		closeDIS(tn.dis)

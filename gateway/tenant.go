@@ -13,6 +13,7 @@ import (
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/gateway/topics"
+	"github.com/disgw/disgw/gateway/wire"
 )
 
 // tenant is whose DIS credentials a connection uses: the gateway's own, or
@@ -57,12 +58,9 @@ func newTenant(gw *Gateway, id, accessKey string, dis disclient.API) *tenant {
 // tenantVerifyTimeout bounds the DIS call that checks passthrough credentials.
 const tenantVerifyTimeout = 15 * time.Second
 
-// errDISAuth marks credentials DIS refused, as opposed to DIS being unwell.
-var errDISAuth = errors.New("DIS refused the credentials")
-
 // errTooManyTenants refuses a sign-in with new credentials when the gateway
 // already holds MaxTenants passthrough tenants and none of them is idle.
-var errTooManyTenants = errors.New("the gateway serves the most passthrough credentials it may (--max-tenants) and none is idle; try again later")
+var errTooManyTenants = wire.Busy("the gateway serves the most passthrough credentials it may (--max-tenants) and none is idle; try again later")
 
 // passthroughTenant returns the tenant for an AK/SK pair after DIS accepted
 // it with one cheap call, counted as one more connection of the tenant's
@@ -103,7 +101,7 @@ func (gw *Gateway) passthroughTenant(ctx context.Context, accessKey, secretKey s
 			gw.releaseTenant(tn)
 		}
 		if disclient.IsAuthRefused(err) {
-			return nil, fmt.Errorf("%w: %s", errDISAuth, disclient.ErrorCode(err))
+			return nil, fmt.Errorf("%w: %s", wire.ErrRefused, disclient.ErrorCode(err))
 		}
 		return nil, err
 	}

@@ -251,6 +251,30 @@ func (g *group) selectProtocol() string {
 	return best
 }
 
+// claimedGeneration is the newest generation the members of a "consumer"
+// group say they last owned partitions in (ConsumerMemberMetadata v2+), 0
+// for none. A group that moved to this coordinator starts again in memory,
+// while its members still claim what the last coordinator gave them;
+// cooperative assignors let the newest claim of a partition win, so the
+// next generation must be newer than every claim (docs/design.md §6,
+// "Handing groups over"), as Kafka's coordinator, which reloads the
+// generation it persisted, guarantees.
+func (g *group) claimedGeneration() int32 {
+	if g.protocolType != "consumer" {
+		return 0
+	}
+	var claimed int32
+	for _, m := range g.members {
+		for _, p := range m.protocols {
+			meta := kmsg.NewConsumerMemberMetadata()
+			if meta.ReadFrom(p.Metadata) == nil && meta.Version >= 2 {
+				claimed = max(claimed, meta.Generation)
+			}
+		}
+	}
+	return claimed
+}
+
 // rebalanceTimeout is the longest rebalance timeout of the members: how long
 // the join phase waits for all of them.
 func (g *group) rebalanceTimeout() time.Duration {
@@ -479,7 +503,7 @@ func (g *group) completeJoin(t time.Time) {
 		return
 	}
 	g.joinDeadline = time.Time{}
-	g.generation++
+	g.generation = max(g.generation, g.claimedGeneration()) + 1
 	rb := Rebalance{Group: g.id, Generation: g.generation}
 	if !g.rebalanceStart.IsZero() {
 		rb.Took = t.Sub(g.rebalanceStart)

@@ -511,3 +511,40 @@ func TestManyGroupsTimersInterleave(t *testing.T) {
 		t.Fatalf("NextTick %v with every group empty, want the first one's expiry %v", h.nextTick, want)
 	}
 }
+
+// A group that moved here starts again in memory while its members still
+// claim partitions in the last coordinator's generation: each generation
+// this coordinator makes is newer than every claim, so a cooperative
+// assignor never prefers a stale claim to the partitions' new owners.
+func TestGenerationPassesClaims(t *testing.T) {
+	h := newHarness(t, Config{})
+	claiming := func(r *kmsg.JoinGroupRequest, generation int32) *kmsg.JoinGroupRequest {
+		meta := kmsg.NewConsumerMemberMetadata()
+		meta.Version = 3
+		meta.Topics = []string{"t"}
+		meta.OwnedPartitions = []kmsg.ConsumerMemberMetadataOwnedPartition{{Topic: "t", Partitions: []int32{0}}}
+		meta.Generation = generation
+		r.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
+		return r
+	}
+	a := h.newMemberID("g", "ca")
+	r := h.joinResp(h.step("ca", claiming(joinReq("g", a), 7)))
+	if r.ErrorCode != 0 || r.Generation != 8 {
+		t.Fatalf("first join claiming generation 7: code %d generation %d, want generation 8", r.ErrorCode, r.Generation)
+	}
+	h.wantCode(h.step("ca", syncReq("g", a, 8, map[string]string{a: "x"})), nil)
+
+	// A claim no newer than the group's own changes nothing; an old
+	// metadata version (no generation) claims none.
+	b := h.newMemberID("g", "cb")
+	jb := h.step("cb", claiming(joinReq("g", b), 3))
+	ja := h.step("ca", claiming(joinReq("g", a), 8))
+	if ra, rb := h.joinResp(ja), h.joinResp(jb); ra.Generation != 9 || rb.Generation != 9 {
+		t.Fatalf("generations %d and %d, want 9", ra.Generation, rb.Generation)
+	}
+	h2 := newHarness(t, Config{})
+	c := h2.newMemberID("g", "cc")
+	if r := h2.joinResp(h2.step("cc", joinReq("g", c))); r.Generation != 1 {
+		t.Fatalf("metadata without a generation: generation %d, want 1", r.Generation)
+	}
+}

@@ -85,6 +85,10 @@ type Batch struct {
 	Records []Record
 	// Timestamps are the least and greatest of the records' timestamps.
 	Timestamps TimestampRange
+	// FirstNullKey is the index of the first record with a null key, -1
+	// when every record has a key: a compacted topic refuses such a
+	// record, as Kafka does, and checking needs no second pass.
+	FirstNullKey int
 	// Raw is the whole batch as it was decoded, aliasing the decoded
 	// data: what a kafka-format topic stores.
 	Raw []byte
@@ -164,20 +168,20 @@ func decodeBatches(data []byte, budget *DecompressBudget, keep bool) ([]Batch, e
 	if len(data) == 0 {
 		return nil, invalidRecord("no record batch")
 	}
+	opts := batchDecoding{keep: keep}
+	if !keep {
+		// Records not kept leave nothing pointing into the decompressed
+		// bytes once a batch is checked, so a pooled buffer takes them.
+		opts.scratch = scratchPool.Get().(*[]byte)
+		defer putScratch(opts.scratch)
+	}
 	var batches []Batch
 	for len(data) > 0 {
-		if len(data) < batchLengthEnd {
-			return nil, invalidRecord("%d trailing bytes are not a record batch", len(data))
+		end, err := batchEnd(data)
+		if err != nil {
+			return nil, err
 		}
-		length := int32(binary.BigEndian.Uint32(data[8:]))
-		if length < minLegacyLength {
-			return nil, fmt.Errorf("%w: batch length %d is below the minimum %d", ErrCorruptMessage, length, minLegacyLength)
-		}
-		if int64(length) > int64(len(data)-batchLengthEnd) {
-			return nil, invalidRecord("batch length %d exceeds the %d bytes left: truncated", length, len(data)-batchLengthEnd)
-		}
-		end := batchLengthEnd + int(length)
-		b, err := decodeBatch(data[:end], budget, keep)
+		b, err := decodeBatch(data[:end], budget, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -188,9 +192,42 @@ func decodeBatches(data []byte, budget *DecompressBudget, keep bool) ([]Batch, e
 	return batches, nil
 }
 
-// decodeBatch decodes one whole batch of at least minLegacyLength bytes,
-// keeping its records when keep is set.
-func decodeBatch(data []byte, budget *DecompressBudget, keep bool) (Batch, error) {
+// batchEnd returns the length of the batch data starts with, checking that
+// its length field is plausible and that data holds all of it.
+func batchEnd(data []byte) (int, error) {
+	if len(data) < batchLengthEnd {
+		return 0, invalidRecord("%d trailing bytes are not a record batch", len(data))
+	}
+	length := int32(binary.BigEndian.Uint32(data[8:]))
+	if length < minLegacyLength {
+		return 0, fmt.Errorf("%w: batch length %d is below the minimum %d", ErrCorruptMessage, length, minLegacyLength)
+	}
+	if int64(length) > int64(len(data)-batchLengthEnd) {
+		return 0, invalidRecord("batch length %d exceeds the %d bytes left: truncated", length, len(data)-batchLengthEnd)
+	}
+	return batchLengthEnd + int(length), nil
+}
+
+// batchDecoding says how decodeBatch reads a batch.
+type batchDecoding struct {
+	// keep keeps the records in Batch.Records; without it they are only
+	// checked.
+	keep bool
+	// stored takes a batch as stored, which compaction may have left
+	// sparse, rather than as a producer must send it.
+	stored bool
+	// createTime gives every record its own timestamp, the first timestamp
+	// plus its delta, also in a LogAppendTime batch, so that FilterBatch can
+	// write the deltas back as they were.
+	createTime bool
+	// scratch, when set, is a buffer of the caller's that compressed
+	// records are decompressed into (records then alias it).
+	scratch *[]byte
+}
+
+// decodeBatch decodes one whole batch of at least minLegacyLength bytes as
+// opts says.
+func decodeBatch(data []byte, budget *DecompressBudget, opts batchDecoding) (Batch, error) {
 	if magic := int8(data[batchMagicPos]); magic != batchMagicV2 {
 		return Batch{}, invalidRecord("magic %d: produce v3+ takes only v2 record batches", magic)
 	}
@@ -212,13 +249,14 @@ func decodeBatch(data []byte, budget *DecompressBudget, keep bool) (Batch, error
 		ProducerEpoch:        int16(be.Uint16(data[51:])),
 		BaseSequence:         int32(be.Uint32(data[53:])),
 		NumRecords:           int32(be.Uint32(data[57:])),
+		FirstNullKey:         -1,
 	}
 	switch {
 	case b.LastOffsetDelta < 0:
 		return Batch{}, invalidRecord("last offset delta %d: the batch covers no offsets", b.LastOffsetDelta)
 	case b.NumRecords <= 0:
 		return Batch{}, invalidRecord("record count %d: a batch needs at least one record", b.NumRecords)
-	case int64(b.LastOffsetDelta)+1 != int64(b.NumRecords):
+	case int64(b.NumRecords) > int64(b.LastOffsetDelta)+1, !opts.stored && int64(b.NumRecords) != int64(b.LastOffsetDelta)+1:
 		return Batch{}, invalidRecord("record count %d disagrees with last offset delta %d", b.NumRecords, b.LastOffsetDelta)
 	case b.ProducerID >= 0 && b.BaseSequence < 0:
 		return Batch{}, invalidRecord("producer id %d with base sequence %d", b.ProducerID, b.BaseSequence)
@@ -228,52 +266,66 @@ func decodeBatch(data []byte, budget *DecompressBudget, keep bool) (Batch, error
 		if codec > maxKnownCodec {
 			return Batch{}, invalidRecord("unknown compression codec %d", codec)
 		}
-		// Records not kept leave nothing pointing into the decompressed
-		// bytes once the batch is checked, so a pooled buffer takes them.
-		var (
-			scratch *[]byte
-			reuse   []byte
-		)
-		if !keep {
-			scratch = scratchPool.Get().(*[]byte)
-			defer putScratch(scratch)
-			reuse = *scratch
+		var reuse []byte
+		if opts.scratch != nil {
+			reuse = *opts.scratch
 		}
 		out, err := decompress(codec, records, budget, reuse)
 		if err != nil {
 			return Batch{}, &InvalidRecordError{Msg: "decompressing " + codec.String() + " records", Err: err}
 		}
-		if scratch != nil {
-			*scratch = out
+		if opts.scratch != nil {
+			*opts.scratch = out
 		}
 		records = out
 	}
 	if int64(b.NumRecords) > int64(len(records)/minRecordSize) {
 		return Batch{}, invalidRecord("%d records cannot fit in %d bytes", b.NumRecords, len(records))
 	}
-	if keep {
+	if opts.keep {
 		b.Records = make([]Record, 0, b.NumRecords)
 	}
+	logAppendTime := b.LogAppendTime() && !opts.createTime
+	// Offset deltas rise strictly, from next on, and leave room below the
+	// last offset delta for every record after the one read: 0, 1, 2, ...
+	// when the count agrees with the last offset delta, as a producer's
+	// must, and the gaps compaction leaves otherwise.
+	next := int32(0)
 	for i := range int(b.NumRecords) {
 		if len(records) == 0 {
 			return Batch{}, invalidRecord("batch announces %d records but holds %d", b.NumRecords, i)
 		}
-		if !keep {
-			if ts, rest, ok := b.skimRecord(records, i); ok {
+		if !opts.keep {
+			if ts, nullKey, rest, ok := b.skimRecord(records, next); ok {
+				if logAppendTime {
+					ts = b.MaxTimestamp
+				}
 				b.Timestamps.add(i, ts)
+				if nullKey && b.FirstNullKey < 0 {
+					b.FirstNullKey = i
+				}
 				records = rest
+				next++
 				continue
 			}
 		}
+		last := b.LastOffsetDelta - (b.NumRecords - 1 - int32(i))
 		var (
 			r   Record
 			err error
 		)
-		if r, records, err = b.decodeRecord(records, i, keep); err != nil {
+		if r, records, err = b.decodeRecord(records, i, opts.keep, next, last); err != nil {
 			return Batch{}, err
 		}
+		if logAppendTime {
+			r.Timestamp = b.MaxTimestamp
+		}
 		b.Timestamps.add(i, r.Timestamp)
-		if keep {
+		if r.Key == nil && b.FirstNullKey < 0 {
+			b.FirstNullKey = i
+		}
+		next = int32(r.Offset-b.BaseOffset) + 1
+		if opts.keep {
 			b.Records = append(b.Records, r)
 		}
 	}
@@ -369,8 +421,10 @@ func (r *wireReader) byte() byte {
 }
 
 // decodeRecord decodes record i, at the start of src, and returns the
-// rest; unless keep is set its headers are checked, not kept.
-func (b *Batch) decodeRecord(src []byte, i int, keep bool) (Record, []byte, error) {
+// rest; unless keep is set its headers are checked, not kept. Its offset
+// delta must be within [minDelta, maxDelta]. Its Timestamp is the first
+// timestamp plus its delta, whatever the timestamp type.
+func (b *Batch) decodeRecord(src []byte, i int, keep bool, minDelta, maxDelta int32) (Record, []byte, error) {
 	r := wireReader{src: src, ok: true}
 	length := r.varint()
 	if !r.ok || length < 0 || int(length) > len(r.src) {
@@ -382,18 +436,14 @@ func (b *Batch) decodeRecord(src []byte, i int, keep bool) (Record, []byte, erro
 	r.byte() // attributes: unused by Kafka
 	timestampDelta := r.varlong()
 	offsetDelta := r.varint()
-	if r.ok && offsetDelta != int32(i) {
+	if r.ok && (offsetDelta < minDelta || offsetDelta > maxDelta) {
 		return Record{}, nil, invalidRecord("record %d has offset delta %d", i, offsetDelta)
 	}
 	rec := Record{
-		Offset: b.BaseOffset + int64(offsetDelta),
-		Key:    r.nullableBytes(),
-		Value:  r.nullableBytes(),
-	}
-	if b.LogAppendTime() {
-		rec.Timestamp = b.MaxTimestamp
-	} else {
-		rec.Timestamp = b.FirstTimestamp + timestampDelta
+		Offset:    b.BaseOffset + int64(offsetDelta),
+		Timestamp: b.FirstTimestamp + timestampDelta,
+		Key:       r.nullableBytes(),
+		Value:     r.nullableBytes(),
 	}
 	numHeaders := r.varint()
 	if !r.ok {
@@ -424,45 +474,45 @@ func (b *Batch) decodeRecord(src []byte, i int, keep bool) (Record, []byte, erro
 	return rec, rest, nil
 }
 
-// skimRecord checks record i at the start of src, as decodeRecord does,
-// on the path nearly every record takes: every varint but the timestamp
-// delta one to three bytes long, and no headers. It returns the record's
-// timestamp and the rest of src; ok is false for any other record, valid
-// or not, which decodeRecord then reads. Checking the records of a batch
-// is the gateway's main cost per record under small records, and most of
-// decodeRecord's is its calls (docs/design.md §10).
-func (b *Batch) skimRecord(src []byte, i int) (timestamp int64, rest []byte, ok bool) {
+// skimRecord checks the record at the start of src, as decodeRecord does,
+// on the path nearly every record takes: offset delta wantDelta (the least
+// it may have), every varint but the timestamp delta one to three bytes
+// long, and no headers. It returns the record's timestamp (the first
+// timestamp plus its delta), whether its key is null, and the rest of src;
+// ok is false for any other
+// record, valid or not, which decodeRecord then reads. Checking the records
+// of a batch is the gateway's main cost per record under small records, and
+// most of decodeRecord's is its calls (docs/design.md §10).
+func (b *Batch) skimRecord(src []byte, wantDelta int32) (timestamp int64, nullKey bool, rest []byte, ok bool) {
 	length, p := shortVarint(src, 0)
 	if p < 0 || length < 0 || int(length) > len(src)-p {
-		return 0, nil, false
+		return 0, false, nil, false
 	}
 	rec, rest := src[p:p+int(length)], src[p+int(length):]
 	if len(rec) == 0 {
-		return 0, nil, false
+		return 0, false, nil, false
 	}
 	delta, n := binary.Varint(rec[1:]) // after the attributes
 	if n <= 0 {
-		return 0, nil, false
+		return 0, false, nil, false
 	}
 	p = 1 + n
 	offsetDelta, p := shortVarint(rec, p)
-	if p < 0 || offsetDelta != int32(i) {
-		return 0, nil, false
+	if p < 0 || offsetDelta != wantDelta {
+		return 0, false, nil, false
 	}
-	for range 2 { // key and value
+	for f := range 2 { // key and value
 		var n int32
 		if n, p = shortVarint(rec, p); p < 0 || n < -1 || int(n) > len(rec)-p {
-			return 0, nil, false
+			return 0, false, nil, false
 		}
+		nullKey = nullKey || f == 0 && n == -1
 		p += max(int(n), 0)
 	}
 	if headers, p := shortVarint(rec, p); p != len(rec) || headers != 0 {
-		return 0, nil, false
+		return 0, false, nil, false
 	}
-	if b.LogAppendTime() {
-		return b.MaxTimestamp, rest, true
-	}
-	return b.FirstTimestamp + delta, rest, true
+	return b.FirstTimestamp + delta, nullKey, rest, true
 }
 
 // shortVarint reads a zigzag varint of one to three bytes at src[p:], which
@@ -532,28 +582,44 @@ func AppendBatch(dst []byte, recs []Record, codec Codec, partitionLeaderEpoch in
 		}
 		maxTimestamp = max(maxTimestamp, recs[i].Timestamp)
 	}
-	lastOffsetDelta := int32(recs[len(recs)-1].Offset - base)
+	return appendBatch(dst, &Batch{
+		BaseOffset:           base,
+		PartitionLeaderEpoch: partitionLeaderEpoch,
+		Attributes:           int16(codec),
+		LastOffsetDelta:      int32(recs[len(recs)-1].Offset - base),
+		FirstTimestamp:       first,
+		MaxTimestamp:         maxTimestamp,
+		ProducerID:           -1,
+		ProducerEpoch:        -1,
+		BaseSequence:         -1,
+	}, recs)
+}
 
+// appendBatch appends a v2 batch with the header fields of h, but for its
+// length, CRC-32C and record count, holding recs: each record with its
+// offset and timestamp deltas from h's base offset and first timestamp,
+// compressed with h's codec. On error dst is returned unchanged.
+func appendBatch(dst []byte, h *Batch, recs []Record) ([]byte, error) {
 	start := len(dst)
 	be := binary.BigEndian
-	dst = be.AppendUint64(dst, uint64(base))
+	dst = be.AppendUint64(dst, uint64(h.BaseOffset))
 	dst = append(dst, 0, 0, 0, 0) // batch length, set below
-	dst = be.AppendUint32(dst, uint32(partitionLeaderEpoch))
+	dst = be.AppendUint32(dst, uint32(h.PartitionLeaderEpoch))
 	dst = append(dst, batchMagicV2, 0, 0, 0, 0) // magic, CRC set below
-	dst = be.AppendUint16(dst, uint16(codec))
-	dst = be.AppendUint32(dst, uint32(lastOffsetDelta))
-	dst = be.AppendUint64(dst, uint64(first))
-	dst = be.AppendUint64(dst, uint64(maxTimestamp))
-	dst = be.AppendUint64(dst, math.MaxUint64) // producer id -1
-	dst = be.AppendUint16(dst, math.MaxUint16) // producer epoch -1
-	dst = be.AppendUint32(dst, math.MaxUint32) // base sequence -1
+	dst = be.AppendUint16(dst, uint16(h.Attributes))
+	dst = be.AppendUint32(dst, uint32(h.LastOffsetDelta))
+	dst = be.AppendUint64(dst, uint64(h.FirstTimestamp))
+	dst = be.AppendUint64(dst, uint64(h.MaxTimestamp))
+	dst = be.AppendUint64(dst, uint64(h.ProducerID))
+	dst = be.AppendUint16(dst, uint16(h.ProducerEpoch))
+	dst = be.AppendUint32(dst, uint32(h.BaseSequence))
 	dst = be.AppendUint32(dst, uint32(len(recs)))
 
-	if codec == CodecNone {
-		dst = appendRecords(dst, recs, base, first)
+	if codec := h.Codec(); codec == CodecNone {
+		dst = appendRecords(dst, recs, h.BaseOffset, h.FirstTimestamp)
 	} else {
 		scratch := scratchPool.Get().(*[]byte)
-		*scratch = appendRecords((*scratch)[:0], recs, base, first)
+		*scratch = appendRecords((*scratch)[:0], recs, h.BaseOffset, h.FirstTimestamp)
 		var err error
 		dst, err = Compress(dst, codec, *scratch)
 		putScratch(scratch)

@@ -77,7 +77,8 @@ func TestBatchRoundTrip(t *testing.T) {
 				FirstTimestamp: 1_700_000_000_000, MaxTimestamp: 1_700_000_009_000,
 				ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, NumRecords: 5,
 				Records: recs, Raw: data,
-				Timestamps: TimestampRange{Min: 0, MinRecord: 4, Max: 1_700_000_009_000, MaxRecord: 3},
+				Timestamps:   TimestampRange{Min: 0, MinRecord: 4, Max: 1_700_000_009_000, MaxRecord: 3},
+				FirstNullKey: 1,
 			}
 			if !reflect.DeepEqual(b, want) {
 				t.Errorf("got  %+v\nwant %+v", b, want)
@@ -141,10 +142,7 @@ func TestAppendBatchMatchesKmsg(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var rb kmsg.RecordBatch
-			if err := rb.ReadFrom(data); err != nil {
-				t.Fatal(err)
-			}
+			krecs, rb := kmsgRecords(t, data)
 			if rb.FirstOffset != 100 || rb.PartitionLeaderEpoch != 3 || rb.Magic != 2 || rb.Attributes != int16(codec) ||
 				rb.LastOffsetDelta != 6 || rb.FirstTimestamp != 1_700_000_000_000 || rb.MaxTimestamp != 1_700_000_009_000 ||
 				rb.ProducerID != -1 || rb.ProducerEpoch != -1 || rb.FirstSequence != -1 || rb.NumRecords != 5 {
@@ -156,17 +154,11 @@ func TestAppendBatchMatchesKmsg(t *testing.T) {
 			if uint32(rb.CRC) != crc32.Checksum(data[21:], crc32.MakeTable(crc32.Castagnoli)) {
 				t.Errorf("CRC %#x does not cover attributes to end", uint32(rb.CRC))
 			}
-			raw := referenceDecompress(t, codec, rb.Records)
+			if len(krecs) != len(recs) {
+				t.Fatalf("%d records, want %d", len(krecs), len(recs))
+			}
 			for i, want := range recs {
-				length, n := binary.Varint(raw)
-				if n <= 0 {
-					t.Fatalf("record %d: bad length", i)
-				}
-				var kr kmsg.Record
-				if err := kr.ReadFrom(raw[:n+int(length)]); err != nil {
-					t.Fatalf("record %d: %v", i, err)
-				}
-				raw = raw[n+int(length):]
+				kr := krecs[i]
 				if int64(kr.OffsetDelta) != want.Offset-100 || kr.TimestampDelta64 != want.Timestamp-1_700_000_000_000 ||
 					!reflect.DeepEqual(kr.Key, want.Key) || !reflect.DeepEqual(kr.Value, want.Value) || len(kr.Headers) != len(want.Headers) {
 					t.Errorf("record %d: got %+v, want %+v", i, kr, want)
@@ -177,11 +169,32 @@ func TestAppendBatchMatchesKmsg(t *testing.T) {
 					}
 				}
 			}
-			if len(raw) != 0 {
-				t.Errorf("%d bytes after the records", len(raw))
-			}
 		})
 	}
+}
+
+// kmsgRecords reads one v2 batch with franz-go's record batch and record
+// decoders, after referenceDecompress.
+func kmsgRecords(t *testing.T, data []byte) ([]kmsg.Record, kmsg.RecordBatch) {
+	t.Helper()
+	var rb kmsg.RecordBatch
+	if err := rb.ReadFrom(data); err != nil {
+		t.Fatal(err)
+	}
+	var recs []kmsg.Record
+	for raw := referenceDecompress(t, Codec(rb.Attributes&attrCodecMask), rb.Records); len(raw) > 0; {
+		length, n := binary.Varint(raw)
+		if n <= 0 || length < 0 || length > int64(len(raw)-n) {
+			t.Fatalf("record %d: bad length", len(recs))
+		}
+		var kr kmsg.Record
+		if err := kr.ReadFrom(raw[:n+int(length)]); err != nil {
+			t.Fatalf("record %d: %v", len(recs), err)
+		}
+		recs = append(recs, kr)
+		raw = raw[n+int(length):]
+	}
+	return recs, rb
 }
 
 // referenceCompress compresses as other clients do: stdlib gzip, snappy in
@@ -346,6 +359,18 @@ func TestDecodeBatchesCorrupt(t *testing.T) {
 	}
 }
 
+// withRecordBytes is a copy of the header of batch with records as its
+// records, the given last offset delta and record count, and its length
+// and CRC set to match.
+func withRecordBytes(batch []byte, lastOffsetDelta, count int32, records ...byte) []byte {
+	data := append(bytes.Clone(batch[:BatchHeaderSize]), records...)
+	binary.BigEndian.PutUint32(data[8:], uint32(len(data)-12))
+	binary.BigEndian.PutUint32(data[23:], uint32(lastOffsetDelta))
+	binary.BigEndian.PutUint32(data[57:], uint32(count))
+	fixCRC(data)
+	return data
+}
+
 // minimalRecord is the smallest record: length 6, attributes, timestamp
 // delta 0, the given offset delta (below 64), null key and value, no
 // headers.
@@ -360,16 +385,10 @@ func TestDecodeBatchesInvalid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// batch replaces good's records and sets its last offset delta and
-	// count. good's two records are 11 bytes each: length 10, attributes,
+	// good's two records are 11 bytes each: length 10, attributes,
 	// timestamp and offset deltas, key and value, 0 headers.
 	batch := func(lastOffsetDelta, count int32, records ...byte) []byte {
-		data := append(bytes.Clone(good[:BatchHeaderSize]), records...)
-		binary.BigEndian.PutUint32(data[8:], uint32(len(data)-12))
-		binary.BigEndian.PutUint32(data[23:], uint32(lastOffsetDelta))
-		binary.BigEndian.PutUint32(data[57:], uint32(count))
-		fixCRC(data)
-		return data
+		return withRecordBytes(good, lastOffsetDelta, count, records...)
 	}
 	withRecords := func(count int32, records ...byte) []byte { return batch(count-1, count, records...) }
 	edit := func(f func(d []byte)) []byte {
@@ -693,13 +712,13 @@ func TestSkimRecord(t *testing.T) {
 		var skimmed []int
 		src := data[BatchHeaderSize:]
 		for i := range recs {
-			r, rest, err := b.decodeRecord(src, i, false)
+			r, rest, err := b.decodeRecord(src, i, false, int32(i), int32(i))
 			if err != nil {
 				t.Fatalf("%s: record %d: %v", name, i, err)
 			}
-			if ts, skimRest, ok := b.skimRecord(src, i); ok {
+			if ts, nullKey, skimRest, ok := b.skimRecord(src, int32(i)); ok {
 				skimmed = append(skimmed, i)
-				if ts != r.Timestamp || len(skimRest) != len(rest) {
+				if ts != r.Timestamp || nullKey != (r.Key == nil) || len(skimRest) != len(rest) {
 					t.Fatalf("%s: record %d skimmed to timestamp %d with %d bytes left, decoded to %d with %d", name, i, ts, len(skimRest), r.Timestamp, len(rest))
 				}
 			}
@@ -708,6 +727,36 @@ func TestSkimRecord(t *testing.T) {
 		// Record 2 has headers and record 6 a length of four bytes.
 		if want := []int{0, 1, 3, 4, 5}; !slices.Equal(skimmed, want) {
 			t.Errorf("%s: skimmed records %v, want %v", name, skimmed, want)
+		}
+	}
+}
+
+// TestFirstNullKey checks that checking a batch, compressed or not, finds
+// its first record with a null key (an empty key is a key), which a
+// compacted topic refuses.
+func TestFirstNullKey(t *testing.T) {
+	keyed := producedRecords()
+	for i := range keyed {
+		keyed[i].Key = []byte{}
+	}
+	for _, codec := range []Codec{CodecNone, CodecGzip, CodecZstd} {
+		for _, tc := range []struct {
+			recs []Record
+			want int
+		}{{producedRecords(), 1}, {keyed, -1}, {producedRecords()[2:], 2}} {
+			data, err := AppendBatch(nil, tc.recs, codec, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, decode := range map[string]func([]byte, *DecompressBudget) ([]Batch, error){"check": CheckBatches, "decode": DecodeBatches} {
+				batches, err := decode(data, NewDecompressBudget(1<<20))
+				if err != nil {
+					t.Fatalf("%v %s: %v", codec, name, err)
+				}
+				if got := batches[0].FirstNullKey; got != tc.want {
+					t.Errorf("%v %s: FirstNullKey %d, want %d", codec, name, got, tc.want)
+				}
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 
@@ -115,6 +116,65 @@ func checkDecodedBatches(t *testing.T, data []byte) {
 			}
 		}
 	}
+}
+
+// FuzzFilterBatch asserts that FilterBatch refuses what DecodeStoredBatch
+// refuses, appending nothing, and otherwise appends what checkFiltered
+// expects, which filters again.
+func FuzzFilterBatch(f *testing.F) {
+	for _, codec := range allCodecs {
+		data, err := AppendBatch(nil, producedRecords(), codec, 1)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, uint64(0b10110))
+		logAppend := bytes.Clone(data)
+		SetLogAppendTime(logAppend, 1_800_000_000_000)
+		f.Add(logAppend, uint64(0b01101))
+		sparse, _, err := FilterBatch(nil, data, func(r *Record) bool { return r.Offset != 102 }, NewDecompressBudget(1<<20))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(sparse, uint64(0b11011))
+	}
+	f.Add(zstdBomb(f, 4<<20), uint64(1))
+	f.Fuzz(func(t *testing.T, data []byte, mask uint64) {
+		// Most mutations break a CRC; fixing them lets the fuzzer reach
+		// the records.
+		for _, data := range [][]byte{data, withFixedCRCs(bytes.Clone(data))} {
+			if out := checkFilter(t, data, mask); out != nil {
+				checkFilter(t, out, bits.RotateLeft64(mask, 7))
+			}
+		}
+	})
+}
+
+// checkFilter filters data keeping the records whose offset delta's bit
+// (modulo 64) is set in mask, checks the result and returns the batch
+// appended, if any.
+func checkFilter(t *testing.T, data []byte, mask uint64) []byte {
+	b, derr := DecodeStoredBatch(data, NewDecompressBudget(1<<20))
+	keep := func(r *Record) bool { return mask>>(uint64(r.Offset-b.BaseOffset)%64)&1 != 0 }
+	prefix := []byte("dst")
+	budget := NewDecompressBudget(1 << 20)
+	out, kept, err := FilterBatch(prefix, data, keep, budget)
+	if c := budget.Charged(); c < 0 || c > 1<<20 {
+		t.Fatalf("%d bytes charged to a 1 MiB budget, error %v", c, err)
+	}
+	if (err == nil) != (derr == nil) || err != nil && (err.Error() != derr.Error() || kept != 0 || !bytes.Equal(out, prefix)) {
+		t.Fatalf("FilterBatch: %d bytes, %d kept, error %v; DecodeStoredBatch: %v", len(out), kept, err, derr)
+	}
+	if err != nil {
+		return nil
+	}
+	if !bytes.Equal(out[:len(prefix)], prefix) {
+		t.Fatalf("dst changed to %q", out[:len(prefix)])
+	}
+	checkFiltered(t, data, out[len(prefix):], kept, keep)
+	if kept == 0 {
+		return nil
+	}
+	return out[len(prefix):]
 }
 
 // withFixedCRCs rewrites the CRC of every whole batch in data.

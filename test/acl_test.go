@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -317,11 +316,7 @@ func TestACLsForGroups(t *testing.T) {
 // class) adds, lists and removes ACLs, and a SASL client is held to them.
 // The tool connects over PLAINTEXT as User:ANONYMOUS, made a super user.
 func TestKafkaAclsTool(t *testing.T) {
-	for _, tool := range []string{"java", "mvn"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
-		}
-	}
+	skipWithoutJava(t)
 	ctx := testContext(t, 5*time.Minute)
 	cp := kafkaToolsClasspath(ctx, t)
 	users, err := gateway.NewSASLUsers(aclUsers)

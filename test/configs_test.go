@@ -62,9 +62,9 @@ func TestDescribeTopicConfigs(t *testing.T) {
 		{"retention.ms", "172800000", false, kmsg.ConfigSourceDynamicTopicConfig},
 		{"dis.record.format", "raw", true, kmsg.ConfigSourceDynamicTopicConfig},
 		{"dis.stream.type", "COMMON", true, kmsg.ConfigSourceDefaultConfig},
-		{"cleanup.policy", "delete", true, kmsg.ConfigSourceDefaultConfig},
+		{"cleanup.policy", "delete", false, kmsg.ConfigSourceDefaultConfig},
 		{"max.message.bytes", "1048576", false, kmsg.ConfigSourceDefaultConfig},
-		{"retention.bytes", "-1", true, kmsg.ConfigSourceDefaultConfig},
+		{"retention.bytes", "-1", false, kmsg.ConfigSourceDefaultConfig},
 		{"min.insync.replicas", "1", true, kmsg.ConfigSourceDefaultConfig},
 	} {
 		cfg, ok := got[want.name]
@@ -147,10 +147,11 @@ func TestAlterTopicConfigs(t *testing.T) {
 		cfg  kadm.AlterConfig
 		want error
 	}{
-		{"one hour", kadm.AlterConfig{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("3600000")}, kerr.InvalidConfig},
+		{"one hour on a raw topic", kadm.AlterConfig{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("3600000")}, kerr.InvalidConfig},
 		{"format change", kadm.AlterConfig{Op: kadm.SetConfig, Name: "dis.record.format", Value: kadm.StringPtr("kafka")}, kerr.InvalidConfig},
 		{"unknown name", kadm.AlterConfig{Op: kadm.SetConfig, Name: "no.such.config", Value: kadm.StringPtr("1")}, kerr.InvalidConfig},
-		{"compaction", kadm.AlterConfig{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: kadm.StringPtr("compact")}, kerr.InvalidConfig},
+		{"compaction of a raw topic", kadm.AlterConfig{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: kadm.StringPtr("compact")}, kerr.InvalidConfig},
+		{"retention for ever on a raw topic", kadm.AlterConfig{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("-1")}, kerr.InvalidConfig},
 	} {
 		resps, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{refused.cfg}, "altered")
 		check(refused.what, resps, err, refused.want)
@@ -224,7 +225,7 @@ func TestSaramaDescribeConfigs(t *testing.T) {
 			}
 		case "cleanup.policy":
 			found++
-			if e.Value != "delete" || !e.ReadOnly || e.Source != sarama.SourceDefault {
+			if e.Value != "delete" || e.ReadOnly || e.Source != sarama.SourceDefault {
 				t.Errorf("cleanup.policy: %+v", e)
 			}
 		}

@@ -3,9 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -178,11 +176,7 @@ func TestMultiGatewayDescribeProducers(t *testing.T) {
 // (None). It needs Java 17 and Maven, and is skipped where either is
 // missing.
 func TestKafkaTransactionsDescribeProducers(t *testing.T) {
-	for _, tool := range []string{"java", "mvn"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
-		}
-	}
+	skipWithoutJava(t)
 	ctx := testContext(t, 5*time.Minute)
 	cp := kafkaToolsClasspath(ctx, t)
 	c := startCluster(t, nil)
@@ -235,19 +229,10 @@ func kafkaToolsClasspath(ctx context.Context, t *testing.T) string {
 	if kafkaToolsCP.cp != "" {
 		return kafkaToolsCP.cp
 	}
-	pom, err := filepath.Abs(filepath.Join("kafkatools", "pom.xml"))
+	cp, err := MavenClasspath(ctx, "kafkatools")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpFile := filepath.Join(t.TempDir(), "classpath.txt")
-	build := exec.CommandContext(ctx, "mvn", "-q", "-B", "-f", pom, "dependency:build-classpath", "-Dmdep.outputFile="+cpFile)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("resolving test/kafkatools: %v\n%s", err, out)
-	}
-	cp, err := os.ReadFile(cpFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kafkaToolsCP.cp = strings.TrimSpace(string(cp))
+	kafkaToolsCP.cp = cp
 	return kafkaToolsCP.cp
 }

@@ -13,6 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway"
 )
 
 // groupLedger records which records a group consumed, to find duplicates
@@ -357,5 +360,43 @@ func TestDeleteGroup(t *testing.T) {
 	}
 	if len(fetched) != 0 {
 		t.Fatalf("offsets left after DeleteGroups: %v", fetched)
+	}
+}
+
+// TestEmptyGroupOffsetsExpire: a group with no members whose last commit is
+// older than the offsets retention (Kafka's offsets.retention.minutes)
+// expires through the whole gateway: its DIS app goes, and OffsetFetch
+// reads no offset.
+func TestEmptyGroupOffsetsExpire(t *testing.T) {
+	c := startCluster(t, func(cfg *gateway.Config) { cfg.OffsetsRetention = 300 * time.Millisecond })
+	ctx := testContext(t, 30*time.Second)
+	createTopic(t, c, "expiring", 1, nil)
+	adm := kadm.NewClient(newClient(t, c))
+	offsets := kadm.Offsets{"expiring": {0: {Topic: "expiring", Partition: 0, At: 7, LeaderEpoch: -1}}}
+	if resp, err := adm.CommitOffsets(ctx, "expiring-group", offsets); err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+	fetched := func() int64 {
+		resp, err := adm.FetchOffsets(ctx, "expiring-group")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := resp.Lookup("expiring", 0); ok {
+			return o.At
+		}
+		return -1
+	}
+	if got := fetched(); got != 7 {
+		t.Fatalf("committed %d, want 7", got)
+	}
+	waitFor(t, "the group's DIS app to expire", func() bool {
+		apps, err := c.Client.ListApps(ctx, 100, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !slices.ContainsFunc(apps.Apps, func(a disclient.App) bool { return a.AppName == "expiring-group" })
+	})
+	if got := fetched(); got != -1 {
+		t.Fatalf("committed %d after expiry, want none", got)
 	}
 }

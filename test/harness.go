@@ -61,6 +61,12 @@ type Options struct {
 	// DISConfig adjusts the embedded DIS server's configuration (its
 	// clock, for retention tests).
 	DISConfig func(*dislocal.Config)
+	// Clock, when set, is the one clock of the embedded DIS server (what
+	// it expires records by, swept every 20 ms so that moving the clock
+	// expires them at once) and of the gateways (what kept topics'
+	// rewrites decide by, gateway.Config.Now). DISConfig and Gateway may
+	// still change either.
+	Clock func() time.Time
 	// Gateways is how many gateways share the embedded DIS server
 	// (default 1). With more, gateway i has node id i and a Membership of
 	// its own that the test controls (Cluster.Members), every gateway live.
@@ -104,6 +110,9 @@ func Start(o Options) (*Cluster, error) {
 	dis, err := dislocaltest.New(
 		dislocaltest.WithDIS(func(c *dislocal.Config) {
 			c.Dir, c.Sync, c.Logger, c.Credentials, c.Quotas = o.Dir, o.Sync, o.Logger, o.Credentials, o.Quotas
+			if o.Clock != nil {
+				c.Now, c.RetentionCheckInterval = o.Clock, 20*time.Millisecond
+			}
 			if o.DISConfig != nil {
 				o.DISConfig(c)
 			}
@@ -126,6 +135,7 @@ func Start(o Options) (*Cluster, error) {
 		// Tests start group members one after another; Kafka's 3 s wait
 		// for more members would only slow them down.
 		InitialRebalanceDelay: 100 * time.Millisecond,
+		Now:                   o.Clock,
 	}
 	if o.Gateway != nil {
 		o.Gateway(&cfg)

@@ -32,28 +32,18 @@ func TestJavaConsumerProtocol(t *testing.T) {
 // or Maven.
 func runJava(t *testing.T, tweak func(*gateway.Config), class, ok string) {
 	t.Helper()
-	for _, tool := range []string{"java", "mvn"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
-		}
-	}
+	skipWithoutJava(t)
 	ctx := testContext(t, 5*time.Minute)
 	dir, err := filepath.Abs("java")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpFile := filepath.Join(t.TempDir(), "classpath.txt")
-	build := exec.CommandContext(ctx, "mvn", "-q", "-B", "-f", filepath.Join(dir, "pom.xml"),
-		"compile", "dependency:build-classpath", "-Dmdep.outputFile="+cpFile)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building test/java: %v\n%s", err, out)
-	}
-	cp, err := os.ReadFile(cpFile)
+	cp, err := MavenClasspath(ctx, dir, "compile")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := startCluster(t, tweak)
-	run := exec.CommandContext(ctx, "java", "-cp", filepath.Join(dir, "target", "classes")+string(os.PathListSeparator)+strings.TrimSpace(string(cp)),
+	run := exec.CommandContext(ctx, "java", "-cp", filepath.Join(dir, "target", "classes")+string(os.PathListSeparator)+cp,
 		class, c.Addr)
 	out, err := run.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), ok) {

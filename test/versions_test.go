@@ -117,9 +117,25 @@ func versionedRequest(t *testing.T, rc *rawConn, key, v int16, topicID [16]byte)
 		f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
 		req.Filters = []kmsg.DeleteACLsRequestFilter{f}
 		return req
+	case 21:
+		// Each version moves the log start of "ver" no further than the
+		// end (the seed record): 0, then 1, then -1 (the end again).
+		req := kmsg.NewPtrDeleteRecordsRequest()
+		req.Version, req.TimeoutMillis = v, 5000
+		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		rp.Offset = min(int64(v), 1)
+		if v == 2 {
+			rp.Offset = -1
+		}
+		req.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "ver", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{rp}}}
+		return req
 	case 60:
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.Version, req.EndpointType = v, 1
+		return req
+	case 66:
+		req := kmsg.NewPtrListTransactionsRequest()
+		req.Version, req.StateFilters = v, []string{"Ongoing"}
 		return req
 	case 61:
 		req := kmsg.NewPtrDescribeProducersRequest()
@@ -459,6 +475,11 @@ func responseError(resp kmsg.Response) error {
 	case *kmsg.DescribeClusterResponse:
 		if len(r.Brokers) != 1 || r.ClusterID == "" {
 			return fmt.Errorf("%d brokers, cluster id %q", len(r.Brokers), r.ClusterID)
+		}
+		return check(r.ErrorCode)
+	case *kmsg.ListTransactionsResponse:
+		if len(r.UnknownStateFilters) != 0 {
+			return fmt.Errorf("state filters %v unknown", r.UnknownStateFilters)
 		}
 		return check(r.ErrorCode)
 	case *kmsg.DescribeProducersResponse:

@@ -52,10 +52,11 @@ func newCluster(o *options, cfg *gateway.Config, log zerolog.Logger) (*cluster.C
 		first := &cfg.Listeners[0]
 		listen, advertised, protocol = &first.Addr, &first.AdvertisedAddr, first.Protocol
 	}
+	prober := &cluster.KafkaProber{TLS: protocol == gateway.SSL || protocol == gateway.SASLSSL, Secret: cfg.PeerSecret}
 	ccfg := cluster.Config{
 		ProbeInterval: o.peerProbeInterval,
 		DeadAfter:     o.peerDeadAfter,
-		Prober:        &cluster.KafkaProber{TLS: protocol == gateway.SSL || protocol == gateway.SASLSSL, Secret: cfg.PeerSecret},
+		Prober:        prober,
 		Logger:        log,
 	}
 	if o.peers != "" {
@@ -93,6 +94,10 @@ func newCluster(o *options, cfg *gateway.Config, log zerolog.Logger) (*cluster.C
 		return nil, err
 	}
 	cfg.NodeID, cfg.Membership = c.Self().ID, c
+	// Set before the cluster starts probing: only then is Self's id known
+	// with --peers-dns.
+	prober.From = cfg.NodeID
+	cfg.GroupHandoverWait = o.peerDeadAfter + o.peerProbeInterval
 	log.Info().Int32("node_id", cfg.NodeID).Int("peers", len(ccfg.Peers)).Str("peers_dns", o.peersDNS).
 		Dur("probe_interval", o.peerProbeInterval).Dur("dead_after", o.peerDeadAfter).Msg("cluster of gateways")
 	return c, nil

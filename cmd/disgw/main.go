@@ -71,6 +71,9 @@ type options struct {
 	idleTimeout, writeTimeout         time.Duration
 	tlsHandshakeTimeout               time.Duration
 	stateIdleTimeout, unknownTopicTTL time.Duration
+	compactionMapBytes                int
+	keepInterval                      time.Duration
+	keepReadBytesPerSecond            int
 	maxTenants, maxDescribes          int
 	maxCheckpointReads                int
 	authFailuresPerMinute             int
@@ -142,7 +145,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.readyProbe, "ready-probe-interval", 5*time.Second, "how often the gateway checks that DIS answers, for /readyz")
 	fs.DurationVar(&o.producerIDExpiration, "producer-id-expiration", 24*time.Hour, "forget an idempotent producer's state on a partition it has not written for this long (Kafka's producer.id.expiration.ms)")
 	fs.IntVar(&o.maxProducersPerPartition, "max-producers-per-partition", 1000, "idempotent producers remembered per partition; the one idle longest is forgotten first")
-	fs.DurationVar(&o.groupInitialDelay, "group-initial-rebalance-delay", 3*time.Second, "wait before the first rebalance of a new consumer group (Kafka's group.initial.rebalance.delay.ms); 0 for none")
+	fs.DurationVar(&o.groupInitialDelay, "group-initial-rebalance-delay", 0, "wait before the first rebalance of a new consumer group (Kafka's group.initial.rebalance.delay.ms); 0 for none, as Kafka's shipped server.properties sets it, and 3s with --peers or --peers-dns, where groups move between gateways")
 	fs.IntVar(&o.groupMaxSize, "group-max-size", 1000, "most members of one consumer group (Kafka's group.max.size); more get GROUP_MAX_SIZE_REACHED")
 	fs.IntVar(&o.groupMaxPending, "group-max-pending-members", 100, "most member ids per group handed out with MEMBER_ID_REQUIRED and not yet rejoined; past it the oldest is forgotten")
 	fs.IntVar(&o.maxGroups, "max-groups", 10000, "most consumer groups held in memory; a join or simple commit making one more gets COORDINATOR_NOT_AVAILABLE")
@@ -156,6 +159,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 10*time.Minute, "close a connection with no request in flight that sent nothing for this long, a partly sent request included (Kafka's connections.max.idle.ms)")
 	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "close a connection whose client stopped reading its responses for this long")
 	fs.DurationVar(&o.tlsHandshakeTimeout, "tls-handshake-timeout", 10*time.Second, "close a TLS connection whose handshake takes longer")
+	fs.IntVar(&o.compactionMapBytes, "compaction-map-bytes", 64<<20, "memory of the key map a compacted topic's rewrite uses, 24 bytes a key; more keys than fit are compacted by the next rewrite")
+	fs.DurationVar(&o.keepInterval, "keep-interval", 10*time.Minute, "how often kept topics' partitions are looked at for a rewrite that is due")
+	fs.IntVar(&o.keepReadBytesPerSecond, "keep-read-bytes-per-second", 1<<20, "how fast a rewrite reads a kept topic's partition, so that its consumers keep their share of DIS's read quota (2 MB/s a partition)")
 	fs.DurationVar(&o.stateIdleTimeout, "state-idle-timeout", 10*time.Minute, "drop a partition writer or reader, and passthrough credentials without connections, unused for this long")
 	fs.IntVar(&o.authFailuresPerMinute, "auth-failures-per-minute", 6, "failed SASL sign-ins each client address and each user name earns back per minute once --auth-failure-burst is spent; beyond, sign-ins are refused unchecked")
 	fs.IntVar(&o.authFailureBurst, "auth-failure-burst", 5, "failed SASL sign-ins a client address or user name may make in a row before being throttled")
@@ -194,6 +200,13 @@ func parseFlags(args []string) (*options, error) {
 	})
 	_, envNodeID := os.LookupEnv("DISGW_NODE_ID")
 	o.nodeIDSet = set["node-id"] || envNodeID
+	_, envDelay := os.LookupEnv(envName("group-initial-rebalance-delay"))
+	if !set["group-initial-rebalance-delay"] && !envDelay && (o.peers != "" || o.peersDNS != "") {
+		// A group that moves to another gateway starts there with no
+		// members: the delay lets its members all rejoin before the first
+		// of them is given every partition (docs/groups.md).
+		o.groupInitialDelay = clusterInitialRebalanceDelay
+	}
 	for _, name := range secretFlags {
 		if set[name] {
 			o.secretsOnCommandLine = append(o.secretsOnCommandLine, name)
@@ -381,6 +394,9 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 		WriteTimeout:                 o.writeTimeout,
 		TLSHandshakeTimeout:          o.tlsHandshakeTimeout,
 		StateIdleTimeout:             o.stateIdleTimeout,
+		CompactionMapBytes:           o.compactionMapBytes,
+		KeepInterval:                 o.keepInterval,
+		KeepReadBytesPerSecond:       o.keepReadBytesPerSecond,
 		MaxTenants:                   o.maxTenants,
 		AuthFailuresPerMinute:        o.authFailuresPerMinute,
 		AuthFailureBurst:             o.authFailureBurst,
@@ -398,6 +414,9 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 	if o.groupMaxSize <= 0 || o.groupMaxPending <= 0 || o.maxGroups <= 0 || o.groupMaxRebalanceTimeout <= 0 || o.offsetsRetention <= 0 ||
 		o.consumerGroupSessionTimeout <= 0 || o.consumerGroupHeartbeatInterval <= 0 {
 		return errors.New("--group-max-size, --group-max-pending-members, --max-groups, --group-max-rebalance-timeout, --offsets-retention and the --consumer-group-* durations must be positive")
+	}
+	if o.compactionMapBytes <= 0 || o.keepInterval <= 0 || o.keepReadBytesPerSecond <= 0 {
+		return errors.New("--compaction-map-bytes, --keep-interval and --keep-read-bytes-per-second must be positive")
 	}
 	cfg.GroupMaxSize, cfg.GroupMaxPendingMembers, cfg.MaxGroups = o.groupMaxSize, o.groupMaxPending, o.maxGroups
 	cfg.GroupMaxRebalanceTimeout, cfg.OffsetsRetention = o.groupMaxRebalanceTimeout, o.offsetsRetention
@@ -544,6 +563,10 @@ func bodyEncoding(value string, embedded bool) (disclient.BodyEncoding, error) {
 
 // initialDelay maps the flag to the gateway's setting, where zero means the
 // default and a negative value means none.
+// clusterInitialRebalanceDelay is --group-initial-rebalance-delay's default
+// with --peers or --peers-dns: Kafka's built-in default.
+const clusterInitialRebalanceDelay = 3 * time.Second
+
 func initialDelay(d time.Duration) time.Duration {
 	if d <= 0 {
 		return -1

@@ -18,9 +18,10 @@ import (
 
 // Prober checks that a peer's Kafka listener answers; nil error means
 // alive. Cluster calls it with a deadline of min(ProbeInterval, 1s), and
-// never twice at once for one peer.
+// never twice at once for one peer; live says whether this gateway counts
+// p alive, which the probe tells p (PeerFromTag).
 type Prober interface {
-	Probe(ctx context.Context, p Peer) error
+	Probe(ctx context.Context, p Peer, live bool) error
 }
 
 // Resolver is the part of net.Resolver that DNS peers need, so tests can
@@ -192,7 +193,8 @@ func (c *Cluster) run(ctx context.Context) {
 	resolving := false
 	for {
 		for _, p := range c.state.Tick(time.Now()) {
-			c.probe(ctx, p)
+			live := slices.ContainsFunc(c.state.Live(), func(q Peer) bool { return q.ID == p.ID })
+			c.probe(ctx, p, live)
 		}
 		c.publish()
 		select {
@@ -222,10 +224,10 @@ func (c *Cluster) run(ctx context.Context) {
 }
 
 // probe runs one probe of p in the background and reports it to run.
-func (c *Cluster) probe(ctx context.Context, p Peer) {
+func (c *Cluster) probe(ctx context.Context, p Peer, live bool) {
 	c.workers.Go(func() {
 		pctx, cancel := context.WithTimeout(ctx, c.timeout)
-		err := c.cfg.Prober.Probe(pctx, p)
+		err := c.cfg.Prober.Probe(pctx, p, live)
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			c.cfg.Logger.Debug().Err(err).Int32("node_id", p.ID).Msg("peer probe failed")

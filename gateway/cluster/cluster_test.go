@@ -24,19 +24,33 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// fakeProber answers probes from a set of peers that are down.
+// fakeProber answers probes from a set of peers that are down, and
+// keeps what each successful probe told its peer: whether it counts it
+// live.
 type fakeProber struct {
 	mu   sync.Mutex
 	down map[int32]bool
+	told map[int32][]bool
 }
 
-func (f *fakeProber) Probe(_ context.Context, p Peer) error {
+func (f *fakeProber) Probe(_ context.Context, p Peer, live bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down[p.ID] {
 		return errors.New("down")
 	}
+	if f.told == nil {
+		f.told = map[int32][]bool{}
+	}
+	f.told[p.ID] = append(f.told[p.ID], live)
 	return nil
+}
+
+// toldSince is what successful probes told peer id from the n-th on.
+func (f *fakeProber) toldSince(id int32, n int) []bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.told[id][min(n, len(f.told[id])):])
 }
 
 func (f *fakeProber) set(id int32, down bool) {
@@ -111,10 +125,20 @@ func TestClusterFailover(t *testing.T) {
 	if o := c.Owner(key); o.ID == 2 {
 		t.Fatalf("%s still owned by the dead peer", key)
 	}
+	before := len(prober.toldSince(2, 0))
 	prober.set(2, false)
 	waitLive(t, c, []int32{0, 1, 2})
 	if o := c.Owner(key); o.ID != 2 {
 		t.Fatalf("%s owned by %d after peer 2 came back", key, o.ID)
+	}
+	// The probe that brought peer 2 back told it it was not live yet;
+	// the next ones tell it it is (what a starting gateway waits for).
+	deadline := time.Now().Add(5 * time.Second)
+	for len(prober.toldSince(2, before)) < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if told := prober.toldSince(2, before); len(told) < 2 || told[0] || !told[1] {
+		t.Fatalf("probes of the returning peer told it live %v, want false then true", told)
 	}
 	c.Close()
 	out := logs.String()
@@ -261,7 +285,7 @@ func (s *kafkaStub) peer() Peer {
 func probeOnce(k *KafkaProber, p Peer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return k.Probe(ctx, p)
+	return k.Probe(ctx, p, true)
 }
 
 // TestKafkaProber checks that ApiVersions probes keep one connection open,
@@ -311,7 +335,7 @@ func TestKafkaProberTLS(t *testing.T) {
 	defer plain.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if err := plain.Probe(ctx, stub.peer()); err == nil {
+	if err := plain.Probe(ctx, stub.peer(), true); err == nil {
 		t.Fatal("a plaintext probe of a TLS listener succeeded")
 	}
 }

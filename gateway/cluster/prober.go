@@ -33,6 +33,9 @@ type KafkaProber struct {
 	TLS bool
 	// Secret is the peers' shared secret; nil asks for no proof.
 	Secret []byte
+	// From is this gateway's node id, sent with every probe (PeerFromTag)
+	// so that the probed gateway knows whether this one counts it alive.
+	From int32
 
 	mu     sync.Mutex
 	conns  map[int32]*probeConn
@@ -54,10 +57,10 @@ const maxProbeResponse = 1 << 20
 
 var probeFormatter = kmsg.NewRequestFormatter(kmsg.FormatterClientID("disgw-peer-probe"))
 
-// Probe sends ApiVersions v3 to p and waits for the answer until ctx's
-// deadline. An UNSUPPORTED_VERSION answer counts: a Kafka listener
-// answered.
-func (k *KafkaProber) Probe(ctx context.Context, p Peer) error {
+// Probe sends ApiVersions v3 to p, telling it whether this gateway counts
+// it live, and waits for the answer until ctx's deadline. An
+// UNSUPPORTED_VERSION answer counts: a Kafka listener answered.
+func (k *KafkaProber) Probe(ctx context.Context, p Peer, live bool) error {
 	addr := net.JoinHostPort(p.Host, strconv.Itoa(int(p.Port)))
 	k.mu.Lock()
 	pc := k.conns[p.ID]
@@ -74,7 +77,7 @@ func (k *KafkaProber) Probe(ctx context.Context, p Peer) error {
 		}
 		pc = &probeConn{addr: addr, conn: conn}
 	}
-	if err := pc.roundTrip(ctx, k.Secret); err != nil {
+	if err := pc.roundTrip(ctx, k.Secret, k.From, live); err != nil {
 		_ = pc.conn.Close()
 		return err
 	}
@@ -114,7 +117,7 @@ func (k *KafkaProber) Close() error {
 
 // roundTrip sends one ApiVersions request and checks the answer and, with
 // a secret, the peer's proof.
-func (pc *probeConn) roundTrip(ctx context.Context, secret []byte) error {
+func (pc *probeConn) roundTrip(ctx context.Context, secret []byte, from int32, live bool) error {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(time.Second)
@@ -133,6 +136,7 @@ func (pc *probeConn) roundTrip(ctx context.Context, secret []byte) error {
 		_, _ = rand.Read(challenge)
 		req.UnknownTags.Set(PeerProofTag, challenge)
 	}
+	req.UnknownTags.Set(PeerFromTag, peerFrom(from, live))
 	if _, err := pc.conn.Write(probeFormatter.AppendRequest(nil, req, pc.corr)); err != nil {
 		return err
 	}

@@ -15,19 +15,23 @@ import (
 // testTenant is a tenant as the gateway hands it to the driver.
 type testTenant struct{ id string }
 
-// testDriver is a driver that coordinates every group, without the
-// initial rebalance delay, closed when the test ends.
-func testDriver(t *testing.T) *Driver[*testTenant] {
-	d := New(Deps[*testTenant]{
+// testDeps are the deps of a driver that coordinates every group, without
+// the initial rebalance delay; they have no DIS side.
+func testDeps() Deps[*testTenant] {
+	return Deps[*testTenant]{
 		Coord:       groupcoord.Config{InitialRebalanceDelay: -1},
 		Log:         zerolog.Nop(),
 		Tenant:      func(tn *testTenant) (string, string) { return tn.id, "" },
 		Coordinates: func(string) bool { return true },
-		Expire:      func(*testTenant, string) {},
 		Ready:       func(string, string, *groupcoord.Ready) {},
 		Go:          func(_ string, fn func()) { go fn() },
 		Recover:     func(string, func()) {},
-	})
+	}
+}
+
+// testDriver is a driver of testDeps, closed when the test ends.
+func testDriver(t *testing.T) *Driver[*testTenant] {
+	d := New(testDeps())
 	t.Cleanup(d.Close)
 	return d
 }

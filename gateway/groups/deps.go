@@ -1,26 +1,35 @@
 // Package groups is the goroutine side of the group coordinator
-// (docs/design.md §5): the driver that feeds the groupcoord state machine
-// requests and the clock under one lock, answers the requests waiting on
-// it, and writes each group's committed offsets one at a time, in the order
-// the coordinator accepted them. Handlers use a small API: Step and
-// StepConsumer for the membership APIs, Commit to check and queue an
-// OffsetCommit, With and WithEach for the coordinator's queries. What the
-// driver needs of the gateway comes in Deps, so that groups never imports
-// it; docs/design.md §11 has its lock.
+// (docs/design.md §5) and the DIS side of consumer groups: the driver that
+// feeds the groupcoord state machine requests and the clock under one lock,
+// answers the requests waiting on it, and writes each group's committed
+// offsets one at a time, in the order the coordinator accepted them, as
+// checkpoints of the group's DIS app (docs/design.md §2). Handlers use a
+// small API: Step and StepConsumer for the membership APIs, Commit to check
+// and queue an OffsetCommit and CommitOffset to write one, With and WithEach
+// for the coordinator's queries, ReadCommittedOffsets, CommittedTopics,
+// StoredGroups and GroupStored for what DIS holds of groups, DeleteApp and
+// DeleteOffset to delete it. What the driver needs of the gateway comes in
+// Deps, so that groups never imports it; docs/design.md §11 has its lock.
 package groups
 
 import (
+	"context"
+	"sync"
+	"time"
+
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/topics"
 	"github.com/disgw/disgw/groupcoord"
 )
 
 // Deps is what the driver needs from the gateway: the coordinators'
-// settings, who the tenants are, ownership of groups, and hooks for
-// expired groups, metrics and panics. T is the gateway's tenant: groups
-// belong to a tenant, and offset writes are queued per tenant value and
-// group. Every field must be set.
+// settings, who the tenants are, ownership of groups, each tenant's DIS
+// client, topics, apps and partitions, and hooks for metrics and panics. T
+// is the gateway's tenant: groups belong to a tenant, and offset writes are
+// queued per tenant value and group. Every field must be set.
 type Deps[T comparable] struct {
 	// Coord configures every tenant's coordinator; New sets its
 	// NewMemberID and Logger.
@@ -38,10 +47,6 @@ type Deps[T comparable] struct {
 	// (docs/design.md §6). It is called under the driver's lock, so it
 	// takes no lock of the gateway's.
 	Coordinates func(group string) bool
-	// Expire deletes the committed offsets of tn's group that expired
-	// (Kafka's offsets.retention.minutes); it runs in the group's commit
-	// queue, behind the writes accepted before the group went.
-	Expire func(tn T, group string)
 	// Ready hands the metrics what the coordinator of the tenant with this
 	// id and access key reported in a Ready; it runs under the driver's
 	// lock.
@@ -53,6 +58,56 @@ type Deps[T comparable] struct {
 	// recover itself.
 	Go      func(what string, fn func())
 	Recover func(what string, cleanup func())
+
+	// Ctx ends when the gateway stops; an expired group's DIS app is
+	// deleted within it, in at most RequestTimeout.
+	Ctx            context.Context
+	RequestTimeout time.Duration
+	// MaxCheckpointReads is --max-checkpoint-reads-per-request, which the
+	// warning about an OffsetFetch that names more partitions cites.
+	MaxCheckpointReads int
+	// DIS is tn's DIS client and Catalog its topic catalog: a tenant's
+	// groups are apps of its own DIS account, on its own streams.
+	DIS     func(tn T) disclient.API
+	Catalog func(tn T) *topics.Catalog
+	// Apps is the set of DIS apps tn created or saw (name to true), so a
+	// commit costs one DIS call, not two. The tenant keeps it, so it goes
+	// with an idle tenant, and the partition log's apps share it.
+	Apps func(tn T) *sync.Map
+	// Partition is partition p of t in tn's partition log, which maps a
+	// kafka-format topic's offsets to DIS sequence numbers and back.
+	Partition func(tn T, t *topics.Meta, p int32) Partition
+	// WatermarkApp is the partition log's own DIS app: an encoded app
+	// name that stands for no group.
+	WatermarkApp string
+	// KafkaCode maps a failed DIS call to the Kafka error code a commit or
+	// an offset read fails with (docs/errors.md).
+	KafkaCode func(err error) int16
+	// Parallel runs fn for i in [0, n), at most
+	// topics.DescribeConcurrency at once, and returns when all have.
+	Parallel func(n int, fn func(i int))
+	// Committed tells the metrics the offset tn's group committed to
+	// partition p of t, which its lag is computed against.
+	Committed func(tn T, group string, t *topics.Meta, p int32, offset int64)
+}
+
+// Partition is what committed offsets need of a partition of the
+// partition log (plog.Partition has it): on kafka-format topics a
+// checkpoint holds the DIS record an offset is in, so commits and reads
+// translate between the two.
+type Partition interface {
+	// CheckpointSeq is the sequence number the checkpoint of a committed
+	// offset holds: the DIS record holding the offset, within the valid
+	// range of a partition whose earliest sequence number is earliestSeq.
+	CheckpointSeq(ctx context.Context, earliestSeq, offset int64) (int64, error)
+	// OffsetOfSeq is the first offset of the DIS record at seq, or the
+	// next offset when there is none: a DIS-native consumer's checkpoint
+	// read as an offset.
+	OffsetOfSeq(ctx context.Context, seq int64) (int64, error)
+	// KnownHWM is a raw-format partition's high watermark as the gateway
+	// has seen it, or -1: a commit beyond DescribeStream's end up to it is
+	// no commit out of range.
+	KnownHWM() int64
 }
 
 // Conn is the connection a membership request came on: the tenant whose

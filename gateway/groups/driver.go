@@ -16,8 +16,9 @@ import (
 // (docs/design.md §5): it feeds requests and the clock in, under one lock, and
 // carries out what Ready returns: responses to waiting requests, and a timer
 // for the next Tick; the offsets of groups that expired are deleted. All
-// group membership lives in the coordinators; offsets live in DIS, written
-// through one queue per group (commits.go).
+// group membership lives in the coordinators; offsets live in DIS as
+// checkpoints of the group's app (offsets.go), written through one queue
+// per group (commits.go).
 //
 // Groups belong to a tenant: each tenant (one set of DIS credentials) has a
 // coordinator of its own, so a tenant can neither see nor join, fence or
@@ -27,6 +28,8 @@ import (
 type Driver[T comparable] struct {
 	deps Deps[T]
 	cfg  groupcoord.Config
+	// groupForApp maps encoded app names back to group ids.
+	groupForApp sync.Map
 
 	mu sync.Mutex
 	// coords holds each tenant's coordinator by tenant id, which outlives
@@ -234,7 +237,7 @@ func (d *Driver[T]) readyLocked() []delivery {
 			tn, committed := d.committers[k]
 			delete(d.committers, k)
 			if rm.ExpireOffsets && committed {
-				d.enqueueLocked(offsetQueueKey[T]{tn, rm.Group}, func() { d.deps.Expire(tn, rm.Group) })
+				d.enqueueLocked(offsetQueueKey[T]{tn, rm.Group}, func() { d.expireOffsets(tn, rm.Group) })
 			}
 		}
 		for _, resp := range rd.Responses {

@@ -75,3 +75,13 @@ func quotaLimits(streamType string) (recordsIn, bytesIn, bytesOut float64) {
 	}
 	return 1000, 1 << 20, 2 << 20
 }
+
+// Rewritten counts a rewrite's new generation of one partition of the
+// tenant with this access key: its batches, records and bytes, written
+// again to the topic's keep stream (docs/design.md §12).
+func (m *Metrics) Rewritten(accessKey, topic string, partition int32, batches, records, bytes int64) {
+	tenant, topic, part := m.Labels.of(accessKey, topic, partition)
+	m.keptBatches.WithLabelValues(tenant, topic, part).Add(float64(batches))
+	m.keptRecords.WithLabelValues(tenant, topic, part).Add(float64(records))
+	m.keptBytes.WithLabelValues(tenant, topic, part).Add(float64(bytes))
+}

@@ -146,6 +146,12 @@ type Metrics struct {
 	// FencedBatches counts batches written again after someone else wrote
 	// their partition first.
 	FencedBatches prometheus.Counter
+	// KeepRewrites counts the keeper's rewrites of kept partitions by
+	// result (docs/design.md §12): written, fenced, failed, skipped.
+	KeepRewrites *prometheus.CounterVec
+	// keptBatches, keptRecords and keptBytes count what rewrites wrote,
+	// by partition (Rewritten).
+	keptBatches, keptRecords, keptBytes *prometheus.CounterVec
 	// ProduceCancelled counts queued batches not written because their
 	// producer had been answered REQUEST_TIMED_OUT.
 	ProduceCancelled prometheus.Counter
@@ -247,6 +253,14 @@ func New(cfg Config, st State) *Metrics {
 			Name: "disgw_offset_search_reads_total", Help: "DIS reads made to find the DIS record holding a Kafka offset of a kafka-format topic; consumers that follow the log make none."}),
 		FencedBatches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "disgw_batches_written_again_total", Help: "Batches written again because someone else had written their partition first (their first copies are stale)."}),
+		KeepRewrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_keep_rewrites_total", Help: "Rewrites of kept topics' partitions by result: written (a new generation is current), fenced (someone else wrote the keep partition meanwhile), failed, skipped (not due)."}, []string{"result"}),
+		keptBatches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_keep_rewritten_batches_total", Help: "Record batches rewritten to kept topics' keep streams, by partition."}, tp),
+		keptRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_keep_rewritten_records_total", Help: "Kafka records rewritten to kept topics' keep streams, by partition."}, tp),
+		keptBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_keep_rewritten_bytes_total", Help: "Bytes of record batches rewritten to kept topics' keep streams, by partition."}, tp),
 		ProduceQueueWaits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "disgw_produce_queue_waits_total", Help: "Produce partitions that waited for room in the write queues (the connection stopped being read meanwhile)."}),
 		ProduceCancelled: prometheus.NewCounter(prometheus.CounterOpts{
@@ -268,6 +282,9 @@ func New(cfg Config, st State) *Metrics {
 	// alerts have a series before the first event.
 	for _, reason := range []string{"max_connections", "max_connections_per_ip", "draining"} {
 		m.ConnsRefused.WithLabelValues(reason)
+	}
+	for _, result := range []string{"written", "fenced", "failed", "skipped"} {
+		m.KeepRewrites.WithLabelValues(result)
 	}
 	for _, reason := range []string{"idle", "write_timeout", "inflight_budget", "tls_handshake"} {
 		m.ConnsClosed.WithLabelValues(reason)
@@ -291,7 +308,7 @@ func New(cfg Config, st State) *Metrics {
 			m.ProduceQueued, m.ReadCacheBytes, m.OffsetProbes, m.FencedBatches,
 			m.ProduceQueueWaits, m.ProduceCancelled, m.ProduceDropped,
 			m.ConnsRefused, m.ConnsClosed, m.inflightBytes, &stateCollector{m: m})
-		reg.MustRegister(m.RawHeadersDropped, m.RawKeysDropped)
+		reg.MustRegister(m.RawHeadersDropped, m.RawKeysDropped, m.KeepRewrites, m.keptBatches, m.keptRecords, m.keptBytes)
 	}
 	return m
 }

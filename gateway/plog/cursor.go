@@ -22,6 +22,10 @@ type cursor struct {
 	id  string // "" when none is open
 	seq int64
 	at  time.Time
+	// stream is the stream read when it is not the partition's own: the
+	// keep stream, for a generation's reader (kept.go). Its reads use the
+	// keep stream's quota, so they are not counted in the partition's.
+	stream string
 }
 
 // read reads records of ps from seq on, up to bytes, opening a new DIS
@@ -31,10 +35,14 @@ type cursor struct {
 // consecutive records from seq on, and counts them in ps's meter.
 func (c *cursor) read(ctx context.Context, ps *Partition, seq int64, bytes int, spans bool) ([]disclient.Record, error) {
 	dis := ps.d.DIS
+	stream := c.stream
+	if stream == "" {
+		stream = ps.key.Stream
+	}
 	for attempt := 0; ; attempt++ {
 		if c.id == "" || c.seq != seq || time.Since(c.at) > cursorRefreshAge {
 			r, err := dis.GetCursor(ctx, &disclient.GetCursorRequest{
-				StreamName: ps.key.Stream, PartitionID: disclient.PartitionID(ps.key.Partition),
+				StreamName: stream, PartitionID: disclient.PartitionID(ps.key.Partition),
 				CursorType: disclient.CursorAtSequenceNumber, StartingSequenceNumber: strconv.FormatInt(seq, 10),
 			})
 			if err != nil {
@@ -63,7 +71,9 @@ func (c *cursor) read(ctx context.Context, ps *Partition, seq int64, bytes int, 
 			}
 			return nil, err
 		}
-		ps.meter.read(resp.Records)
+		if c.stream == "" {
+			ps.meter.read(resp.Records)
+		}
 		if n := len(resp.Records); n > 0 {
 			first, err1 := strconv.ParseInt(resp.Records[0].SequenceNumber, 10, 64)
 			last, err2 := strconv.ParseInt(resp.Records[n-1].SequenceNumber, 10, 64)

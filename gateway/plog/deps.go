@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/keep"
 )
 
 // Config holds the gateway settings the partition log reads; the gateway's
@@ -58,6 +59,14 @@ type Deps struct {
 	// sequence number range [earliest, next); ok is false when the stream
 	// has no such partition.
 	Refresh func(ctx context.Context, topic string, partition int32) (earliest, next int64, ok bool, err error)
+	// RetentionMs is the topic's retention.ms when the gateway honours
+	// it (below DIS's shortest retention), 0 when DIS's is the retention.
+	RetentionMs func(ctx context.Context, topic string) (int64, error)
+	// Kept says whether topic is kept (docs/design.md §12): ok with the
+	// policy its rewrites follow and the name of its keep stream, whose
+	// partitions match the topic's; ok is false for a topic that is not
+	// kept, whose partitions have no generation.
+	Kept func(ctx context.Context, topic string) (p keep.Policy, stream string, ok bool, err error)
 	// EnsureApp creates the tenant's DIS app on first use; ForgetApp makes
 	// the next EnsureApp create it again, after DIS said it is gone.
 	EnsureApp func(ctx context.Context, app string) error

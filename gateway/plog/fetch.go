@@ -171,7 +171,7 @@ func (p *FetchPart) read(ctx context.Context) {
 			return
 		}
 	}
-	recs, err := ps.reader.read(ctx, p.Offset, p.Limit)
+	recs, err := ps.reader.reads.read(ctx, p.Offset, p.Limit)
 	hwm = ps.KnownHWM()
 	p.HighWatermark = hwm
 	if err != nil {

@@ -119,7 +119,9 @@ func assembleFragments(recs []disclient.Record, f fragmentInfo) ([]byte, bool) {
 	for i := range recs {
 		batch = append(batch, recs[i].Data[fragmentHeaderSize:]...)
 	}
-	info, ok := protocol.ParseBatchInfo(batch)
+	// A keep stream's batch may be sparse (compaction); a producer's
+	// never is, and the fragments' own checks already tell them apart.
+	info, ok := protocol.ParseStoredBatchInfo(batch)
 	if !ok || len(batch) != int(f.total) || info.BaseOffset != f.base || binary.BigEndian.Uint32(batch[17:]) != f.batchCRC {
 		return nil, false
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/disclient/dislocal"
 	"github.com/disgw/disgw/disclient/dislocal/dislocaltest"
+	"github.com/disgw/disgw/gateway/keep"
 	"github.com/disgw/disgw/protocol"
 )
 
@@ -62,19 +63,21 @@ func testTenant(t testing.TB, s testSettings, dis disclient.API) *Tenant {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	return NewTenant(Deps{
-		Config:    c,
-		Ctx:       ctx,
-		Log:       zerolog.Nop(),
-		DIS:       dis,
-		Refresh:   describeRange(dis),
-		EnsureApp: func(ctx context.Context, app string) error { return ensureApp(ctx, dis, app) },
-		ForgetApp: func(string) {},
-		KafkaCode: func(error) int16 { return kerr.KafkaStorageError.Code },
-		Queues:    NewQueues(s.MaxPartitionQueueBytes, s.MaxQueueBytes, prometheus.NewGauge(prometheus.GaugeOpts{Name: "queued"}), prometheus.NewCounter(prometheus.CounterOpts{Name: "waits"})),
-		Cache:     NewCache(c.ReadCacheBytes, prometheus.NewGauge(prometheus.GaugeOpts{Name: "cached"})),
-		Go:        func(_ string, fn func()) { go fn() },
-		Recover:   func(string, func()) {},
-		Produced:  func(Key, int, int) {},
+		Config:      c,
+		Ctx:         ctx,
+		Log:         zerolog.Nop(),
+		DIS:         dis,
+		Refresh:     describeRange(dis),
+		RetentionMs: func(context.Context, string) (int64, error) { return 0, nil },
+		Kept:        func(context.Context, string) (keep.Policy, string, bool, error) { return keep.Policy{}, "", false, nil },
+		EnsureApp:   func(ctx context.Context, app string) error { return ensureApp(ctx, dis, app) },
+		ForgetApp:   func(string) {},
+		KafkaCode:   func(error) int16 { return kerr.KafkaStorageError.Code },
+		Queues:      NewQueues(s.MaxPartitionQueueBytes, s.MaxQueueBytes, prometheus.NewGauge(prometheus.GaugeOpts{Name: "queued"}), prometheus.NewCounter(prometheus.CounterOpts{Name: "waits"})),
+		Cache:       NewCache(c.ReadCacheBytes, prometheus.NewGauge(prometheus.GaugeOpts{Name: "cached"})),
+		Go:          func(_ string, fn func()) { go fn() },
+		Recover:     func(string, func()) {},
+		Produced:    func(Key, int, int) {},
 
 		ProduceCancelled: func(int) {},
 		OffsetProbe:      func() {},

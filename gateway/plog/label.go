@@ -99,7 +99,7 @@ func labelRun(recs []disclient.Record, after int64, fallback func(seq int64) int
 			kind[k] = kindEmpty
 		}
 		i += n - 1
-		info, _ := protocol.ParseBatchInfo(batch)
+		info, _ := protocol.ParseStoredBatchInfo(batch)
 		kind[i] = kindBatch
 		out[i].base, out[i].last, out[i].maxTS = info.BaseOffset, info.LastOffset(), info.MaxTimestamp
 		out[i].Data, out[i].lead = batch, int64(n-1)

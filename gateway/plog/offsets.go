@@ -129,8 +129,30 @@ func (ps *Partition) readWhole(ctx context.Context, cursor string) ([]disclient.
 
 // Earliest is the partition's log start offset: the base offset of
 // the batch at its earliest sequence number, or the next offset when it is
-// empty. earliestSeq comes from the catalog.
+// empty, or where DeleteRecords or retention.ms moved it when that is
+// later. earliestSeq
+// comes from the catalog.
 func (ps *Partition) Earliest(ctx context.Context, earliestSeq int64) (int64, error) {
+	off, err := ps.storedEarliest(ctx, earliestSeq)
+	if err != nil {
+		return 0, err
+	}
+	if err := ps.applyRetention(ctx); err != nil {
+		return 0, err
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if start, ok := ps.genLogStartLocked(); ok {
+		// Below the cut the generation is all there is, whatever the
+		// topic's stream still holds or DIS expired.
+		off = start
+	}
+	return max(off, ps.logStart), nil
+}
+
+// storedEarliest is the first offset DIS still holds: Earliest without
+// DeleteRecords.
+func (ps *Partition) storedEarliest(ctx context.Context, earliestSeq int64) (int64, error) {
 	if err := ps.ensure(ctx); err != nil {
 		return 0, err
 	}
@@ -158,7 +180,7 @@ func (ps *Partition) Earliest(ctx context.Context, earliestSeq int64) (int64, er
 		if rerr != nil || !ok || earliest <= earliestSeq {
 			return 0, err
 		}
-		return ps.Earliest(ctx, earliest)
+		return ps.storedEarliest(ctx, earliest)
 	}
 	if err != nil {
 		return 0, err
@@ -197,10 +219,13 @@ func (ps *Partition) Next(ctx context.Context) (int64, error) {
 func (ps *Partition) KnownEarliest() int64 {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	if start, ok := ps.genLogStartLocked(); ok {
+		return max(start, ps.logStart)
+	}
 	if ps.earliestSeq < 0 {
 		return -1
 	}
-	return ps.earliestOff
+	return max(ps.earliestOff, ps.logStart)
 }
 
 // KnownNext is the high watermark when recovered, or -1.
@@ -275,6 +300,9 @@ func (ps *Partition) ByTimestamp(ctx context.Context, ts int64) (offset, timesta
 	if err := ps.ensure(ctx); err != nil {
 		return -1, -1, err
 	}
+	if offset, timestamp, err = ps.genByTimestamp(ctx, ts); err != nil || offset >= 0 {
+		return offset, timestamp, err
+	}
 	c, ts, err := ps.TimestampCursor(ctx, ts)
 	if err != nil {
 		return -1, -1, err
@@ -283,7 +311,30 @@ func (ps *Partition) ByTimestamp(ctx context.Context, ts int64) (offset, timesta
 	if err != nil || len(recs) == 0 {
 		return -1, -1, err
 	}
-	return ps.firstRecordFrom(recs, ts)
+	ps.mu.Lock()
+	start, nextSeq := ps.logStart, ps.nextSeq
+	ps.mu.Unlock()
+	offset, timestamp, err = ps.firstRecordFrom(recs, ts, start)
+	if err != nil || offset >= 0 || start == 0 {
+		return offset, timestamp, err
+	}
+	// The records found lie before the log start DeleteRecords set: look
+	// on from there, batch by batch, to the end.
+	seq, err := ps.seqFor(ctx, start)
+	if errors.Is(err, errOutOfRange) {
+		return -1, -1, nil
+	}
+	for err == nil && seq < nextSeq {
+		if recs, err = ps.readRange(ctx, seq, nextSeq); err != nil || len(recs) == 0 {
+			break
+		}
+		if offset, timestamp, err = ps.firstRecordFrom(recs, ts, start); err != nil || offset >= 0 {
+			return offset, timestamp, err
+		}
+		seq, err = strconv.ParseInt(recs[len(recs)-1].SequenceNumber, 10, 64)
+		seq++
+	}
+	return -1, -1, err
 }
 
 // TimestampCursor opens an AT_TIMESTAMP cursor on the partition. A timestamp
@@ -306,13 +357,40 @@ func (ps *Partition) TimestampCursor(ctx context.Context, ts int64) (*disclient.
 // earliest sequence number is earliestSeq: the offset and timestamp of the
 // first record with the partition's largest timestamp, or -1 and -1. The
 // partition learns it from writes; the first ask scans its batch headers.
+// A kept partition's records below its generation's cut count from the
+// generation, and the topic's stream from the cut on.
 func (ps *Partition) MaxTimestamp(ctx context.Context, earliestSeq int64) (offset, timestamp int64, err error) {
 	if err := ps.ensure(ctx); err != nil {
 		return -1, -1, err
 	}
+	genOffset, genTS, err := ps.genMaxTimestamp(ctx)
+	if err != nil {
+		return -1, -1, err
+	}
+	offset, timestamp, err = ps.streamMaxTimestamp(ctx, earliestSeq, ps.currentGen().cut())
+	if err == nil && genOffset >= 0 && (offset < 0 || genTS >= timestamp) {
+		return genOffset, genTS, nil
+	}
+	return offset, timestamp, err
+}
+
+// streamMaxTimestamp is MaxTimestamp over the topic's stream, from offset
+// from (a kept partition's cut) or the log start, whichever is later.
+func (ps *Partition) streamMaxTimestamp(ctx context.Context, earliestSeq, from int64) (offset, timestamp int64, err error) {
 	ps.mu.Lock()
-	known, seq, nextSeq, next := ps.maxTSKnown, ps.maxTSSeq, ps.nextSeq, ps.next
+	known, seq, nextSeq, next, start := ps.maxTSKnown, ps.maxTSSeq, ps.nextSeq, ps.next, max(ps.logStart, from)
 	ps.mu.Unlock()
+	if start > 0 {
+		// Only batches from the one holding the log start count.
+		startSeq, err := ps.seqFor(ctx, start)
+		if errors.Is(err, errOutOfRange) {
+			return -1, -1, nil
+		}
+		if err != nil {
+			return -1, -1, err
+		}
+		earliestSeq = max(earliestSeq, startSeq)
+	}
 	if !known || seq < earliestSeq {
 		maxTS, maxSeq := int64(-1), int64(-1)
 		for from := earliestSeq; from < nextSeq; {
@@ -354,13 +432,13 @@ func (ps *Partition) MaxTimestamp(ctx context.Context, earliestSeq int64) (offse
 	if err != nil || len(recs) == 0 {
 		return -1, -1, err
 	}
-	return ps.firstRecordFrom(recs, maxTS)
+	return ps.firstRecordFrom(recs, maxTS, start)
 }
 
-// firstRecordFrom finds the first record of recs whose timestamp is at
-// least ts, its offset and timestamp, or -1 and -1: inside a batch, the
-// records are decoded to find it.
-func (ps *Partition) firstRecordFrom(recs []disclient.Record, ts int64) (offset, timestamp int64, err error) {
+// firstRecordFrom finds the first record of recs at or after offset from
+// whose timestamp is at least ts, its offset and timestamp, or -1 and -1:
+// inside a batch, the records are decoded to find it.
+func (ps *Partition) firstRecordFrom(recs []disclient.Record, ts, from int64) (offset, timestamp int64, err error) {
 	ps.mu.Lock()
 	next, nextSeq := ps.next, ps.nextSeq
 	ps.mu.Unlock()
@@ -368,8 +446,15 @@ func (ps *Partition) firstRecordFrom(recs []disclient.Record, ts int64) (offset,
 	if err != nil {
 		return -1, -1, err
 	}
+	return ps.firstInBatches(batches, ts, from)
+}
+
+// firstInBatches is the offset and timestamp of the first record of
+// batches at or after offset from with a timestamp at or after ts, or -1
+// and -1.
+func (ps *Partition) firstInBatches(batches []Batch, ts, from int64) (offset, timestamp int64, err error) {
 	for i := range batches {
-		if batches[i].maxTS < ts {
+		if batches[i].maxTS < ts || batches[i].last < from {
 			continue
 		}
 		decoded, err := protocol.DecodeBatches(batches[i].Data, protocol.NewDecompressBudget(ps.d.MaxDecompressedBytes))
@@ -378,7 +463,7 @@ func (ps *Partition) firstRecordFrom(recs []disclient.Record, ts int64) (offset,
 		}
 		for _, b := range decoded {
 			for _, r := range b.Records {
-				if r.Timestamp >= ts {
+				if r.Timestamp >= ts && r.Offset >= from {
 					return r.Offset, r.Timestamp, nil
 				}
 			}

@@ -32,8 +32,9 @@ type Partition struct {
 	// holding a lock of the partition (docs/design.md §11).
 	recoverMu sync.Mutex
 
-	// mu guards the fields from recovered to watermarkDo. It is taken
-	// after recoverMu, readMu and the reader's mu, and no other lock of
+	// mu guards the fields from recovered to gen, and the
+	// kafka-format read flow's lastEmpty. It is taken after recoverMu,
+	// either read flow's readMu and the reader's mu, and no other lock of
 	// the partition log is taken while it is held.
 	mu        sync.Mutex
 	recovered bool
@@ -52,7 +53,6 @@ type Partition struct {
 	maxTS, maxTSSeq int64
 	maxTSKnown      bool
 	waiters         []chan struct{}
-	lastEmpty       time.Time // when DIS last had nothing at nextSeq
 	// window holds the batches of consecutive DIS records last written
 	// or read, counted against the gateway-wide read cache.
 	window      []Batch
@@ -62,15 +62,37 @@ type Partition struct {
 	watermark   int64
 	watermarkAt time.Time
 	watermarkDo bool // a delayed watermark write is scheduled
+	// logStart is the log start offset DeleteRecords or retention.ms set,
+	// which the watermark checkpoint keeps (0 when none); the partition's
+	// log start is the larger of it and earliestOff.
+	logStart int64
+	// retainedAt is when retention.ms last moved the log start
+	// (retention.go).
+	retainedAt time.Time
+	// gen is a kept topic's current generation (kept.go), nil for a
+	// topic that is not kept; replaced whole, never changed.
+	gen *generation
 
-	// readMu serialises kafka-format DIS reads and guards the cursor; it
-	// is taken before mu.
-	readMu sync.Mutex
+	// markMu makes one watermark checkpoint write at a time, so that a
+	// write of an older state never lands after a newer one. It is held
+	// across the DIS call and taken before mu (docs/design.md §11).
+	markMu sync.Mutex
+
+	// reads is the kafka-format read flow, over the window; its readMu
+	// guards cursor.
+	reads  readPath[Batch]
 	cursor cursor
-	// busy counts kafka-format reads in progress, which keep eviction away;
-	// ahead is set while a read-ahead is queued or running.
-	busy  atomic.Int32
-	ahead atomic.Bool
+	// genReads is the read flow of a kept topic's generation, below its
+	// cut (genread.go); its readMu guards genCursor and genPos.
+	genReads  readPath[Batch]
+	genCursor cursor
+	genPos    genPosition
+	// keepMu makes one rewrite of the partition at a time (rewrite.go);
+	// it is held across the rewrite's DIS calls and taken before
+	// recoverMu and mu.
+	keepMu sync.Mutex
+	// busy counts kafka-format reads in progress, which keep eviction away.
+	busy atomic.Int32
 	// moved is set when the partition moved to another gateway while
 	// this state was busy: it is dropped once idle, even if the partition
 	// came back meanwhile (Tenant.ReleaseMoved).
@@ -124,6 +146,23 @@ func newPartition(tn *Tenant, k Key) *Partition {
 	ps := &Partition{t: tn, d: &tn.d, key: k, earliestSeq: -1, watermark: -1, maxTSSeq: -1}
 	ps.writer = &partitionWriter{d: &tn.d, key: k, state: ps, producers: make(map[int64]*producerState)}
 	ps.reader = &partitionReader{d: &tn.d, key: k, state: ps, hwm: -1}
+	ps.reads.init(readFormat[Batch]{
+		cachedLocked: ps.cachedLocked, atEndLocked: ps.atEndLocked, readDIS: ps.readDIS,
+		installLocked: ps.installLocked, uncached: ps.uncached, nextAfter: ps.nextAfter,
+		shortAheadLocked: ps.shortAheadLocked, loadAhead: ps.loadAhead,
+	}, &ps.mu, ps)
+	ps.genReads.init(readFormat[Batch]{
+		cachedLocked: func(int64, int) []Batch { return nil }, atEndLocked: func(int64) bool { return false },
+		readDIS: ps.readGen, installLocked: func(int64, []Batch) int { return 0 }, uncached: ps.uncached,
+		nextAfter: ps.nextAfter, shortAheadLocked: func(int64) bool { return false },
+		loadAhead: func(context.Context, int64, int) (int, bool) { return 0, false },
+	}, &ps.mu, ps)
+	pr := ps.reader
+	pr.reads.init(readFormat[protocol.Record]{
+		cachedLocked: pr.cachedLocked, atEndLocked: pr.atEndLocked, readDIS: pr.readDIS,
+		installLocked: pr.installLocked, uncached: pr.uncached, nextAfter: pr.nextAfter,
+		shortAheadLocked: pr.shortAheadLocked, loadAhead: pr.loadAhead,
+	}, &pr.mu, ps)
 	return ps
 }
 
@@ -136,7 +175,7 @@ func (ps *Partition) idle() bool {
 	w := ps.writer
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.running || len(w.queue) > 0 || w.completing || ps.reader.loading.Load() || ps.busy.Load() > 0 {
+	if w.running || len(w.queue) > 0 || w.completing || ps.reads.loading.Load() || ps.reader.reads.loading.Load() || ps.busy.Load() > 0 {
 		return false
 	}
 	w.evicted = true
@@ -151,8 +190,8 @@ func (ps *Partition) dropped() {
 	ps.mu.Unlock()
 	pr := ps.reader
 	pr.mu.Lock()
-	n += pr.charged
-	pr.cache, pr.cacheBytes, pr.charged = nil, 0, 0
+	n += pr.cacheBytes
+	pr.cache, pr.cacheBytes = nil, 0
 	pr.mu.Unlock()
 	ps.d.Cache.charge(ps, -n)
 	ps.d.Cache.forget(ps)
@@ -271,8 +310,13 @@ func (ps *Partition) recover(ctx context.Context, producers bool) error {
 	if !ok {
 		return errNotRecovered
 	}
-	wm, err := ps.readWatermark(ctx)
+	wm, logStart, err := ps.readWatermark(ctx)
 	if err != nil {
+		return err
+	}
+	// A kept topic's generation is there before any reader is let in, so
+	// that none reads below its cut from the topic's stream.
+	if err := ps.recoverKept(ctx); err != nil {
 		return err
 	}
 	// A partition without batches has offsets that end where its
@@ -298,6 +342,7 @@ func (ps *Partition) recover(ctx context.Context, producers bool) error {
 	ps.recovered = true
 	ps.next, ps.nextSeq = max(ps.next, next), max(ps.nextSeq, nextSeq)
 	ps.watermark = wm
+	ps.logStart = max(ps.logStart, logStart)
 	if earliest == nextSeq {
 		// Empty: what is written from now on is all there is.
 		ps.earliestSeq, ps.earliestOff = earliest, ps.next
@@ -538,9 +583,9 @@ func (ps *Partition) trimWindow(n int) int {
 	return freed
 }
 
-// fromWindowLocked returns the cached batches from the one holding offset
-// on, up to maxBytes (at least one), when the window holds offset.
-func (ps *Partition) fromWindowLocked(offset int64, maxBytes int) []Batch {
+// cachedLocked returns the cached batches from the one holding offset on,
+// up to maxBytes (at least one), when the window holds offset.
+func (ps *Partition) cachedLocked(offset int64, maxBytes int) []Batch {
 	n := len(ps.window)
 	if n == 0 || offset < ps.window[0].base || offset > ps.window[n-1].last {
 		return nil

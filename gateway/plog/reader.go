@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/protocol"
@@ -24,23 +22,19 @@ type partitionReader struct {
 	key   Key
 	state *Partition // whose waiters appends wake
 
-	// mu guards the fields from cache to charged. It is taken after
-	// readMu and before the partition's mu (raising the high watermark
-	// wakes the partition's waiters).
+	// mu guards the fields from cache to hwm and the read flow's
+	// lastEmpty. It is taken after reads.readMu and before the
+	// partition's mu (raising the high watermark wakes the partition's
+	// waiters).
 	mu         sync.Mutex
 	cache      []protocol.Record // consecutive offsets
 	cacheBytes int
-	hwm        int64     // next offset known to exist; -1 unknown
-	lastEmpty  time.Time // when DIS last had nothing at hwm
-	// charged is how much of cacheBytes the gateway-wide read cache
-	// counts; settle brings it up to date outside the lock.
-	charged int
+	hwm        int64 // next offset known to exist; -1 unknown
 
-	// readMu makes one DIS read at a time and guards cursor; it is
-	// taken before mu.
-	readMu  sync.Mutex
-	loading atomic.Bool // a read-ahead is queued or running
-	cursor  cursor
+	// reads is the raw-format read flow, over the record cache; its
+	// readMu guards cursor.
+	reads  readPath[protocol.Record]
+	cursor cursor
 }
 
 // rawCacheBytes bounds one raw partition's record cache, within the
@@ -60,16 +54,17 @@ func recordSize(r *protocol.Record) int {
 // fetches. The records alias their produce request's frame, so the cache
 // gets a compact copy: a large frame must not stay alive for a small record.
 func (pr *partitionReader) appended(recs []protocol.Record) {
-	defer pr.settle()
 	pr.mu.Lock()
-	defer pr.mu.Unlock()
 	if len(pr.cache) > 0 && pr.cacheEnd() < pr.hwm && recs[0].Offset > pr.cacheEnd() {
 		// The cache is a window some lagging consumer is reading: keep it,
 		// and only learn the new high watermark.
 		pr.raiseHWMLocked(recs[len(recs)-1].Offset + 1)
+		pr.mu.Unlock()
 		return
 	}
-	pr.addLocked(compactRecords(recs))
+	delta := pr.addLocked(compactRecords(recs))
+	pr.mu.Unlock()
+	pr.d.Cache.charge(pr.state, delta)
 }
 
 // compactRecords copies recs with their keys, values and header values in
@@ -111,9 +106,11 @@ func compactRecords(recs []protocol.Record) []protocol.Record {
 // addLocked puts records into the cache. Records that continue the cache
 // extend it; records elsewhere (a consumer moved, or someone else wrote a
 // gap) replace it, since one window per partition is what readers share.
-func (pr *partitionReader) addLocked(recs []protocol.Record) {
+// It returns the change of the cache's bytes.
+func (pr *partitionReader) addLocked(recs []protocol.Record) int {
+	before := pr.cacheBytes
 	if len(recs) == 0 {
-		return
+		return 0
 	}
 	first, last := recs[0].Offset, recs[len(recs)-1].Offset
 	end := pr.cacheEnd()
@@ -133,7 +130,7 @@ func (pr *partitionReader) addLocked(recs []protocol.Record) {
 		}
 	}
 	if len(recs) == 0 {
-		return
+		return pr.cacheBytes - before
 	}
 	pr.cache = append(pr.cache, recs...)
 	for i := range recs {
@@ -148,6 +145,7 @@ func (pr *partitionReader) addLocked(recs []protocol.Record) {
 	// records) once the capacity left runs out.
 	pr.cache = pr.cache[drop:]
 	pr.raiseHWMLocked(pr.cache[len(pr.cache)-1].Offset + 1)
+	return pr.cacheBytes - before
 }
 
 // raiseHWMLocked records a higher high watermark and wakes long polls.
@@ -162,20 +160,11 @@ func (pr *partitionReader) raiseHWMLocked(next int64) {
 // its own writes got.
 func (pr *partitionReader) invalidate() {
 	pr.mu.Lock()
+	n := pr.cacheBytes
 	pr.cache, pr.cacheBytes = nil, 0
 	pr.mu.Unlock()
-	pr.settle()
-}
-
-// settle charges the change of the record cache's size to the gateway-wide
-// read cache; it must be called without pr.mu held.
-func (pr *partitionReader) settle() {
-	pr.mu.Lock()
-	d := pr.cacheBytes - pr.charged
-	pr.charged = pr.cacheBytes
-	pr.mu.Unlock()
-	if d != 0 {
-		pr.d.Cache.charge(pr.state, d)
+	if n != 0 {
+		pr.d.Cache.charge(pr.state, -n)
 	}
 }
 
@@ -193,7 +182,6 @@ func (pr *partitionReader) trimCache(n int) int {
 	clear(pr.cache[:drop])
 	pr.cache = pr.cache[drop:]
 	pr.cacheBytes -= freed
-	pr.charged -= freed
 	return freed
 }
 
@@ -204,11 +192,11 @@ func (pr *partitionReader) cacheEnd() int64 {
 	return pr.cache[len(pr.cache)-1].Offset + 1
 }
 
-// fromCache copies up to maxBytes of records starting at offset (always at
-// least one) when the cache holds offset.
-func (pr *partitionReader) fromCacheLocked(offset int64, maxBytes int) ([]protocol.Record, bool) {
+// cachedLocked copies up to maxBytes of records starting at offset (always
+// at least one) when the cache holds offset.
+func (pr *partitionReader) cachedLocked(offset int64, maxBytes int) []protocol.Record {
 	if len(pr.cache) == 0 || offset < pr.cache[0].Offset || offset >= pr.cacheEnd() {
-		return nil, false
+		return nil
 	}
 	i := int(offset - pr.cache[0].Offset)
 	j, bytes := i, 0
@@ -218,7 +206,7 @@ func (pr *partitionReader) fromCacheLocked(offset int64, maxBytes int) ([]protoc
 	}
 	out := make([]protocol.Record, j-i)
 	copy(out, pr.cache[i:j])
-	return out, true
+	return out
 }
 
 // knownHWM returns the high watermark this reader has seen, or -1.
@@ -246,120 +234,70 @@ func (ps *Partition) ObserveHWM(next int64) { ps.reader.observeHWM(next) }
 // errOutOfRange means DIS has no records at the requested offset.
 var errOutOfRange = errors.New("offset out of range")
 
-// read returns records from offset on, up to maxBytes (at least one record
-// when any is there). An empty answer means nothing is there yet.
-func (pr *partitionReader) read(ctx context.Context, offset int64, maxBytes int) ([]protocol.Record, error) {
-	defer pr.settle()
-	pr.mu.Lock()
-	if recs, ok := pr.fromCacheLocked(offset, maxBytes); ok {
-		pr.mu.Unlock()
-		pr.readAhead(recs[len(recs)-1].Offset+1, maxBytes)
-		return recs, nil
-	}
-	if offset == pr.hwm && time.Since(pr.lastEmpty) < pr.d.PollInterval {
-		pr.mu.Unlock()
-		return nil, nil
-	}
-	pr.mu.Unlock()
+// The raw format of the read flow (readPath): the cache is the record
+// cache, and offsets are DIS sequence numbers.
 
-	pr.readMu.Lock()
-	defer pr.readMu.Unlock()
-	pr.mu.Lock()
-	if recs, ok := pr.fromCacheLocked(offset, maxBytes); ok {
-		pr.mu.Unlock()
-		return recs, nil
-	}
-	pr.mu.Unlock()
+func (pr *partitionReader) atEndLocked(offset int64) bool { return offset == pr.hwm }
 
-	recs, err := pr.readDIS(ctx, offset, maxBytes)
-	if err != nil {
-		return nil, err
-	}
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
+// installLocked caches a read's records; a read that found nothing at
+// offset says the partition reaches it.
+func (pr *partitionReader) installLocked(offset int64, recs []protocol.Record) int {
 	if len(recs) == 0 {
 		pr.raiseHWMLocked(offset)
-		pr.lastEmpty = time.Now()
-		return nil, nil
+		return 0
 	}
-	pr.addLocked(recs)
-	out, _ := pr.fromCacheLocked(offset, maxBytes)
-	if out == nil {
-		out = recs
-	}
-	pr.readAheadLocked(out[len(out)-1].Offset+1, maxBytes)
-	return out, nil
+	return pr.addLocked(recs)
 }
 
-// readAhead starts loading the records after next into the cache while the
-// consumer is busy with what it just got, so that its next fetch needs no
-// DIS round trip. It does nothing when the cache already holds enough after
-// next or nothing more is known to be there.
-func (pr *partitionReader) readAhead(next int64, maxBytes int) {
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	pr.readAheadLocked(next, maxBytes)
+// uncached serves the whole read: it is what was asked for, from offset on.
+func (pr *partitionReader) uncached(recs []protocol.Record, _ int64, _ int) []protocol.Record {
+	return recs
 }
 
-func (pr *partitionReader) readAheadLocked(next int64, maxBytes int) {
-	if pr.enoughAheadLocked(next) {
-		return
-	}
-	if pr.loading.CompareAndSwap(false, true) {
-		pr.d.Go("partition read-ahead", func() { pr.load(next, maxBytes) })
-	}
+func (pr *partitionReader) nextAfter(served []protocol.Record) int64 {
+	return served[len(served)-1].Offset + 1
 }
 
-// enoughAheadLocked reports whether the cache holds readAheadTarget bytes
-// after next, or everything known to exist.
-func (pr *partitionReader) enoughAheadLocked(next int64) bool {
+// shortAheadLocked reports whether the cache holds less than
+// readAheadTarget bytes after next and more is known to exist.
+func (pr *partitionReader) shortAheadLocked(next int64) bool {
 	end := pr.cacheEnd()
 	if next >= pr.hwm || (end >= pr.hwm && len(pr.cache) > 0 && next >= pr.cache[0].Offset) {
-		return true
-	}
-	if len(pr.cache) == 0 || next < pr.cache[0].Offset || next >= end {
 		return false
 	}
+	if len(pr.cache) == 0 || next < pr.cache[0].Offset || next >= end {
+		return true
+	}
 	ahead := (end - next) * int64(pr.cacheBytes) / int64(len(pr.cache))
-	return ahead >= int64(pr.readAheadTarget())
+	return ahead < int64(pr.readAheadTarget())
 }
 
 // readAheadTarget is how much a reader keeps loaded ahead of its consumers:
 // half the cache, so what a consumer is about to read is never evicted.
 func (pr *partitionReader) readAheadTarget() int { return pr.rawCacheBytes() / 2 }
 
-// load reads from DIS into the cache until enough is loaded after next;
-// one runs at a time per partition.
-func (pr *partitionReader) load(next int64, maxBytes int) {
-	defer pr.loading.Store(false)
-	defer pr.settle()
-	pr.readMu.Lock()
-	defer pr.readMu.Unlock()
-	ctx, cancel := context.WithTimeout(pr.d.Ctx, PutTimeout)
-	defer cancel()
-	for {
-		pr.mu.Lock()
-		if pr.enoughAheadLocked(next) {
-			pr.mu.Unlock()
-			return
-		}
-		from := next
-		if end := pr.cacheEnd(); len(pr.cache) > 0 && next >= pr.cache[0].Offset && next < end {
-			from = end
-		}
+// loadAhead reads after the cache, or at next when the cache does not hold
+// it, and asks to read again while that extended the cache: the target is
+// more than one read.
+func (pr *partitionReader) loadAhead(ctx context.Context, next int64, maxBytes int) (int, bool) {
+	pr.mu.Lock()
+	if !pr.shortAheadLocked(next) {
 		pr.mu.Unlock()
-		recs, err := pr.readDIS(ctx, from, maxBytes)
-		if err != nil || len(recs) == 0 {
-			return
-		}
-		pr.mu.Lock()
-		pr.addLocked(recs)
-		progressed := len(pr.cache) > 0 && from >= pr.cache[0].Offset && from < pr.cacheEnd()
-		pr.mu.Unlock()
-		if !progressed {
-			return
-		}
+		return 0, false
 	}
+	from := next
+	if end := pr.cacheEnd(); len(pr.cache) > 0 && next >= pr.cache[0].Offset && next < end {
+		from = end
+	}
+	pr.mu.Unlock()
+	recs, err := pr.readDIS(ctx, from, maxBytes)
+	if err != nil || len(recs) == 0 {
+		return 0, false
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	delta := pr.addLocked(recs)
+	return delta, len(pr.cache) > 0 && from >= pr.cache[0].Offset && from < pr.cacheEnd()
 }
 
 // readDIS reads records from offset on with the reader's cursor.

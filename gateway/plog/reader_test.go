@@ -59,9 +59,9 @@ func TestReadCacheEvictsOldestPastItsSize(t *testing.T) {
 		t.Fatalf("window %v, want the newest 10 records", got)
 	}
 	pr.mu.Lock()
-	recs, ok := pr.fromCacheLocked(20, 1)
+	recs := pr.cachedLocked(20, 1)
 	pr.mu.Unlock()
-	if !ok || len(recs) != 1 || recs[0].Offset != 20 {
+	if len(recs) != 1 || recs[0].Offset != 20 {
 		t.Fatalf("a read smaller than one record got %d records", len(recs))
 	}
 }
@@ -80,7 +80,7 @@ func TestAppendedRecordsDoNotAliasTheFrame(t *testing.T) {
 		frame[i] = 'x'
 	}
 	pr.mu.Lock()
-	got, _ := pr.fromCacheLocked(0, 1<<20)
+	got := pr.cachedLocked(0, 1<<20)
 	pr.mu.Unlock()
 	if len(got) != 2 || string(got[0].Key) != "key" || string(got[0].Value) != "value" || string(got[0].Headers[0].Value) != "hdr" {
 		t.Fatalf("cached records changed with the frame: %+v", got)

@@ -12,7 +12,7 @@ func TestIdleWritersAndReadersEvicted(t *testing.T) {
 	key := func(p int32) Key { return testKey("t", p) }
 	idle, busy := tn.Partition(key(0)).writer, tn.Partition(key(1)).writer
 	busy.running = true
-	tn.Partition(key(2)).reader.loading.Store(true)
+	tn.Partition(key(2)).reader.reads.loading.Store(true)
 	held := func(p int32) bool {
 		_, ok := tn.Peek(key(p))
 		return ok

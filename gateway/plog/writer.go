@@ -498,6 +498,9 @@ func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecords
 	}
 	results := make([]disclient.PutRecordsResult, 0, len(entries))
 	var wait func() error
+	// throttled is set once DIS has refused a call for traffic control: a
+	// call the deadline then cuts short failed because of the throttling.
+	throttled := false
 	maxRecs, maxBytes := w.d.PutRecordsMaxRecords, w.d.PutRecordsMaxBytes
 	for start := 0; start < len(entries); {
 		limit := len(entries)
@@ -528,7 +531,7 @@ func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecords
 		case err != nil:
 			cancel()
 			w.d.Log.Warn().Err(err).Str("topic", w.key.Topic).Int32("partition", w.key.Partition).Msg("PutRecords failed")
-			return putOutcome{results: results, code: w.d.KafkaCode(err), msg: err.Error(), throttled: disclient.IsThrottle(disclient.ErrorCode(err)), wait: wait}
+			return putOutcome{results: results, code: w.d.KafkaCode(err), msg: err.Error(), throttled: throttled, wait: wait}
 		case len(resp.Records) != end-start:
 			cancel()
 			return putOutcome{results: results, code: kerr.UnknownServerError.Code, msg: "DIS answered PutRecords with a different number of records", wait: wait}
@@ -542,6 +545,7 @@ func (w *partitionWriter) put(deadline time.Time, entries []disclient.PutRecords
 			cancel()
 			continue
 		}
+		throttled = true
 		if opEnd(start) > 0 {
 			// Inside a partly stored op: wait out the throttling
 			// whatever the deadline.

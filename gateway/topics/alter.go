@@ -3,6 +3,7 @@ package topics
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,15 +29,23 @@ func newAlter(cfg *Config, t *Meta) *Alter {
 
 // config returns the named config, refusing unknown and repeated names.
 func (a *Alter) config(name string) (*topicConfig, *ConfigError) {
-	if a.seen[name] {
-		return nil, InvalidRequest("config %s appears more than once", name)
+	if cerr := a.once(name); cerr != nil {
+		return nil, cerr
 	}
-	a.seen[name] = true
 	c := topicConfigNamed(name)
 	if c == nil {
 		return nil, InvalidConfig("unknown topic config %s", name)
 	}
 	return c, nil
+}
+
+// once refuses a name the resource has listed already.
+func (a *Alter) once(name string) *ConfigError {
+	if a.seen[name] {
+		return InvalidRequest("config %s appears more than once", name)
+	}
+	a.seen[name] = true
+	return nil
 }
 
 // set makes config c hold v. Setting a config to the value it has is
@@ -67,7 +76,9 @@ func (a *Alter) revert(c *topicConfig) *ConfigError {
 }
 
 // changedTags are the stream tags that record the timestamp configs,
-// max.message.bytes and the dis.raw.* policies the alter changes. Each is written with its value, a
+// max.message.bytes, a retention.ms below DIS's shortest ("0" for none),
+// the dis.raw.* policies and, while the topic is not kept, the keeping
+// configs its own stream holds, that the alter changes. Each is written with its value, a
 // default one included: the tag then says what a missing tag would.
 func (a *Alter) changedTags() []disclient.Tag {
 	cur, next := a.cur.Timestamps.withDefaults(), a.next.Timestamps.withDefaults()
@@ -82,6 +93,7 @@ func (a *Alter) changedTags() []disclient.Tag {
 		{timestampBeforeTagKey, cur.beforeMax, next.beforeMax},
 		{timestampAfterTagKey, cur.afterMax, next.afterMax},
 		{maxMessageBytesTagKey, mmb.current(a.cfg, &a.cur), mmb.current(a.cfg, &a.next)},
+		{retentionMsTagKey, strconv.FormatInt(a.cur.RetentionMs, 10), strconv.FormatInt(a.next.RetentionMs, 10)},
 		{rawHeadersTagKey, curRaw.headers, nextRaw.headers},
 		{rawKeysTagKey, curRaw.keys, nextRaw.keys},
 	} {
@@ -89,7 +101,12 @@ func (a *Alter) changedTags() []disclient.Tag {
 			out = append(out, disclient.Tag{Key: t.key, Value: t.next})
 		}
 	}
-	return out
+	if a.next.Kept() {
+		// The keep stream holds them all; the topic's own tags, if it
+		// had some, are no longer read.
+		return out
+	}
+	return append(out, changedKeepTags(a.cur.topicKeep(), a.next.topicKeep())...)
 }
 
 // Alter runs the topic part of one resource of an AlterConfigs or
@@ -106,14 +123,26 @@ func (c *Catalog) Alter(ctx context.Context, name string, validateOnly bool, fil
 	if cerr := fill(a); cerr != nil {
 		return cerr
 	}
+	if a.cur.Kept() && !a.next.Kept() {
+		return InvalidConfig("topic '%s' is kept (cleanup.policy includes compact, or retention.ms is -1 or over 72 hours) and cannot stop being kept: "+
+			"what it keeps beyond DIS's retention would be lost; delete and create it again instead", name)
+	}
 	changed := a.changedTags()
-	if len(changed) > 0 {
+	var keepChanged []disclient.Tag
+	if a.cur.Kept() {
+		keepChanged = changedKeepTags(a.cur.Keep, a.next.Keep)
+	}
+	makeKept := !a.cur.Kept() && a.next.Kept()
+	if len(changed) > 0 || len(keepChanged) > 0 || makeKept || a.next.RetentionHours != a.cur.RetentionHours {
 		if err := a.cfg.CheckSpec(name, &a.next); err != nil {
 			return InvalidConfig("%s", err.Error())
 		}
 	}
 	if validateOnly {
 		return nil
+	}
+	if cerr := c.alterKeep(ctx, t, a, makeKept, keepChanged); cerr != nil {
+		return cerr
 	}
 	if len(changed) > 0 {
 		err := c.d.DIS.UpdateStreamTags(ctx, t.StreamID, &disclient.StreamTagsRequest{Action: disclient.TagActionCreate, Tags: changed})
@@ -139,6 +168,32 @@ func (c *Catalog) Alter(ctx context.Context, name string, validateOnly bool, fil
 		return &ConfigError{Code: c.d.KafkaCode(err), Msg: err.Error()}
 	}
 	c.d.Log.Info().Str("topic", name).Int32("retention_hours", hours).Msg("changed topic retention")
+	return nil
+}
+
+// alterKeep writes what an alter changes of a topic's keep stream before
+// the topic's own stream changes: a topic made kept gets its keep stream,
+// a kept one the keep stream's changed tags.
+func (c *Catalog) alterKeep(ctx context.Context, t *Meta, a *Alter, makeKept bool, changed []disclient.Tag) *ConfigError {
+	var err error
+	switch {
+	case makeKept:
+		err = c.createKeepStream(ctx, t.Stream, int32(len(t.Partitions)), &a.next, true)
+	case len(changed) > 0:
+		err = c.d.DIS.UpdateStreamTags(ctx, t.keepStreamID, &disclient.StreamTagsRequest{Action: disclient.TagActionCreate, Tags: changed})
+	default:
+		return nil
+	}
+	c.Invalidate(t.Name)
+	if err != nil {
+		c.d.Log.Warn().Err(err).Str("topic", t.Name).Msg("writing the topic's keep stream failed")
+		return &ConfigError{Code: c.d.KafkaCode(err), Msg: err.Error()}
+	}
+	p := a.next.Keep.policy(KeepStreamName(t.Stream))
+	c.d.Log.Info().Str("topic", t.Name).Bool("compact", p.Compact).Bool("delete", p.Delete).Int64(configRetentionMs, p.RetentionMs).
+		Int64(configRetentionBytes, p.RetentionBytes).Int64(configDeleteRetention, p.DeleteRetentionMs).
+		Int64(configMinCompactionLag, p.MinCompactionLagMs).Int64(configMaxCompactionLag, p.MaxCompactionLagMs).
+		Float64(configMinCleanableRatio, p.MinCleanableDirtyRatio).Bool("new_keep_stream", makeKept).Msg("changed the topic's keeping configs")
 	return nil
 }
 
@@ -174,9 +229,22 @@ func (a *Alter) Replace(configs []kmsg.AlterConfigsRequestResourceConfig) *Confi
 
 // Change states each change an IncrementalAlterConfigs resource lists:
 // SET, DELETE (back to the default), or APPEND and SUBTRACT for list
-// configs; configs it does not list keep their value.
+// configs; configs it does not list keep their value. A DELETE of a name
+// not in topicConfigs changes nothing.
 func (a *Alter) Change(configs []kmsg.IncrementalAlterConfigsRequestResourceConfig) *ConfigError {
 	for _, rc := range configs {
+		if rc.Op == kmsg.IncrementalAlterConfigOpDelete && topicConfigNamed(rc.Name) == nil {
+			// Kafka takes it as removing an override that is not there,
+			// whatever the name. MirrorMaker 2 sends a DELETE for every
+			// config its source topic has at the default, among them
+			// Kafka's that disgw does not report (flush.messages, Kafka
+			// 4.4's errors.deadletterqueue.group.enable): refusing one
+			// would fail its whole config sync.
+			if cerr := a.once(rc.Name); cerr != nil {
+				return cerr
+			}
+			continue
+		}
 		c, cerr := a.config(rc.Name)
 		if cerr != nil {
 			return cerr

@@ -26,6 +26,7 @@ const (
 	timestampBeforeTagKey = "disgw-timestamp-before-max-ms"
 	timestampAfterTagKey  = "disgw-timestamp-after-max-ms"
 	maxMessageBytesTagKey = "disgw-max-message-bytes"
+	retentionMsTagKey     = "disgw-retention-ms"
 )
 
 // ErrUnknownTopic is returned by the catalog for a stream DIS does not have.
@@ -43,8 +44,11 @@ type Meta struct {
 	ID             [16]byte
 	Format         RecordFormat
 	RetentionHours int32
-	StreamType     string
-	Timestamps     TimestampSpec
+	// RetentionMs is a retention.ms below DIS's shortest, which the
+	// gateway honours by moving the log start; 0 for none.
+	RetentionMs int64
+	StreamType  string
+	Timestamps  TimestampSpec
 	// MaxMessageBytes is the max.message.bytes tag's value, "" when the
 	// stream has none.
 	MaxMessageBytes string
@@ -54,6 +58,16 @@ type Meta struct {
 
 	// Raw is the dis.raw.* policies its tags record.
 	Raw RawSpec
+
+	// Keep is the topic's keeping (docs/design.md §12): its keep
+	// stream and policy, the zero Keep when it is not kept.
+	Keep Keep
+	// keep is the keeping configs as text, from the keep stream's tags
+	// or (not kept) the topic's own; keepStreamID and keepPartitions are
+	// the keep stream's id and partition count.
+	keep           KeepSpec
+	keepStreamID   string
+	keepPartitions int32
 }
 
 // PartitionMeta is a partition as DescribeStream last reported it: its
@@ -319,7 +333,17 @@ func (c *Catalog) describe(ctx context.Context, name string) (*Meta, error) {
 			t.Format = formatFromTags(d.Tags)
 			t.Timestamps = timestampsFromTags(d.Tags)
 			t.MaxMessageBytes = maxMessageBytesFromTags(d.Tags)
+			t.RetentionMs = retentionMsFromTags(d.Tags, d.RetentionPeriod)
 			t.Raw = rawSpecFromTags(d.Tags)
+			t.keep = keepSpecFromTags(d.Tags)
+			// On the topic's own stream retention-ms is the tag of a
+			// retention below DIS's shortest, and cleanup.policy is none.
+			t.keep.cleanup, t.keep.retentionMs = "", ""
+			if mayBeKept(t.Format, t.RetentionHours) {
+				if err := c.describeKeep(ctx, t); err != nil {
+					return nil, err
+				}
+			}
 		}
 		for _, p := range d.Partitions {
 			n, err := disclient.ParsePartitionID(p.PartitionID)
@@ -382,6 +406,22 @@ func maxMessageBytesFromTags(tags []disclient.Tag) string {
 		}
 	}
 	return ""
+}
+
+// retentionMsFromTags reads the retention.ms below DIS's shortest a
+// stream's tags record, 0 when none does. It holds only while the stream
+// keeps DIS's shortest retention: a data_duration changed on DIS by hand
+// is the retention then.
+func retentionMsFromTags(tags []disclient.Tag, hours int32) int64 {
+	for _, tg := range tags {
+		if tg.Key == retentionMsTagKey {
+			ms, err := strconv.ParseInt(tg.Value, 10, 64)
+			if err == nil && ms >= 1 && ms < minRetentionHours*hourMs && hours == minRetentionHours {
+				return ms
+			}
+		}
+	}
+	return 0
 }
 
 // tags are the stream tags that record ts, one per config set at creation.
@@ -547,6 +587,9 @@ const maxStreamTopics = 10000
 // without tags is described once: an encoded name stands for one Kafka
 // name for good, so the answer is cached (up to maxStreamTopics names).
 func (c *Catalog) topicForStream(ctx context.Context, stream string, tags []disclient.Tag) (string, bool) {
+	if isKeepStreamName(stream) {
+		return "", false
+	}
 	if name, ok := topicForStream(stream, tags); ok || !isEncodedStreamName(stream) || len(tags) > 0 {
 		return name, ok
 	}
@@ -612,7 +655,10 @@ func (c *Catalog) Collision(ctx context.Context, name string) (string, error) {
 
 // Create creates the stream for a topic (StreamName, with the Kafka name
 // in topicNameTags when the stream name is encoded) and forgets what the
-// catalog knew of the name; spec nil means defaults.
+// catalog knew of the name; spec nil means defaults. A kept topic's keep
+// stream is created first, so the topic never exists without its configs;
+// for a topic that is not kept but whose stream is shaped as a kept one's,
+// a keep stream left from an earlier topic of the name is deleted first.
 func (c *Catalog) Create(ctx context.Context, name string, partitions int32, spec *Spec, format RecordFormat) error {
 	hours := c.d.DefaultRetentionHours
 	req := &disclient.CreateStreamRequest{
@@ -629,6 +675,16 @@ func (c *Catalog) Create(ctx context.Context, name string, partitions int32, spe
 			req.StreamType = spec.StreamType
 		}
 		req.Tags = append(req.Tags, spec.configTags()...)
+	}
+	switch {
+	case spec != nil && spec.Kept():
+		if err := c.createKeepStream(ctx, req.StreamName, partitions, spec, false); err != nil {
+			return err
+		}
+	case mayBeKept(format, hours):
+		if err := c.DeleteKeep(ctx, name, nil); err != nil {
+			return err
+		}
 	}
 	err := c.d.DIS.CreateStream(ctx, req)
 	c.Invalidate(name)

@@ -22,8 +22,9 @@ import (
 // how its value follows from the stream and whether a client may set it.
 // retention.ms (DIS data_duration) and the message.timestamp.* configs (kept
 // in the stream's tags, which DIS lets change) can change after creation;
-// dis.raw.headers and dis.raw.keys (stream tags too) can change as well;
-// dis.record.format and dis.stream.type are chosen at creation; the rest
+// dis.raw.headers and dis.raw.keys (stream tags too) can change as well, and
+// so can cleanup.policy and the other keeping configs (keep.go), held by a
+// kept topic's keep stream; dis.record.format and dis.stream.type are chosen at creation; the rest
 // report, in Kafka's terms, what DIS does, and are read-only. A topic config
 // reads as DYNAMIC_TOPIC_CONFIG when the topic's value differs from the one a
 // topic created through this gateway gets by default, and as DEFAULT_CONFIG
@@ -64,12 +65,18 @@ func fixedValue(v string) func(*Config) string { return func(*Config) string { r
 // topicConfigs holds every topic config disgw knows, sorted by name.
 var topicConfigs = []topicConfig{
 	{
-		name: configCleanupPolicy, typ: kmsg.ConfigTypeList, readOnly: true,
-		doc: "DIS deletes records by age only; \"delete\" is the one policy.",
-		def: fixedValue("delete"),
-		set: func(_ *Spec, v string) error {
-			if v != "delete" {
-				return fmt.Errorf("cleanup.policy %q is not possible: DIS only deletes by age", v)
+		name: configCleanupPolicy, typ: kmsg.ConfigTypeList,
+		doc:   "delete, compact or compact,delete. A compact topic keeps the latest record of every key, and is kept: the gateway writes its live records again before DIS expires them (kafka topics only). It cannot go back to delete alone.",
+		value: func(_ *Config, s *Spec) string { return or(s.Keep.cleanup, policyDelete) },
+		def:   fixedValue(policyDelete),
+		set: func(s *Spec, v string) (err error) {
+			if s.Keep.cleanup, err = parseCleanupPolicy(v); err != nil {
+				return err
+			}
+			if s.Kept() {
+				// compact moves retention.ms to the keep stream, and
+				// leaving compact may move it back.
+				s.placeRetention(s.retention())
 			}
 			return nil
 		},
@@ -80,9 +87,14 @@ var topicConfigs = []topicConfig{
 		def: fixedValue("producer"),
 	},
 	{
-		name: "delete.retention.ms", typ: kmsg.ConfigTypeLong, readOnly: true,
-		doc: "Kafka's default; DIS has no compaction tombstones.",
-		def: fixedValue("86400000"),
+		name: configDeleteRetention, typ: kmsg.ConfigTypeLong,
+		doc:   "How long a tombstone of a compacted topic stays after it was first compacted, in ms.",
+		value: func(_ *Config, s *Spec) string { return or(s.Keep.deleteRetention, defDeleteRetention) },
+		def:   fixedValue(defDeleteRetention),
+		set: func(s *Spec, v string) (err error) {
+			s.Keep.deleteRetention, err = parseKeepLong(configDeleteRetention, v, 0, defDeleteRetention)
+			return err
+		},
 	},
 	{
 		name: configRawHeaders, typ: kmsg.ConfigTypeString,
@@ -136,9 +148,14 @@ var topicConfigs = []topicConfig{
 		},
 	},
 	{
-		name: "max.compaction.lag.ms", typ: kmsg.ConfigTypeLong, readOnly: true,
-		doc: "Kafka's default; DIS does not compact.",
-		def: fixedValue("9223372036854775807"),
+		name: configMaxCompactionLag, typ: kmsg.ConfigTypeLong,
+		doc:   "The longest a record of a compacted topic stays uncompacted, in ms.",
+		value: func(_ *Config, s *Spec) string { return or(s.Keep.maxLag, defMaxCompactionLag) },
+		def:   fixedValue(defMaxCompactionLag),
+		set: func(s *Spec, v string) (err error) {
+			s.Keep.maxLag, err = parseKeepLong(configMaxCompactionLag, v, 1, defMaxCompactionLag)
+			return err
+		},
 	},
 	{
 		name: configMaxMessageBytes, typ: kmsg.ConfigTypeInt,
@@ -189,9 +206,24 @@ var topicConfigs = []topicConfig{
 		},
 	},
 	{
-		name: "min.compaction.lag.ms", typ: kmsg.ConfigTypeLong, readOnly: true,
-		doc: "Kafka's default; DIS does not compact.",
-		def: fixedValue("0"),
+		name: configMinCleanableRatio, typ: kmsg.ConfigTypeDouble,
+		doc:   "Kafka's cleaner threshold, 0 to 1; kept for clients that set it.",
+		value: func(_ *Config, s *Spec) string { return or(s.Keep.dirtyRatio, defMinCleanableRatio) },
+		def:   fixedValue(defMinCleanableRatio),
+		set: func(s *Spec, v string) (err error) {
+			s.Keep.dirtyRatio, err = parseDirtyRatio(v)
+			return err
+		},
+	},
+	{
+		name: configMinCompactionLag, typ: kmsg.ConfigTypeLong,
+		doc:   "The least time a record of a compacted topic stays uncompacted, in ms.",
+		value: func(_ *Config, s *Spec) string { return or(s.Keep.minLag, defMinCompactionLag) },
+		def:   fixedValue(defMinCompactionLag),
+		set: func(s *Spec, v string) (err error) {
+			s.Keep.minLag, err = parseKeepLong(configMinCompactionLag, v, 0, defMinCompactionLag)
+			return err
+		},
 	},
 	{
 		name: "min.insync.replicas", typ: kmsg.ConfigTypeInt, readOnly: true,
@@ -199,25 +231,31 @@ var topicConfigs = []topicConfig{
 		def: fixedValue("1"),
 	},
 	{
-		name: "retention.bytes", typ: kmsg.ConfigTypeLong, readOnly: true,
-		doc: "DIS retains by age only.",
-		def: fixedValue("-1"),
+		name: configRetentionBytes, typ: kmsg.ConfigTypeLong,
+		doc:   "-1 or the most bytes a partition of a kept cleanup.policy delete topic keeps, dropped oldest first when the gateway rewrites it; DIS itself retains by age only.",
+		value: func(_ *Config, s *Spec) string { return or(s.Keep.retentionBytes, defRetentionBytes) },
+		def:   fixedValue(defRetentionBytes),
+		set: func(s *Spec, v string) (err error) {
+			s.Keep.retentionBytes, err = parseRetentionBytes(v)
+			return err
+		},
 	},
 	{
 		name: configRetentionMs, typ: kmsg.ConfigTypeLong,
-		doc:   "DIS data_duration in whole hours (rounded up), 24 to 72 hours.",
-		value: func(_ *Config, s *Spec) string { return strconv.FormatInt(int64(s.RetentionHours)*hourMs, 10) },
+		doc: "DIS data_duration in whole hours (rounded up), 24 to 72 hours; below 24 hours the gateway moves " +
+			"the log start past older batches itself (kafka topics), with the stream kept 24 hours; -1 (for ever) or over 72 hours, " +
+			"and on a compacted topic, the topic is kept: the gateway writes its live records again before DIS expires them (kafka topics).",
+		value: func(_ *Config, s *Spec) string { return strconv.FormatInt(s.retention(), 10) },
 		def:   func(cfg *Config) string { return strconv.FormatInt(int64(cfg.DefaultRetentionHours)*hourMs, 10) },
 		set: func(s *Spec, v string) error {
-			ms, err := strconv.ParseInt(v, 10, 64)
+			ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil {
 				return fmt.Errorf("retention.ms %q is not a number", v)
 			}
-			hours := (ms + hourMs - 1) / hourMs
-			if ms < 0 || hours < minRetentionHours || hours > maxRetentionHours {
-				return fmt.Errorf("retention.ms %s is outside what DIS keeps: 24 to 72 hours (86400000 to 259200000 ms)", v)
+			if ms != -1 && ms < 1 {
+				return fmt.Errorf("retention.ms %s must be -1 (for ever) or at least 1 ms", v)
 			}
-			s.RetentionHours = int32(hours)
+			s.placeRetention(ms)
 			return nil
 		},
 	},
@@ -253,22 +291,33 @@ const (
 // change the one an existing topic's stream has.
 type Spec struct {
 	RetentionHours int32
-	Format         RecordFormat
-	StreamType     string
-	Timestamps     TimestampSpec
+	// RetentionMs is a retention.ms below DIS's shortest retention, which
+	// the gateway honours itself (docs/design.md §12); 0 when DIS's
+	// data_duration is the retention.
+	RetentionMs int64
+	Format      RecordFormat
+	StreamType  string
+	Timestamps  TimestampSpec
 	// MaxMessageBytes is max.message.bytes in canonical text, "" when
 	// not set (the DIS record limit).
 	MaxMessageBytes string
 	Raw             RawSpec
+	// Keep is the keeping configs: in the keep stream's tags for a kept
+	// topic (Kept), the ones its own stream has room for otherwise.
+	Keep KeepSpec
 }
 
 // configTags are the stream tags that record the configs set in s.
 func (s *Spec) configTags() []disclient.Tag {
 	tags := s.Timestamps.tags()
+	if s.RetentionMs > 0 {
+		tags = append(tags, disclient.Tag{Key: retentionMsTagKey, Value: strconv.FormatInt(s.RetentionMs, 10)})
+	}
 	if s.MaxMessageBytes != "" {
 		tags = append(tags, disclient.Tag{Key: maxMessageBytesTagKey, Value: s.MaxMessageBytes})
 	}
-	return append(tags, s.Raw.tags()...)
+	tags = append(tags, s.Raw.tags()...)
+	return append(tags, s.topicKeep().tags()...)
 }
 
 // Apply takes one topic config at creation, checked by the same table
@@ -338,12 +387,18 @@ func (cfg *Config) CheckSpec(name string, s *Spec) error {
 		return fmt.Errorf("%s and %s need dis.record.format raw: a kafka topic keeps headers and keys as sent", configRawHeaders, configRawKeys)
 	}
 	if s.Format != FormatKafka {
+		if s.RetentionMs > 0 {
+			return fmt.Errorf("retention.ms below 24 hours needs dis.record.format kafka: the gateway keeps it by moving the log start, and a raw topic's offsets are DIS's sequence numbers")
+		}
 		if s.Timestamps.withDefaults() != (TimestampSpec{}).withDefaults() {
 			return errors.New("the message.timestamp.* configs need dis.record.format kafka: a raw topic keeps no Kafka timestamps to check")
 		}
 		if s.MaxMessageBytes != "" && s.MaxMessageBytes != strconv.Itoa(cfg.MaxRecordBytes) {
 			return fmt.Errorf("%s needs dis.record.format kafka: a raw topic stores each record in one DIS record, at most %d bytes", configMaxMessageBytes, cfg.MaxRecordBytes)
 		}
+	}
+	if err := s.checkKeep(); err != nil {
+		return err
 	}
 	if n := 1 + len(topicNameTags(name)) + len(s.configTags()); n > maxStreamTags {
 		return fmt.Errorf("the topic's configs and its %d-character name need %d stream tags, more than the %d DIS allows: leave a config at its default or use a shorter name", len(name), n, maxStreamTags)
@@ -440,7 +495,7 @@ func (c *topicConfig) current(cfg *Config, s *Spec) string {
 
 // specOf is the shape of an existing topic's stream.
 func specOf(t *Meta) Spec {
-	return Spec{RetentionHours: t.RetentionHours, Format: t.Format, StreamType: t.StreamType, Timestamps: t.Timestamps, MaxMessageBytes: t.MaxMessageBytes, Raw: t.Raw}
+	return Spec{RetentionHours: t.RetentionHours, RetentionMs: t.RetentionMs, Format: t.Format, StreamType: t.StreamType, Timestamps: t.Timestamps, MaxMessageBytes: t.MaxMessageBytes, Raw: t.Raw, Keep: t.keep}
 }
 
 // ConfigError is a refusal of one resource in a config request: Kafka
@@ -487,10 +542,16 @@ type ConfigEntry struct {
 // Entries reports every topic config of t.
 func (cfg *Config) Entries(t *Meta) []ConfigEntry {
 	s := specOf(t)
+	return cfg.SpecEntries(&s)
+}
+
+// SpecEntries reports every topic config of a topic of configs s, such as
+// CreateTopics answers for a topic it validates only.
+func (cfg *Config) SpecEntries(s *Spec) []ConfigEntry {
 	entries := make([]ConfigEntry, 0, len(topicConfigs))
 	for i := range topicConfigs {
 		c := &topicConfigs[i]
-		e := ConfigEntry{Name: c.name, Value: c.current(cfg, &s), Def: c.def(cfg), Source: kmsg.ConfigSourceDefaultConfig, ReadOnly: c.readOnly, Type: c.typ, Doc: c.doc}
+		e := ConfigEntry{Name: c.name, Value: c.current(cfg, s), Def: c.def(cfg), Source: kmsg.ConfigSourceDefaultConfig, ReadOnly: c.readOnly, Type: c.typ, Doc: c.doc}
 		if e.Value != e.Def {
 			e.Source = kmsg.ConfigSourceDynamicTopicConfig
 		}

@@ -33,7 +33,7 @@ func TestTopicConfigTableIsSortedAndComplete(t *testing.T) {
 			alterable = append(alterable, c.name)
 		}
 	}
-	if want := []string{"dis.raw.headers", "dis.raw.keys", "max.message.bytes", "message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type", "retention.ms"}; !slices.Equal(alterable, want) {
+	if want := []string{"cleanup.policy", "delete.retention.ms", "dis.raw.headers", "dis.raw.keys", "max.compaction.lag.ms", "max.message.bytes", "message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "retention.bytes", "retention.ms"}; !slices.Equal(alterable, want) {
 		t.Errorf("alterable configs = %v, want %v", alterable, want)
 	}
 	if topicConfigNamed("no.such.config") != nil {
@@ -52,12 +52,32 @@ func TestCreateTopicConfigs(t *testing.T) {
 		{"retention.ms", "86400000", true, Spec{RetentionHours: 24}},
 		{"retention.ms", "86400001", true, Spec{RetentionHours: 25}},
 		{"retention.ms", "259200000", true, Spec{RetentionHours: 72}},
-		{"retention.ms", "259200001", false, Spec{}},
-		{"retention.ms", "3600000", false, Spec{}},
-		{"retention.ms", "-1", false, Spec{}},
+		{"retention.ms", "259200001", true, Spec{RetentionHours: 72, Keep: KeepSpec{retentionMs: "259200001"}}},
+		{"retention.ms", "3600000", true, Spec{RetentionHours: 24, RetentionMs: 3600000}},
+		{"retention.ms", "1", true, Spec{RetentionHours: 24, RetentionMs: 1}},
+		{"retention.ms", "86399999", true, Spec{RetentionHours: 24, RetentionMs: 86399999}},
+		{"retention.ms", "0", false, Spec{}},
+		{"retention.ms", "-1", true, Spec{RetentionHours: 72, Keep: KeepSpec{retentionMs: "-1"}}},
+		{"retention.ms", "-2", false, Spec{}},
 		{"retention.ms", "a day", false, Spec{}},
 		{"cleanup.policy", "delete", true, Spec{}},
-		{"cleanup.policy", "compact", false, Spec{}},
+		{"cleanup.policy", "compact", true, Spec{RetentionHours: 72, Keep: KeepSpec{cleanup: "compact", retentionMs: "0"}}},
+		{"cleanup.policy", "delete,compact", true, Spec{RetentionHours: 72, Keep: KeepSpec{cleanup: "compact,delete", retentionMs: "0"}}},
+		{"cleanup.policy", "", false, Spec{}},
+		{"cleanup.policy", "none", false, Spec{}},
+		{"retention.bytes", "1000", true, Spec{Keep: KeepSpec{retentionBytes: "1000"}}},
+		{"retention.bytes", "-1", true, Spec{}},
+		{"retention.bytes", "0", false, Spec{}},
+		{"delete.retention.ms", "0", true, Spec{Keep: KeepSpec{deleteRetention: "0"}}},
+		{"delete.retention.ms", "-1", false, Spec{}},
+		{"min.compaction.lag.ms", "60000", true, Spec{Keep: KeepSpec{minLag: "60000"}}},
+		{"min.compaction.lag.ms", "-1", false, Spec{}},
+		{"max.compaction.lag.ms", "1", true, Spec{Keep: KeepSpec{maxLag: "1"}}},
+		{"max.compaction.lag.ms", "0", false, Spec{}},
+		{"min.cleanable.dirty.ratio", "0.10", true, Spec{Keep: KeepSpec{dirtyRatio: "0.1"}}},
+		{"min.cleanable.dirty.ratio", "0.5", true, Spec{}},
+		{"min.cleanable.dirty.ratio", "1.5", false, Spec{}},
+		{"min.cleanable.dirty.ratio", "NaN", false, Spec{}},
 		{"dis.record.format", "raw", true, Spec{Format: FormatRaw}},
 		{"dis.record.format", "json", false, Spec{}},
 		{"dis.stream.type", "ADVANCED", true, Spec{StreamType: disclient.StreamTypeAdvanced}},
@@ -107,9 +127,11 @@ func TestTopicConfigEntries(t *testing.T) {
 		{"retention.ms", "172800000", kmsg.ConfigSourceDynamicTopicConfig, false},
 		{"dis.record.format", "raw", kmsg.ConfigSourceDynamicTopicConfig, true},
 		{"dis.stream.type", "COMMON", kmsg.ConfigSourceDefaultConfig, true},
-		{"cleanup.policy", "delete", kmsg.ConfigSourceDefaultConfig, true},
+		{"cleanup.policy", "delete", kmsg.ConfigSourceDefaultConfig, false},
 		{"max.message.bytes", "1048576", kmsg.ConfigSourceDefaultConfig, false},
-		{"retention.bytes", "-1", kmsg.ConfigSourceDefaultConfig, true},
+		{"retention.bytes", "-1", kmsg.ConfigSourceDefaultConfig, false},
+		{"min.cleanable.dirty.ratio", "0.5", kmsg.ConfigSourceDefaultConfig, false},
+		{"segment.ms", "604800000", kmsg.ConfigSourceDefaultConfig, true},
 	} {
 		e, ok := byName[tc.name]
 		if !ok {
@@ -131,9 +153,11 @@ func TestTopicAlterSet(t *testing.T) {
 	}{
 		{"retention.ms", "259200000", 0, 72},
 		{"retention.ms", "90000001", 0, 26},
-		{"retention.ms", "3600000", kerr.InvalidConfig.Code, 48},
+		{"retention.ms", "3600000", 0, 24},
+		{"retention.ms", "0", kerr.InvalidConfig.Code, 48},
 		{"cleanup.policy", "delete", 0, 48},
-		{"cleanup.policy", "compact", kerr.InvalidConfig.Code, 48},
+		{"cleanup.policy", "compact", 0, 72},
+		{"retention.ms", "-1", 0, 72},
 		{"dis.record.format", "raw", 0, 48},
 		{"dis.record.format", "kafka", kerr.InvalidConfig.Code, 48},
 		{"dis.stream.type", "COMMON", 0, 48},
@@ -204,10 +228,12 @@ func TestChangeTopicConfigs(t *testing.T) {
 		{"set null", op("retention.ms", kmsg.IncrementalAlterConfigOpSet, nil), kerr.InvalidRequest.Code, 48},
 		{"append to a number", op("retention.ms", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("1")), kerr.InvalidConfig.Code, 48},
 		{"append delete", op("cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("delete")), 0, 48},
-		{"append compact", op("cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("compact")), kerr.InvalidConfig.Code, 48},
+		{"append compact", op("cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("compact")), 0, 72},
 		{"subtract compact", op("cleanup.policy", kmsg.IncrementalAlterConfigOpSubtract, kmsg.StringPtr("compact")), 0, 48},
 		{"subtract delete", op("cleanup.policy", kmsg.IncrementalAlterConfigOpSubtract, kmsg.StringPtr("delete")), kerr.InvalidConfig.Code, 48},
 		{"delete format", op("dis.record.format", kmsg.IncrementalAlterConfigOpDelete, nil), kerr.InvalidConfig.Code, 48},
+		{"delete a config disgw does not report", op("flush.messages", kmsg.IncrementalAlterConfigOpDelete, nil), 0, 48},
+		{"set a config disgw does not report", op("flush.messages", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("1")), kerr.InvalidConfig.Code, 48},
 		{"unknown op", op("retention.ms", 7, kmsg.StringPtr("86400000")), kerr.InvalidRequest.Code, 48},
 	} {
 		a := newAlter(cfg, testTopic())
@@ -218,6 +244,32 @@ func TestChangeTopicConfigs(t *testing.T) {
 		if code != tc.code || a.next.RetentionHours != tc.hours {
 			t.Errorf("%s: code %d hours %d, want %d %d", tc.what, code, a.next.RetentionHours, tc.code, tc.hours)
 		}
+	}
+}
+
+// TestChangeDeletesWhatMirrorMakerSends takes the DELETEs MirrorMaker 2
+// sends for a Kafka 4.4 topic at its defaults: configs disgw reports go
+// back to their defaults, the others change nothing, and a name twice is
+// still refused.
+func TestChangeDeletesWhatMirrorMakerSends(t *testing.T) {
+	cfg := testConfigDefaults()
+	del := func(names ...string) []kmsg.IncrementalAlterConfigsRequestResourceConfig {
+		var out []kmsg.IncrementalAlterConfigsRequestResourceConfig
+		for _, n := range names {
+			out = append(out, kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: n, Op: kmsg.IncrementalAlterConfigOpDelete})
+		}
+		return out
+	}
+	a := newAlter(cfg, testTopic())
+	if cerr := a.Change(del("compression.type", "errors.deadletterqueue.group.enable", "retention.ms", "segment.jitter.ms", "remote.storage.enable")); cerr != nil {
+		t.Fatalf("MirrorMaker's DELETEs refused: %v", cerr)
+	}
+	if a.next.RetentionHours != cfg.DefaultRetentionHours || len(a.changedTags()) != 0 {
+		t.Errorf("after the DELETEs: %+v, tags %v; want the defaults", a.next, a.changedTags())
+	}
+	a = newAlter(cfg, testTopic())
+	if cerr := a.Change(del("flush.ms", "flush.ms")); cerr == nil || cerr.Code != kerr.InvalidRequest.Code {
+		t.Errorf("an unknown name deleted twice: %v, want INVALID_REQUEST", cerr)
 	}
 }
 

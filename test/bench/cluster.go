@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/test"
 )
 
 // The one cell the cluster mode runs unless -sizes or -batches are given:
@@ -46,7 +47,7 @@ type cluster struct {
 // n gateways that know each other as peers, and returns once every gateway
 // answers Metadata listing all n brokers.
 func startCluster(ctx context.Context, bin, dir string, n int, s settings) (*cluster, error) {
-	ports, err := freePorts(n + 1)
+	ports, err := test.FreePorts(n + 1)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +61,7 @@ func startCluster(ctx context.Context, bin, dir string, n int, s settings) (*clu
 	}
 	client, err := disclient.New(disclient.Config{Endpoint: "http://" + disAddr, ProjectID: embeddedProjectID, Encoding: s.encoding})
 	if err == nil {
-		err = waitUntil(ctx, func(ctx context.Context) bool {
+		err = test.WaitUntil(ctx, func(ctx context.Context) bool {
 			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			_, err := client.ListStreams(ctx, 1, "")
@@ -93,7 +94,7 @@ func startCluster(ctx context.Context, bin, dir string, n int, s settings) (*clu
 		c.gateways = append(c.gateways, g)
 	}
 	for i, g := range c.gateways {
-		if err := waitUntil(ctx, func(ctx context.Context) bool { return brokersListed(ctx, g.addr) == n }, g.done, g.log.Name()); err != nil {
+		if err := test.WaitUntil(ctx, func(ctx context.Context) bool { return test.BrokersListed(ctx, g.addr) == n }, g.done, g.log.Name()); err != nil {
 			c.stop()
 			return nil, fmt.Errorf("gateway %d of %d does not list %d brokers: %w", i, n, n, err)
 		}
@@ -182,9 +183,9 @@ func runClusters(ctx context.Context, s settings) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("settings mode=cluster gateways=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s latency-rate=%d latency-duration=%s latency-size=%d page-reporting=%s GOMAXPROCS=%d NumCPU=%d\n",
+	fmt.Printf("settings mode=cluster gateways=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s latency-rate=%d latency-duration=%s latency-size=%d topic-config=%s page-reporting=%s GOMAXPROCS=%d NumCPU=%d\n",
 		joinInts(s.gateways), s.records, s.warmup, joinInts(s.sizes), joinInts(s.batches), s.partitions, s.sync, s.encoding,
-		s.latencyRate, s.latencyDuration, s.latencySize, pageReporting(), runtime.GOMAXPROCS(0), runtime.NumCPU())
+		s.latencyRate, s.latencyDuration, s.latencySize, s.topicConfigLine(), pageReporting(), runtime.GOMAXPROCS(0), runtime.NumCPU())
 	var runs []clusterRun
 	for _, n := range s.gateways {
 		r, err := runCluster(ctx, bin, s, n)

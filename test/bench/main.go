@@ -74,6 +74,10 @@ type settings struct {
 	// gateways are the cluster sizes of the cluster mode, none for the
 	// single-gateway bench.
 	gateways []int
+	// topicConfigs are the configs of every topic the bench creates, on
+	// every server (-topic-config), and topicConfig the flag as given.
+	topicConfigs map[string]*string
+	topicConfig  string
 
 	// directClientInflight is how many PutRecords calls the direct client
 	// phase keeps in flight: a Kafka producer's in-flight window.
@@ -113,6 +117,7 @@ func main() {
 	flag.StringVar(&s.dir, "dir", "", "working directory for DIS data, Kafka's logs and the disgw binary (default a temporary directory, removed after)")
 	flag.StringVar(&s.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (gateway, DIS and clients; -mode inprocess) to this file")
 	flag.DurationVar(&s.timeout, "timeout", 15*time.Minute, "give up after this long")
+	flag.StringVar(&s.topicConfig, "topic-config", "", "configs of every topic the bench creates, on disgw and Kafka alike: key=value, comma-separated (a part without = continues the value before it: cleanup.policy=compact,delete,retention.ms=-1)")
 	flag.StringVar(&gateways, "gateways", "", "cluster mode instead of the single-gateway bench: for each count, comma-separated, the embedded DIS alone and that many gateway processes in front of it (default -sizes 1024 -batches 16384 -partitions 24)")
 	flag.Parse()
 	s.sync, s.encoding = dislocal.SyncMode(syncMode), disclient.BodyEncoding(encoding)
@@ -133,6 +138,9 @@ func main() {
 	}
 	if err == nil {
 		s.sizes, err = parseInts(sizes)
+	}
+	if err == nil {
+		s.topicConfigs, err = parseConfigs(s.topicConfig)
 	}
 	if err == nil {
 		s.batches, err = parseInts(batches)
@@ -162,6 +170,28 @@ func parseInts(list string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// parseConfigs parses a comma-separated list of topic configs, key=value;
+// a part without = belongs to the value before it, as the second word of
+// cleanup.policy=compact,delete does.
+func parseConfigs(list string) (map[string]*string, error) {
+	if list == "" {
+		return nil, nil
+	}
+	configs, last := map[string]*string{}, ""
+	for f := range strings.SplitSeq(list, ",") {
+		k, v, ok := strings.Cut(f, "=")
+		switch {
+		case ok && k != "":
+			configs[k], last = &v, k
+		case !ok && last != "":
+			*configs[last] += "," + f
+		default:
+			return nil, fmt.Errorf("-topic-config %q is not a list of key=value", list)
+		}
+	}
+	return configs, nil
 }
 
 func (s settings) validate() error {
@@ -270,7 +300,7 @@ func run(s settings) (err error) {
 
 	kafkaLine := "kafka=off"
 	if s.kafka != "off" {
-		if terr := kafkaTools(); terr != nil {
+		if terr := test.KafkaTools(); terr != nil {
 			if s.kafka == "on" {
 				return fmt.Errorf("-kafka on: %w", terr)
 			}
@@ -285,20 +315,29 @@ func run(s settings) (err error) {
 			if err != nil {
 				return err
 			}
-			k, err := startKafka(ctx, filepath.Join(pomDir, "kafka"), kdir, s.kafkaFlush)
+			k, err := test.StartKafka(ctx, filepath.Join(pomDir, "kafka"), kdir, kafkaFlushProperties(s.kafkaFlush))
 			if err != nil {
 				return err
 			}
-			defer k.stop()
-			b.kafka = &target{name: "kafka", addr: k.addr, pid: k.pid()}
+			defer k.Stop()
+			b.kafka = &target{name: "kafka", addr: k.Addr, pid: k.Pid()}
 			kafkaLine = kafkaDescription(s.kafkaFlush)
 		}
 	}
 
-	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s dis-transport=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d direct-client-inflight=%d rounds=%d max-steal=%g steal-retries=%d page-reporting=%s GOMAXPROCS=%d NumCPU=%d\n",
+	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s dis-transport=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d direct-client-inflight=%d rounds=%d max-steal=%g steal-retries=%d topic-config=%s page-reporting=%s GOMAXPROCS=%d NumCPU=%d\n",
 		s.mode, s.records, s.warmup, joinInts(s.sizes), joinInts(s.batches), s.partitions, s.sync, s.encoding, s.transport, kafkaLine,
-		s.latencyRate, s.latencyDuration, s.latencySize, s.unloaded, s.directBatch, s.directClientInflight, s.rounds, s.maxSteal, s.stealRetries, pageReporting(), runtime.GOMAXPROCS(0), runtime.NumCPU())
+		s.latencyRate, s.latencyDuration, s.latencySize, s.unloaded, s.directBatch, s.directClientInflight, s.rounds, s.maxSteal, s.stealRetries, s.topicConfigLine(), pageReporting(), runtime.GOMAXPROCS(0), runtime.NumCPU())
 	return b.runAll(ctx)
+}
+
+// topicConfigLine is -topic-config for the settings line: none when the
+// topics get the servers' defaults.
+func (s settings) topicConfigLine() string {
+	if s.topicConfig == "" {
+		return "none"
+	}
+	return s.topicConfig
 }
 
 // moduleDir is the directory of the test module, which holds kafka/pom.xml.

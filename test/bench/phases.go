@@ -360,8 +360,8 @@ func newClient(t target, opts ...kgo.Opt) (*kgo.Client, error) {
 	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(t.addr, ",")...)}, opts...)...)
 }
 
-// createTopic creates topic with the configured partition count on t,
-// outside any timed section.
+// createTopic creates topic with the configured partition count and
+// -topic-config on t, outside any timed section.
 func (b *bench) createTopic(ctx context.Context, t target, topic string) error {
 	cl, err := newClient(t)
 	if err != nil {
@@ -369,14 +369,49 @@ func (b *bench) createTopic(ctx context.Context, t target, topic string) error {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopic(ctx, int32(b.s.partitions), 1, nil, topic)
+	resp, err := adm.CreateTopic(ctx, int32(b.s.partitions), 1, b.s.topicConfigs, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
 		return err
 	}
+	if err := checkTopicConfigs(ctx, adm, topic, b.s.topicConfigs); err != nil {
+		return err
+	}
 	return waitForLeaders(ctx, adm, topic, b.s.partitions)
+}
+
+// checkTopicConfigs fails unless topic has the configs -topic-config gave
+// it, so that a server that took none of them does not pass for one that
+// did.
+func checkTopicConfigs(ctx context.Context, adm *kadm.Client, topic string, want map[string]*string) error {
+	if len(want) == 0 {
+		return nil
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return err
+	}
+	rc, err := rcs.On(topic, nil)
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		return fmt.Errorf("describe configs: %w", err)
+	}
+	for k, v := range want {
+		got := "(not described)"
+		for _, c := range rc.Configs {
+			if c.Key == k && c.Value != nil {
+				got = *c.Value
+			}
+		}
+		if got != *v {
+			return fmt.Errorf("topic %s has %s=%s, want %s", topic, k, got, *v)
+		}
+	}
+	return nil
 }
 
 // waitForLeaders waits until Metadata answers every partition of topic

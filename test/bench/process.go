@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,25 +14,12 @@ import (
 	"time"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/test"
 )
 
 // embeddedProjectID is the project id disgw serves with its embedded DIS
 // and no --dis-project-id.
 const embeddedProjectID = "disgw"
-
-// freePorts returns n loopback TCP ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
 
 // goModuleDir is the source directory of module path, as the test module
 // sees it (the root module through its replace directive).
@@ -74,7 +60,7 @@ type disgwProcess struct {
 // startDisgw starts bin on free loopback ports with its embedded DIS in
 // dataDir and returns once it answers Kafka requests.
 func startDisgw(ctx context.Context, bin, dataDir, logPath string, s settings) (*disgwProcess, error) {
-	ports, err := freePorts(2)
+	ports, err := test.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +75,7 @@ func startDisgw(ctx context.Context, bin, dataDir, logPath string, s settings) (
 	p.addr = addr
 	p.client, err = disclient.New(disclient.Config{Endpoint: "http://" + disAddr, ProjectID: embeddedProjectID, Encoding: s.encoding})
 	if err == nil {
-		err = waitAnswers(ctx, addr, p.done, logPath)
+		err = test.WaitUntil(ctx, func(ctx context.Context) bool { return test.BrokersListed(ctx, addr) > 0 }, p.done, logPath)
 	}
 	if err != nil {
 		p.stop()
@@ -119,65 +105,10 @@ func spawn(bin string, args []string, logPath string) (*disgwProcess, error) {
 	return p, nil
 }
 
-// stop ends disgw (SIGTERM, then SIGKILL after 20 s) and waits for it.
+// stop ends disgw (an interrupt, then SIGKILL after 20 s) and waits for it.
 func (p *disgwProcess) stop() {
 	defer p.log.Close()
-	stopProcess(p.cmd, p.done)
-}
-
-// stopProcess interrupts cmd, kills it if it is still running 20 s later,
-// and waits until done reports its end.
-func stopProcess(cmd *exec.Cmd, done chan error) {
-	_ = cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
-
-// waitAnswers polls the Kafka listener at addr until it lists a broker, the
-// process reports its end on done, or a minute passes; logPath is the
-// process's output, quoted in errors.
-func waitAnswers(ctx context.Context, addr string, done chan error, logPath string) error {
-	return waitUntil(ctx, func(ctx context.Context) bool { return answers(ctx, addr) }, done, logPath)
-}
-
-// waitUntil polls ready every 200 ms until it holds, the process reports
-// its end on done, or a minute passes; logPath is the process's output,
-// quoted in errors.
-func waitUntil(ctx context.Context, ready func(context.Context) bool, done chan error, logPath string) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		select {
-		case err := <-done:
-			done <- err
-			return fmt.Errorf("exited while starting: %v\n%s", err, logTail(logPath))
-		default:
-		}
-		if ready(ctx) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("did not answer in time: %w\n%s", ctx.Err(), logTail(logPath))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// logTail is the end of a child process's output, for errors.
-func logTail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(bytes.TrimSpace(b))
+	test.StopProcess(p.cmd, p.done)
 }
 
 // procCPU is the user and system CPU time process pid has used, from
