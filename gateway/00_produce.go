@@ -100,7 +100,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 		st.Topic = rt.Topic
 		var t *topics.Meta
 		var terr error
-		internal := rt.Topic == offsetsTopic
+		internal := isInternalTopic(rt.Topic)
 		denied := !gw.authorize(r, authz.OpWrite, authz.ResourceTopic, rt.Topic)
 		if !internal && !denied {
 			t, terr = r.Tenant().catalog.Get(ctx, rt.Topic)
@@ -115,7 +115,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 			case denied:
 				sp.ErrorCode = topicDenied
 			case internal:
-				sp.ErrorCode, sp.ErrorMessage = gw.internalTopicRefused(r, "Produce")
+				sp.ErrorCode, sp.ErrorMessage = gw.internalTopicRefused(r, rt.Topic, "Produce")
 			case errors.Is(terr, topics.ErrUnknownTopic):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case terr != nil:
@@ -130,7 +130,7 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 				gw.produceNotLeader(r, resp, &sp, rt.Topic)
 			default:
 				before := budget.Charged()
-				op, owned := gw.startAppend(qctx, r, t, rp, &sp, budget)
+				op, owned := gw.startAppend(qctx, r, req, t, rp, &sp, budget)
 				if t.Format != FormatKafka {
 					// Raw records alias what was decompressed until written;
 					// kafka batches keep only the bytes as sent.
@@ -296,6 +296,10 @@ func (gw *Gateway) batchOp(t *topics.Meta, p int32, batches []protocol.Batch) (*
 			// Kafka sets the max timestamp to what the records hold.
 			protocol.SetMaxTimestamp(b.Raw, maxTS)
 		}
+		if b.Transactional() && b.ProducerID < 0 {
+			return nil, kerr.InvalidRecord.Code, "a transactional batch must carry its producer id"
+		}
+		op.Transactional = b.Transactional()
 		if b.ProducerID >= 0 {
 			op.ProducerID, op.Epoch, op.FirstSeq = b.ProducerID, b.ProducerEpoch, b.BaseSequence
 			info, _ := protocol.ParseBatchInfo(b.Raw)
@@ -309,13 +313,12 @@ func (gw *Gateway) batchOp(t *topics.Meta, p int32, batches []protocol.Batch) (*
 }
 
 // refusedBatch is why a batch of a produce request's partition (one of n)
-// is refused whatever the topic's record format, or "": disgw has no
-// transactions, control batches are the broker's to write, and an
-// idempotent producer's sequence numbers are checked one batch at a time.
+// is refused whatever the topic's record format, or "": control batches
+// are the broker's to write, a transactional batch is an idempotent
+// producer's, and an idempotent producer's sequence numbers are checked
+// one batch at a time.
 func refusedBatch(b *protocol.Batch, n int) string {
 	switch {
-	case b.Transactional():
-		return "disgw does not support transactions"
 	case b.Control():
 		return "clients may not write control batches"
 	case b.ProducerID >= 0 && n > 1:
@@ -359,7 +362,7 @@ func refuseAppend(sp *kmsg.ProduceResponseTopicPartition, code int16, msg string
 // op is queued. It returns the op to wait for and
 // whether this request queued it (false for the original of a retried
 // idempotent batch), or nil with sp's error set.
-func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topics.Meta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *protocol.DecompressBudget) (*plog.Append, bool) {
+func (gw *Gateway) startAppend(ctx context.Context, r *request, req *kmsg.ProduceRequest, t *topics.Meta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *protocol.DecompressBudget) (*plog.Append, bool) {
 	decode := protocol.DecodeBatches
 	if t.Format == FormatKafka {
 		// Stored as sent: the records are checked, not kept.
@@ -389,6 +392,11 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topics.Meta, 
 		if code != 0 {
 			return refuseAppend(sp, code, msg)
 		}
+		if op.Transactional {
+			if code, msg := gw.verifyTxnBatch(ctx, r, req, t.Name, rp.Partition, op); code != 0 {
+				return refuseAppend(sp, code, msg)
+			}
+		}
 		op.Deadline, _ = ctx.Deadline()
 		return gw.enqueueAppend(ctx, r.Tenant(), t, rp.Partition, op, sp)
 	}
@@ -400,6 +408,10 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topics.Meta, 
 		b := &batches[bi]
 		if msg := refusedBatch(b, len(batches)); msg != "" {
 			return refuseAppend(sp, kerr.InvalidRecord.Code, msg)
+		}
+		if b.Transactional() {
+			// A raw record has no place for a transaction's markers.
+			return refuseAppend(sp, kerr.InvalidRecord.Code, "a raw topic takes no transactional batches (docs/record-formats.md)")
 		}
 		if b.ProducerID >= 0 {
 			op.ProducerID, op.Epoch, op.FirstSeq = b.ProducerID, b.ProducerEpoch, b.BaseSequence

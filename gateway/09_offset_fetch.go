@@ -16,7 +16,8 @@ import (
 // v1 reads offsets committed by the coordinator (v0 read ZooKeeper's; both
 // are served from DIS checkpoints here); v2 a null topic list asks for every
 // committed partition, and adds a top-level error; v5 leader epochs; v6
-// flexible; v7 require_stable (nothing is ever pending here); v8 several
+// flexible; v7 require_stable: a partition whose offsets are pending in an
+// open transaction answers UNSTABLE_OFFSET_COMMIT; v8 several
 // groups per request; v9 the KIP-848 member id and epoch, checked against a
 // consumer-protocol group's members (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH
 // for the group). A partition without a commit answers offset -1 with no
@@ -97,6 +98,9 @@ func handleOffsetFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.O
 			continue
 		}
 		out := gw.fetchGroupOffsets(ctx, tn, g, describes, reads)
+		if req.RequireStable {
+			gw.pendingTxnOffsets(ctx, tn, &out)
+		}
 		gw.hideUndescribableOffsets(r, &out, g.topics == nil)
 		resp.Groups = append(resp.Groups, out)
 	}

@@ -13,8 +13,9 @@ import (
 // it flexible; v4 batches keys (KIP-699); v5 and v6 only changed error codes
 // and key types (2, share groups). A group's coordinator is its owner in
 // the Membership (docs/design.md §6), at the address Metadata lists for it
-// (docs/kafka-compat.md item 5). disgw has no transactions: a transactional key
-// gets a non-retriable error with a message, not an endless retry loop.
+// (docs/kafka-compat.md item 5). A transactional id's coordinator is the
+// gateway that serves transactions (docs/design.md §13); one that does not
+// answers a non-retriable error with a message, not an endless retry loop.
 
 func init() {
 	regKey(10, 0, 6, api[*kmsg.FindCoordinatorRequest]{Ordered: handleFindCoordinator, Errors: findCoordinatorError})
@@ -60,13 +61,22 @@ func handleFindCoordinator(gw *Gateway, r *request, req *kmsg.FindCoordinatorReq
 			c.NodeID = owner.ID
 			c.Host, c.Port = gw.peerAddr(r.Listener(), owner)
 		case coordinatorKeyTransaction:
-			c.NodeID, c.Port = -1, -1
-			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-			c.ErrorMessage = kmsg.StringPtr("disgw does not support transactions")
+			switch {
+			case !gw.transactional():
+				c.NodeID, c.Port = -1, -1
+				c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				c.ErrorMessage = kmsg.StringPtr("disgw serves transactions from a gateway alone, not one with peers")
+			case !gw.authorize(r, authz.OpDescribe, authz.ResourceTransactionalID, key):
+				c.NodeID, c.Port = -1, -1
+				c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			default:
+				c.NodeID = gw.cfg.NodeID
+				c.Host, c.Port = r.Listener().Host(), r.Listener().Port()
+			}
 		default:
 			c.NodeID, c.Port = -1, -1
 			c.ErrorCode = kerr.InvalidRequest.Code
-			c.ErrorMessage = kmsg.StringPtr("disgw coordinates consumer groups only")
+			c.ErrorMessage = kmsg.StringPtr("disgw coordinates consumer groups and transactions only")
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}

@@ -66,6 +66,9 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 	if t.Topic == offsetsTopic {
 		return fail(kerr.TopicAlreadyExists.Code, "topic '"+t.Topic+"' already exists")
 	}
+	if t.Topic == txnStateTopic {
+		return fail(kerr.InvalidRequest.Code, "topic '"+t.Topic+"' is internal: the transaction coordinator creates it")
+	}
 	if why := topics.CheckName(t.Topic); why != "" {
 		gw.log.Info().Str("topic", t.Topic).Str("reason", why).Msg("CreateTopics: invalid topic name")
 		return fail(kerr.InvalidTopicException.Code, why)

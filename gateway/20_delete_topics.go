@@ -93,8 +93,8 @@ func handleDeleteTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 		}
 		switch name {
 		case "":
-		case offsetsTopic:
-			rt.ErrorCode, rt.ErrorMessage = gw.internalTopicRefused(r, "DeleteTopics")
+		case offsetsTopic, txnStateTopic:
+			rt.ErrorCode, rt.ErrorMessage = gw.internalTopicRefused(r, name, "DeleteTopics")
 		default:
 			rt.ErrorCode, rt.ErrorMessage = gw.deleteTopic(ctx, tn, name)
 		}

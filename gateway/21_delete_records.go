@@ -65,8 +65,8 @@ func handleDeleteRecords(ctx context.Context, gw *Gateway, r *request, req *kmsg
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
 			switch code := gw.partitionCode(topic, rp.Partition); {
-			case topic.internal && !topic.denied:
-				sp.ErrorCode, _ = gw.internalTopicRefused(r, "DeleteRecords")
+			case isInternalTopic(rt.Topic) && !topic.denied:
+				sp.ErrorCode, _ = gw.internalTopicRefused(r, rt.Topic, "DeleteRecords")
 			case code != 0:
 				sp.ErrorCode = code
 			case t.Format != FormatKafka:

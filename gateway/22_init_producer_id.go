@@ -1,20 +1,25 @@
 package gateway
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
 )
 
 // InitProducerId v0–v5.
 //
 // v2 made it flexible; v3 lets a producer bump its epoch by sending its
-// current id and epoch (KIP-360); v4 and v5 only changed error codes. Only
-// idempotent producers are served: ids come from producerIDs, unique across
-// restarts. Transactions are not supported, so a transactional id is refused
-// here, where a producer first asks, with a clear message.
+// current id and epoch (KIP-360); v4 and v5 only changed error codes.
+// Idempotent producers get ids from producerIDs, unique across restarts. A
+// transactional id goes to the transaction coordinator (docs/design.md
+// §13); a gateway that does not serve transactions (transactional) refuses
+// it here, where a producer first asks, with a clear message.
 
 func init() {
-	regKey(22, 0, 5, api[*kmsg.InitProducerIDRequest]{Ordered: handleInitProducerID, Errors: initProducerIDError})
+	regKey(22, 0, 5, api[*kmsg.InitProducerIDRequest]{Concurrent: handleInitProducerID, Errors: initProducerIDError})
 }
 
 func initProducerIDError(req *kmsg.InitProducerIDRequest, code int16) kmsg.Response {
@@ -23,13 +28,13 @@ func initProducerIDError(req *kmsg.InitProducerIDRequest, code int16) kmsg.Respo
 	return resp
 }
 
-func handleInitProducerID(gw *Gateway, r *request, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
+func handleInitProducerID(ctx context.Context, gw *Gateway, r *request, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
+	if req.TransactionalID != nil {
+		return gw.initTransactionalProducer(ctx, r, req), nil
+	}
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	switch {
-	case req.TransactionalID != nil:
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		gw.log.Info().Str("transactional_id", *req.TransactionalID).Msg("refused a transactional producer: disgw does not support transactions")
 	case !gw.mayWriteIdempotently(r):
 		resp.ErrorCode = clusterDenied
 	case req.Version >= 3 && req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < 1<<15-1:
@@ -39,4 +44,20 @@ func handleInitProducerID(gw *Gateway, r *request, req *kmsg.InitProducerIDReque
 		resp.ProducerID, resp.ProducerEpoch = gw.producers.next(), 0
 	}
 	return resp, nil
+}
+
+// initTransactionalProducer hands an InitProducerId with a transactional
+// id to its coordinator.
+func (gw *Gateway) initTransactionalProducer(ctx context.Context, r *request, req *kmsg.InitProducerIDRequest) kmsg.Response {
+	id := *req.TransactionalID
+	switch {
+	case !gw.transactional():
+		r.Log().Info().Str("transactional_id", id).Msg("refused a transactional producer: transactions are served by a gateway alone")
+		return initProducerIDError(req, kerr.TransactionalIDAuthorizationFailed.Code)
+	case id == "":
+		return initProducerIDError(req, kerr.InvalidRequest.Code)
+	case !gw.authorize(r, authz.OpWrite, authz.ResourceTransactionalID, id):
+		return initProducerIDError(req, kerr.TransactionalIDAuthorizationFailed.Code)
+	}
+	return gw.stepTxn(ctx, r, id, req, func(code int16) kmsg.Response { return initProducerIDError(req, code) })
 }

@@ -45,8 +45,8 @@ func handleCreatePartitions(ctx context.Context, gw *Gateway, r *request, req *k
 		rt.Topic = t.Topic
 		if !gw.authorize(r, authz.OpAlter, authz.ResourceTopic, t.Topic) {
 			rt.ErrorCode = topicDenied
-		} else if t.Topic == offsetsTopic {
-			rt.ErrorCode, rt.ErrorMessage = gw.internalTopicRefused(r, "CreatePartitions")
+		} else if isInternalTopic(t.Topic) {
+			rt.ErrorCode, rt.ErrorMessage = gw.internalTopicRefused(r, t.Topic, "CreatePartitions")
 		} else {
 			rt.ErrorCode, rt.ErrorMessage = gw.createPartitions(ctx, tn, &t, req.ValidateOnly)
 		}

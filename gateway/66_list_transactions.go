@@ -1,22 +1,27 @@
 package gateway
 
 import (
+	"context"
 	"regexp"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/txncoord"
 )
 
 // ListTransactions v0–v2 (KIP-664; v1 added a duration filter, v2 a
 // transactional id pattern), what `kafka-transactions.sh list` and
-// find-hanging ask every broker. disgw has no transactions yet
-// (docs/design.md §13), so the list is empty; the filters are still
-// checked as Kafka checks them: a state filter that names no transaction
-// state comes back in UnknownStateFilters, and a pattern that does not
-// compile is INVALID_REGULAR_EXPRESSION.
+// find-hanging ask every broker: the transactional ids of the client's
+// tenant that the coordinator holds (docs/design.md §13) and the client may
+// describe. The filters are checked as Kafka checks them: a state filter
+// that names no transaction state comes back in UnknownStateFilters, and a
+// pattern that does not compile is INVALID_REGULAR_EXPRESSION.
 
 func init() {
-	regKey(66, 0, 2, api[*kmsg.ListTransactionsRequest]{Ordered: handleListTransactions, Errors: listTransactionsError})
+	regKey(66, 0, 2, api[*kmsg.ListTransactionsRequest]{Concurrent: handleListTransactions, Errors: listTransactionsError})
 }
 
 // transactionStates are the states Kafka names a transaction by, in
@@ -32,10 +37,12 @@ func listTransactionsError(req *kmsg.ListTransactionsRequest, code int16) kmsg.R
 	return resp
 }
 
-func handleListTransactions(_ *Gateway, _ *request, req *kmsg.ListTransactionsRequest) (kmsg.Response, error) {
+func handleListTransactions(ctx context.Context, gw *Gateway, r *request, req *kmsg.ListTransactionsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
+	var pattern *regexp.Regexp
 	if p := req.TransactionalIDPattern; p != nil && *p != "" {
-		if _, err := regexp.Compile(*p); err != nil {
+		var err error
+		if pattern, err = regexp.Compile(*p); err != nil {
 			resp.ErrorCode = kerr.InvalidRegularExpression.Code
 			return resp, nil
 		}
@@ -45,5 +52,17 @@ func handleListTransactions(_ *Gateway, _ *request, req *kmsg.ListTransactionsRe
 			resp.UnknownStateFilters = append(resp.UnknownStateFilters, s)
 		}
 	}
+	if !gw.transactional() {
+		return resp, nil
+	}
+	if resp.ErrorCode = gw.txns.LoadAll(ctx, r.Tenant()); resp.ErrorCode != 0 {
+		return resp, nil
+	}
+	match := func(id string) bool {
+		return (pattern == nil || pattern.MatchString(id)) && gw.permits(r, authz.OpDescribe, authz.ResourceTransactionalID, id)
+	}
+	gw.txns.With(r.Tenant(), func(c *txncoord.Coordinator) {
+		resp.TransactionStates = c.List(time.Now(), req.StateFilters, req.ProducerIDFilters, req.DurationFilterMillis, match)
+	})
 	return resp, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/disgw/disgw/gateway/metrics"
 	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/gateway/topics"
+	"github.com/disgw/disgw/gateway/txns"
 	"github.com/disgw/disgw/gateway/wire"
 	"github.com/disgw/disgw/protocol"
 )
@@ -154,6 +155,13 @@ type Config struct {
 	// partition it has not written for this long (Kafka's
 	// producer.id.expiration.ms).
 	ProducerIDExpiration time.Duration
+	// TransactionStatePartitions is how many partitions each tenant's
+	// transaction state topic has (docs/design.md §13); default 4.
+	TransactionStatePartitions int32
+	// TransactionMaxTimeout is transaction.max.timeout.ms: the longest
+	// transaction.timeout.ms a producer may ask for, so nothing holds a
+	// partition's last stable offset back for longer; default 15 minutes.
+	TransactionMaxTimeout time.Duration
 	// MaxProducersPerPartition bounds the idempotent producers remembered
 	// per partition; the one idle longest is forgotten first.
 	MaxProducersPerPartition int
@@ -329,6 +337,12 @@ func (c *Config) setDefaults() {
 	if c.ProducerIDExpiration <= 0 {
 		c.ProducerIDExpiration = 24 * time.Hour
 	}
+	if c.TransactionStatePartitions <= 0 {
+		c.TransactionStatePartitions = 4
+	}
+	if c.TransactionMaxTimeout <= 0 {
+		c.TransactionMaxTimeout = 15 * time.Minute
+	}
 	if c.MaxProducersPerPartition <= 0 {
 		c.MaxProducersPerPartition = 1000
 	}
@@ -439,6 +453,7 @@ type Gateway struct {
 
 	producers *producerIDs
 	groups    *groups.Driver[*tenant]
+	txns      *txns.Driver[*tenant]
 	// handover holds group coordination back while a starting gateway's
 	// peers let go of its groups.
 	handover *groupHandover
@@ -508,6 +523,7 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	notChecked := disNotChecked
 	gw.disDown.Store(&notChecked)
 	gw.groups = newGroupDriver(gw)
+	gw.txns = newTxnDriver(gw)
 	gw.wire = wire.New(gw.wireDeps())
 	if cfg.Authorizer == AuthorizerACL {
 		if gw.acls, err = authz.NewDISStore(gw.tenant.dis, gw.log, cfg.MaxRecordBytes, cfg.ACLKey); err != nil {
@@ -546,6 +562,7 @@ func (gw *Gateway) Start() error {
 	gw.panics.Go("membership follower", gw.followMembership)
 	gw.panics.Go("DIS readiness probe", gw.probeDIS)
 	gw.panics.Go("keeper", gw.keepLoop)
+	gw.panics.Go("transaction state load", gw.loadTransactions)
 	return nil
 }
 

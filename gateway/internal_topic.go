@@ -54,11 +54,19 @@ func (gw *Gateway) offsetsTopicMetadata() kmsg.MetadataResponseTopic {
 func offsetsPartition(p int32) bool { return p >= 0 && p < offsetsTopicPartitions }
 
 // internalTopicRefused is the error answered to a client that writes or
-// changes the offsets topic, as Kafka answers it: INVALID_TOPIC_EXCEPTION.
-func (gw *Gateway) internalTopicRefused(r *request, api string) (int16, *string) {
-	r.Log().Info().Str("topic", offsetsTopic).Str("api", api).Msg("refused: the internal offsets topic is not the client's to change")
-	return kerr.InvalidTopicException.Code, kmsg.StringPtr("topic '" + offsetsTopic + "' is internal: disgw keeps committed offsets in DIS checkpoints")
+// changes an internal topic, as Kafka answers it: INVALID_TOPIC_EXCEPTION.
+func (gw *Gateway) internalTopicRefused(r *request, topic, api string) (int16, *string) {
+	why := "disgw keeps committed offsets in DIS checkpoints"
+	if topic == txnStateTopic {
+		why = "it holds the transaction coordinator's state"
+	}
+	r.Log().Info().Str("topic", topic).Str("api", api).Msg("refused: an internal topic is not the client's to change")
+	return kerr.InvalidTopicException.Code, kmsg.StringPtr("topic '" + topic + "' is internal: " + why)
 }
+
+// isInternalTopic reports whether name is one of Kafka's internal topics,
+// which clients may read but never write, create, delete or grow.
+func isInternalTopic(name string) bool { return name == offsetsTopic || name == txnStateTopic }
 
 // fetchOffsetsPartition answers a fetch of the offsets topic: an empty log.
 func fetchOffsetsPartition(sp *kmsg.FetchResponseTopicPartition, offset int64) {

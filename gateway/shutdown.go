@@ -115,6 +115,7 @@ func (gw *Gateway) close(ctx context.Context) error {
 	gw.drainOnce.Do(func() { close(gw.draining) })
 	gw.log.Info().Msg("draining: unready, refusing new connections, handing groups on")
 	gw.groups.Close()
+	gw.txns.Close()
 	gw.wire.Wait(ctx)
 	drained := time.Now()
 	unfinished := ctx.Err() != nil

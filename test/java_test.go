@@ -50,3 +50,11 @@ func runJava(t *testing.T, tweak func(*gateway.Config), class, ok string) {
 		t.Fatalf("Java client (%s) against disgw: %v\n%s", class, err, out)
 	}
 }
+
+// TestJavaTransactions runs test/java's Transactions: the Java client's
+// transactional producer commits, aborts and commits with a group's
+// offsets; read_committed reads only what was committed; a second
+// producer of the id fences the first.
+func TestJavaTransactions(t *testing.T) {
+	runJava(t, nil, "disgw.Transactions", "java transactions ok")
+}

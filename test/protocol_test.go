@@ -303,9 +303,11 @@ func TestProducerIDsUniqueAcrossRestart(t *testing.T) {
 	}
 }
 
-// A transactional producer is refused at InitProducerId with a clear error.
-func TestTransactionalProducerRefused(t *testing.T) {
-	c := startCluster(t, nil)
+// A gateway with peers refuses a transactional producer at InitProducerId
+// with a clear error: transactions are served by a gateway alone
+// (docs/design.md §13).
+func TestTransactionalProducerRefusedWithPeers(t *testing.T) {
+	c := startGateways(t, 2)
 	rc := dialRaw(t, c.Addr)
 	req := kmsg.NewPtrInitProducerIDRequest()
 	req.TransactionalID = kmsg.StringPtr("txn")

@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -160,5 +161,46 @@ func TestSaramaConsumerGroup(t *testing.T) {
 	}
 	if total != 400 {
 		t.Fatalf("committed offsets add up to %d, want 400", total)
+	}
+}
+
+// TestSaramaTransactions: sarama's transactional producer (transaction
+// version 1: AddPartitionsToTxn, EndTxn) commits one transaction and aborts
+// another; read_committed reads only the committed one.
+func TestSaramaTransactions(t *testing.T) {
+	c := startCluster(t, nil)
+	const topic = "sarama-txn"
+	createTopic(t, c, topic, 2, nil)
+	cfg := saramaConfig()
+	cfg.Producer.Idempotent = true
+	cfg.Producer.Transaction.ID = "sarama-txn-1"
+	cfg.Net.MaxOpenRequests = 1
+	producer, err := sarama.NewSyncProducer([]string{c.Addr}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	write := func(prefix string, commit bool) {
+		if err := producer.BeginTxn(); err != nil {
+			t.Fatalf("begin: %v", err)
+		}
+		for i := range 6 {
+			msg := &sarama.ProducerMessage{Topic: topic, Partition: int32(i % 2), Value: sarama.StringEncoder(fmt.Sprintf("%s-%d", prefix, i))}
+			if _, _, err := producer.SendMessage(msg); err != nil {
+				t.Fatalf("send %s-%d: %v", prefix, i, err)
+			}
+		}
+		end := producer.CommitTxn
+		if !commit {
+			end = producer.AbortTxn
+		}
+		if err := end(); err != nil {
+			t.Fatalf("end %s (commit %v): %v", prefix, commit, err)
+		}
+	}
+	write("kept", true)
+	write("dropped", false)
+	if got, want := readValues(t, c, topic, kgo.ReadCommitted(), 6), values(6, "kept"); !slices.Equal(got, want) {
+		t.Errorf("read_committed read %q, want %q", got, want)
 	}
 }

@@ -3,8 +3,10 @@ package test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -12,7 +14,7 @@ import (
 const transactionsCommand = "org.apache.kafka.tools.TransactionsCommand"
 
 // ListTransactions at every version, with the edges Kafka answers: no
-// transaction is listed (disgw refuses transactional producers), a state
+// transaction is listed before any transactional producer came, a state
 // filter that is no state comes back as unknown, a bad pattern is
 // INVALID_REGULAR_EXPRESSION.
 func TestListTransactions(t *testing.T) {
@@ -36,19 +38,43 @@ func TestListTransactions(t *testing.T) {
 	}
 }
 
-// kafka-transactions.sh list and find-hanging run against disgw and say
-// what is true: no transactions, none hanging; describe stops at
-// FindCoordinator, which refuses transactional ids at once.
-func TestKafkaTransactionsListAndFindHanging(t *testing.T) {
+// kafka-transactions.sh against an open transaction: list and describe
+// show it Ongoing on its partition, describe-producers shows its producer
+// and where its transaction began, find-hanging finds nothing hanging
+// (the coordinator knows it), and once it commits list shows it
+// CompleteCommit.
+func TestKafkaTransactionsTool(t *testing.T) {
 	k, c := startKafkaTools(t)
-	createTopic(t, c, "txn-hang", 2, nil)
-	produceIdempotent(t, []string{c.Addr}, "txn-hang", map[int32]int{0: 3, 1: 2})
-
-	if got := lines(k.run(transactionsCommand, "list")); len(got) != 1 || !strings.HasPrefix(got[0], "TransactionalId") {
-		t.Errorf("list: %q, want the header alone", got)
+	const topic = "txn-tool"
+	createTopic(t, c, topic, 2, nil)
+	ctx := testContext(t, time.Minute)
+	p := newClient(t, c, kgo.TransactionalID("app-1"), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	txnProduce(t, ctx, p, topic, 1, "first", 2, true)
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
 	}
-	if got := lines(k.run(transactionsCommand, "find-hanging", "--topic", "txn-hang")); len(got) != 1 || !strings.HasPrefix(got[0], "Topic") {
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	if got := k.run(transactionsCommand, "list"); !strings.Contains(got, "app-1") || !strings.Contains(got, "Ongoing") {
+		t.Errorf("list: %q, want app-1 Ongoing", got)
+	}
+	if got := k.run(transactionsCommand, "describe", "--transactional-id", "app-1"); !strings.Contains(got, "Ongoing") || !strings.Contains(got, topic+"-0") {
+		t.Errorf("describe: %q, want Ongoing on %s-0", got, topic)
+	}
+	// The first transaction holds offsets 0-2 (two records, a marker).
+	if got := k.run(transactionsCommand, "describe-producers", "--topic", topic, "--partition", "0"); !strings.Contains(got, "\t3") && !strings.Contains(got, " 3") {
+		t.Errorf("describe-producers: %q, want the open transaction starting at offset 3", got)
+	}
+	if got := lines(k.run(transactionsCommand, "find-hanging", "--topic", topic)); len(got) != 1 || !strings.HasPrefix(got[0], "Topic") {
 		t.Errorf("find-hanging: %q, want the header alone", got)
 	}
-	k.fail("authorization failure", transactionsCommand, "describe", "--transactional-id", "app-1")
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if got := k.run(transactionsCommand, "list"); !strings.Contains(got, "CompleteCommit") {
+		t.Errorf("list after the commit: %q, want CompleteCommit", got)
+	}
+	k.fail("not found", transactionsCommand, "describe", "--transactional-id", "no-such-id")
 }

@@ -51,6 +51,27 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 	}
 }
 
+// initTxn makes a transactional producer for id and returns its producer
+// id and epoch.
+func initTxn(t *testing.T, rc *rawConn, id string) (int64, int16) {
+	t.Helper()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(id), 60000
+	for range 50 {
+		resp := rc.roundTrip(req).(*kmsg.InitProducerIDResponse)
+		switch resp.ErrorCode {
+		case 0:
+			return resp.ProducerID, resp.ProducerEpoch
+		case kerr.ConcurrentTransactions.Code, kerr.CoordinatorLoadInProgress.Code:
+			time.Sleep(50 * time.Millisecond)
+		default:
+			t.Fatalf("InitProducerId for %s: %v", id, kerr.ErrorForCode(resp.ErrorCode))
+		}
+	}
+	t.Fatalf("InitProducerId for %s: busy for ever", id)
+	return 0, 0
+}
+
 // versionedRequest builds a minimal valid request for key at version v,
 // first sending whatever it needs (a group to sync with, offsets to delete).
 func versionedRequest(t *testing.T, rc *rawConn, key, v int16, topicID [16]byte) kmsg.Request {
@@ -272,6 +293,67 @@ func versionedRequest(t *testing.T, rc *rawConn, key, v int16, topicID [16]byte)
 		req.Version = v
 		req.TransactionTimeoutMillis = 60000
 		return req
+	case 24:
+		id := fmt.Sprintf("ver-apt-%d", v)
+		pid, epoch := initTxn(t, rc, id)
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Version = v
+		if v < 4 {
+			req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, pid, epoch
+			req.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "ver", Partitions: []int32{0}}}
+			return req
+		}
+		txn := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		txn.TransactionalID, txn.ProducerID, txn.ProducerEpoch = id, pid, epoch
+		txn.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "ver", Partitions: []int32{0}}}
+		req.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{txn}
+		return req
+	case 25:
+		id := fmt.Sprintf("ver-aot-%d", v)
+		pid, epoch := initTxn(t, rc, id)
+		req := kmsg.NewPtrAddOffsetsToTxnRequest()
+		req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = v, id, pid, epoch, "ver-txn-group"
+		return req
+	case 26:
+		id := fmt.Sprintf("ver-end-%d", v)
+		pid, epoch := initTxn(t, rc, id)
+		add := kmsg.NewPtrAddPartitionsToTxnRequest()
+		add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, pid, epoch
+		add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "ver", Partitions: []int32{0}}}
+		if code := rc.roundTrip(add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("AddPartitionsToTxn before EndTxn v%d: %v", v, kerr.ErrorForCode(code))
+		}
+		req := kmsg.NewPtrEndTxnRequest()
+		req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = v, id, pid, epoch, true
+		return req
+	case 27:
+		// A marker for a producer the partition never saw: nothing to end.
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		req.Version = v
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.ProducerEpoch, m.Committed = 4242, 0, false
+		m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "ver", Partitions: []int32{0}}}
+		req.Markers = []kmsg.WriteTxnMarkersRequestMarker{m}
+		return req
+	case 28:
+		id := fmt.Sprintf("ver-toc-%d", v)
+		pid, epoch := initTxn(t, rc, id)
+		add := kmsg.NewPtrAddOffsetsToTxnRequest()
+		add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = id, pid, epoch, "ver-txn-group"
+		if code := rc.roundTrip(add).(*kmsg.AddOffsetsToTxnResponse).ErrorCode; code != 0 {
+			t.Fatalf("AddOffsetsToTxn before TxnOffsetCommit v%d: %v", v, kerr.ErrorForCode(code))
+		}
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = v, id, pid, epoch, "ver-txn-group"
+		req.Generation = -1
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Offset = 1
+		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "ver", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{rp}}}
+		return req
+	case 65:
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.Version, req.TransactionalIDs = v, []string{"ver-end-0"}
+		return req
 	case 68:
 		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 		req.Version = v
@@ -477,6 +559,27 @@ func responseError(resp kmsg.Response) error {
 			return fmt.Errorf("%d brokers, cluster id %q", len(r.Brokers), r.ClusterID)
 		}
 		return check(r.ErrorCode)
+	case *kmsg.AddPartitionsToTxnResponse:
+		if r.Version >= 4 {
+			if err := check(r.ErrorCode); err != nil {
+				return err
+			}
+			return check(r.Transactions[0].Topics[0].Partitions[0].ErrorCode)
+		}
+		return check(r.Topics[0].Partitions[0].ErrorCode)
+	case *kmsg.AddOffsetsToTxnResponse:
+		return check(r.ErrorCode)
+	case *kmsg.EndTxnResponse:
+		return check(r.ErrorCode)
+	case *kmsg.WriteTxnMarkersResponse:
+		return check(r.Markers[0].Topics[0].Partitions[0].ErrorCode)
+	case *kmsg.TxnOffsetCommitResponse:
+		return check(r.Topics[0].Partitions[0].ErrorCode)
+	case *kmsg.DescribeTransactionsResponse:
+		if st := r.TransactionStates[0]; st.ErrorCode == 0 && st.State != "CompleteCommit" {
+			return fmt.Errorf("transaction state %q, want CompleteCommit", st.State)
+		}
+		return check(r.TransactionStates[0].ErrorCode)
 	case *kmsg.ListTransactionsResponse:
 		if len(r.UnknownStateFilters) != 0 {
 			return fmt.Errorf("state filters %v unknown", r.UnknownStateFilters)

@@ -1,0 +1,42 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
+)
+
+// EndTxn v0–v4.
+//
+// v2 answers PRODUCER_FENCED where v0–v1 answer INVALID_PRODUCER_EPOCH; v3
+// made it flexible; v4 only changed error codes. v5, transaction version 2
+// (KIP-890 part 2), is not offered yet: it comes with the
+// transaction.version feature and Produce v12 (docs/design.md §13). The
+// coordinator answers once the transaction's PrepareCommit or
+// PrepareAbort is in DIS; the markers follow (docs/design.md §13).
+
+func init() {
+	regKey(26, 0, 4, api[*kmsg.EndTxnRequest]{Concurrent: handleEndTxn, Errors: endTxnError})
+}
+
+func endTxnError(req *kmsg.EndTxnRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, -1, -1
+	return resp
+}
+
+func handleEndTxn(ctx context.Context, gw *Gateway, r *request, req *kmsg.EndTxnRequest) (kmsg.Response, error) {
+	fail := func(code int16) kmsg.Response { return endTxnError(req, code) }
+	switch {
+	case !gw.transactional():
+		return fail(kerr.TransactionalIDAuthorizationFailed.Code), nil
+	case req.TransactionalID == "":
+		return fail(kerr.InvalidRequest.Code), nil
+	case !gw.authorize(r, authz.OpWrite, authz.ResourceTransactionalID, req.TransactionalID):
+		return fail(kerr.TransactionalIDAuthorizationFailed.Code), nil
+	}
+	return gw.stepTxn(ctx, r, req.TransactionalID, req, fail), nil
+}

@@ -1,0 +1,76 @@
+package gateway
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/groupcoord"
+)
+
+// TxnOffsetCommit v0–v4.
+//
+// v2 added the leader epoch; v3 the group's generation, member id and
+// instance id (KIP-447), checked as OffsetCommit checks them, and made it
+// flexible; v4 only changed error codes. v5 (transaction version 2) comes
+// with the transaction.version feature (docs/design.md §13). The offsets stay pending in the transaction's
+// state until it commits, when the coordinator writes them to the group's
+// DIS checkpoints; an abort drops them (docs/design.md §13).
+
+func init() {
+	regKey(28, 0, 4, api[*kmsg.TxnOffsetCommitRequest]{Concurrent: handleTxnOffsetCommit, Errors: txnOffsetCommitError})
+}
+
+func txnOffsetCommitError(req *kmsg.TxnOffsetCommitRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func handleTxnOffsetCommit(ctx context.Context, gw *Gateway, r *request, req *kmsg.TxnOffsetCommitRequest) (kmsg.Response, error) {
+	fail := func(code int16) kmsg.Response { return txnOffsetCommitError(req, code) }
+	switch {
+	case !gw.transactional():
+		return fail(kerr.TransactionalIDAuthorizationFailed.Code), nil
+	case req.TransactionalID == "":
+		return fail(kerr.InvalidRequest.Code), nil
+	case !gw.authorize(r, authz.OpWrite, authz.ResourceTransactionalID, req.TransactionalID):
+		return fail(kerr.TransactionalIDAuthorizationFailed.Code), nil
+	case !gw.authorize(r, authz.OpRead, authz.ResourceGroup, req.Group):
+		return fail(groupDenied), nil
+	case !gw.coordinates(req.Group):
+		return fail(kerr.NotCoordinator.Code), nil
+	}
+	for _, t := range req.Topics {
+		st := gw.serveTopic(ctx, r, authz.OpRead, t.Topic, false)
+		for _, p := range t.Partitions {
+			if code := gw.partitionCode(st, p.Partition); code != 0 && code != kerr.NotLeaderForPartition.Code {
+				return fail(code), nil
+			}
+		}
+	}
+	if req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil {
+		// A member's commit (KIP-447): the group's coordinator checks it
+		// as it checks OffsetCommit.
+		var code int16
+		gw.groups.With(r.Tenant(), func(c *groupcoord.Coordinator) {
+			code = c.CheckCommit(time.Now(), req.Group, req.MemberID, req.InstanceID, req.Generation)
+		})
+		if code != 0 {
+			return fail(code), nil
+		}
+	}
+	return gw.stepTxn(ctx, r, req.TransactionalID, req, fail), nil
+}

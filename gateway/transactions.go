@@ -1,0 +1,316 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/plog"
+	"github.com/disgw/disgw/gateway/topics"
+	"github.com/disgw/disgw/gateway/txns"
+	"github.com/disgw/disgw/protocol"
+	"github.com/disgw/disgw/txncoord"
+)
+
+// Transactions (docs/design.md §13): each tenant's transaction state lives
+// in an internal compacted topic of its own DIS account, the coordinator
+// is the txncoord state machine under the txns driver, and markers are
+// control batches the partition log writes.
+
+// txnStateTopic is the internal topic a tenant's transaction state lives
+// in, under Kafka's name, so admin tools show it as they show Kafka's.
+const txnStateTopic = "__transaction_state"
+
+// transactional reports whether this gateway serves transactions. For now
+// a gateway alone does (docs/design.md §13, "Built"): between gateways the
+// markers and KIP-890's verification need calls to the partitions' owners,
+// which are not built, and a transaction whose partitions another gateway
+// owns must not be half served. A gateway with peers refuses transactional
+// ids as before.
+func (gw *Gateway) transactional() bool { return gw.cfg.Membership.Changed() == nil }
+
+// newTxnDriver makes the driver of every tenant's transactions.
+func newTxnDriver(gw *Gateway) *txns.Driver[*tenant] {
+	return txns.New(txns.Deps[*tenant]{
+		Coord:          txncoord.Config{MaxTimeout: gw.cfg.TransactionMaxTimeout, NewProducerID: gw.producers.next},
+		Partitions:     gw.cfg.TransactionStatePartitions,
+		Log:            gw.log,
+		Tenant:         func(tn *tenant) string { return tn.id },
+		Go:             gw.panics.Go,
+		Ctx:            gw.ctx,
+		RequestTimeout: gw.cfg.RequestTimeout,
+		State:          txnStateLog{gw},
+		WriteMarker:    gw.writeMarker,
+		CommitOffsets:  gw.commitTxnOffsets,
+	})
+}
+
+// txnStateLog keeps transaction state in the tenant's __transaction_state
+// topic: kafka-format, compacted, so it outlives DIS's retention (a kept
+// topic, docs/design.md §12) and stays the size of the live ids.
+type txnStateLog struct{ gw *Gateway }
+
+// topic describes the state topic, creating it on first use.
+func (l txnStateLog) topic(ctx context.Context, tn *tenant) (*topics.Meta, error) {
+	gw := l.gw
+	t, err := tn.catalog.Get(ctx, txnStateTopic)
+	if errors.Is(err, topics.ErrUnknownTopic) {
+		spec := topics.Spec{RetentionHours: gw.cfg.DefaultRetentionHours, Format: FormatKafka, StreamType: disclient.StreamTypeCommon}
+		if err := spec.Apply("cleanup.policy", "compact"); err != nil {
+			return nil, err
+		}
+		if err := gw.topicCfg.CheckSpec(txnStateTopic, &spec); err != nil {
+			return nil, err
+		}
+		err = tn.catalog.Create(ctx, txnStateTopic, gw.cfg.TransactionStatePartitions, &spec, FormatKafka)
+		if err != nil && !disclient.IsCode(err, disclient.CodeStreamExists) {
+			return nil, err
+		}
+		gw.log.Info().Str("topic", txnStateTopic).Int32("partitions", gw.cfg.TransactionStatePartitions).Msg("created the transaction state topic")
+		t, err = tn.catalog.Refresh(ctx, txnStateTopic)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n := int32(len(t.Partitions)); n != gw.cfg.TransactionStatePartitions || t.Format != FormatKafka {
+		return nil, fmt.Errorf("the %s topic has %d partitions of format %s; --transaction-state-partitions is %d and the format must be kafka", txnStateTopic, n, t.Format, gw.cfg.TransactionStatePartitions)
+	}
+	return t, nil
+}
+
+// Exists reports whether tn's state topic exists.
+func (l txnStateLog) Exists(ctx context.Context, tn *tenant) (bool, error) {
+	_, err := tn.catalog.Get(ctx, txnStateTopic)
+	if errors.Is(err, topics.ErrUnknownTopic) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// loadTransactions loads the gateway's own tenant's transaction state when
+// it starts, so that transactions a stopped gateway left prepared get
+// their markers, and ones left open time out, without waiting for their
+// producers to come back.
+func (gw *Gateway) loadTransactions() {
+	if !gw.transactional() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(gw.ctx, gw.cfg.RequestTimeout)
+	defer cancel()
+	if code := gw.txns.LoadAll(ctx, gw.tenant); code != 0 {
+		gw.log.Warn().Str("error", kerr.ErrorForCode(code).Error()).Msg("loading transaction state at start failed; it loads on first use")
+	}
+}
+
+// pendingTxnOffsets marks the partitions of out whose group has offsets
+// pending in an open transaction UNSTABLE_OFFSET_COMMIT, for an
+// OffsetFetch with require_stable: the consumer asks again once the
+// transaction ends, and a transaction cannot stay open past
+// --transaction-max-timeout.
+func (gw *Gateway) pendingTxnOffsets(ctx context.Context, tn *tenant, out *kmsg.OffsetFetchResponseGroup) {
+	if !gw.transactional() || out.ErrorCode != 0 {
+		return
+	}
+	if code := gw.txns.LoadAll(ctx, tn); code != 0 {
+		out.ErrorCode = code
+		return
+	}
+	gw.txns.With(tn, func(c *txncoord.Coordinator) {
+		for i := range out.Topics {
+			t := &out.Topics[i]
+			for j := range t.Partitions {
+				if p := &t.Partitions[j]; p.ErrorCode == 0 && c.PendingOffsets(out.Group, t.Topic, p.Partition) {
+					p.ErrorCode, p.Offset, p.LeaderEpoch, p.Metadata = kerr.UnstableOffsetCommit.Code, -1, -1, nil
+				}
+			}
+		}
+	})
+}
+
+// stateReadBytes is how much of a state partition one read asks for.
+const stateReadBytes = 1 << 20
+
+// Read returns every record of state partition p from its log start on.
+func (l txnStateLog) Read(ctx context.Context, tn *tenant, p int32) ([]txns.Entry, error) {
+	t, err := l.topic(ctx, tn)
+	if err != nil {
+		return nil, err
+	}
+	ps := l.gw.partitionFor(tn.key(t, p))
+	pm := t.Partitions[p]
+	var out []txns.Entry
+	for offset := int64(0); ; {
+		part := &plog.FetchPart{Partition: ps, Kafka: true, Offset: offset, Limit: stateReadBytes,
+			Earliest: pm.Earliest, Next: pm.Next, HighWatermark: -1, LogStartOffset: -1}
+		tn.parts.Fetch(ctx, []*plog.FetchPart{part}, time.Now(), 0, stateReadBytes, nil)
+		switch {
+		case part.ErrorCode == kerr.OffsetOutOfRange.Code && part.LogStartOffset > offset:
+			offset = part.LogStartOffset
+			continue
+		case part.ErrorCode != 0:
+			return nil, kerr.ErrorForCode(part.ErrorCode)
+		case len(part.Batches) == 0 && offset >= part.HighWatermark:
+			return out, nil
+		case len(part.Batches) == 0:
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		for _, b := range part.Batches {
+			data := b.Data
+			if b.File.Len > 0 {
+				if data, err = b.File.AppendTo(nil); err != nil {
+					return nil, err
+				}
+			}
+			batches, err := protocol.DecodeBatches(data, nil)
+			if err != nil {
+				return nil, err
+			}
+			for _, pb := range batches {
+				if !pb.Control() {
+					for _, r := range pb.Records {
+						out = append(out, txns.Entry{Key: r.Key, Value: r.Value})
+					}
+				}
+				offset = max(offset, pb.BaseOffset+int64(pb.LastOffsetDelta)+1)
+			}
+		}
+	}
+}
+
+// Append writes one record to state partition p through its writer and
+// waits until DIS holds it.
+func (l txnStateLog) Append(ctx context.Context, tn *tenant, p int32, key, value []byte) error {
+	t, err := l.topic(ctx, tn)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UnixMilli()
+	data, err := protocol.AppendBatch(nil, []protocol.Record{{Timestamp: now, Key: key, Value: value}}, protocol.CodecNone, 0)
+	if err != nil {
+		return err
+	}
+	op := plog.NewAppend(true)
+	op.Entries = []disclient.PutRecordsEntry{{PartitionID: disclient.PartitionID(p), Data: data, Timestamp: &now}}
+	op.Bytes = len(data)
+	op.Deadline, _ = ctx.Deadline()
+	if _, code := l.gw.partitionFor(tn.key(t, p)).Enqueue(ctx, op); code != 0 {
+		return kerr.ErrorForCode(code)
+	}
+	select {
+	case <-op.Done():
+	case <-ctx.Done():
+		if op.Cancel() {
+			return ctx.Err()
+		}
+		<-op.Done()
+	}
+	if op.ErrCode != 0 {
+		return fmt.Errorf("%w: %s", kerr.ErrorForCode(op.ErrCode), op.ErrMsg)
+	}
+	return nil
+}
+
+// writeMarker writes a transaction's marker into one data partition
+// (plog.Partition.WriteMarker). A deleted topic counts as written; a raw
+// topic holds no transactional batches (Produce refuses them), so there
+// is nothing to end.
+func (gw *Gateway) writeMarker(ctx context.Context, tn *tenant, tp txncoord.TopicPartition, m plog.Marker) int16 {
+	t, err := tn.catalog.Get(ctx, tp.Topic)
+	switch {
+	case errors.Is(err, topics.ErrUnknownTopic):
+		return kerr.UnknownTopicOrPartition.Code
+	case err != nil:
+		return kafkaCodeForDIS(err)
+	case tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions):
+		return kerr.UnknownTopicOrPartition.Code
+	case t.Format != FormatKafka:
+		return 0
+	}
+	code, msg := gw.partitionFor(tn.key(t, tp.Partition)).WriteMarker(ctx, m)
+	if code != 0 {
+		gw.log.Warn().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("producer_id", m.ProducerID).
+			Str("error", kerr.ErrorForCode(code).Error()).Str("reason", msg).Msg("writing a transaction marker failed")
+	}
+	return code
+}
+
+// commitTxnOffsets commits a committed transaction's offsets to its
+// group's DIS checkpoints, as OffsetCommit writes them.
+func (gw *Gateway) commitTxnOffsets(ctx context.Context, tn *tenant, c txncoord.CommitOffsets) error {
+	for _, o := range c.Offsets {
+		if code := gw.groups.CommitOffset(ctx, tn, c.Group, o.Topic, o.Partition, o.Offset, o.Metadata); code != 0 {
+			return fmt.Errorf("offset of %s[%d]: %w", o.Topic, o.Partition, kerr.ErrorForCode(code))
+		}
+	}
+	return nil
+}
+
+// stepTxn hands req for transactional id to r's tenant's coordinator and
+// returns its answer, or fail's when the coordinator could not answer
+// (loading failed, the deadline passed, the gateway is stopping).
+func (gw *Gateway) stepTxn(ctx context.Context, r *request, id string, req kmsg.Request, fail func(code int16) kmsg.Response) kmsg.Response {
+	resp, code := gw.txns.Step(ctx, r.Tenant(), id, req)
+	if resp == nil {
+		return fail(code)
+	}
+	return resp
+}
+
+// verifyTxnBatch checks, before a transactional batch is queued, that its
+// partition is in its producer's open transaction, as Kafka's leaders ask
+// their coordinator (KIP-890 part 1); under transaction version 2 (Produce
+// v12+) the partition joins the transaction here. A batch outside the
+// transaction is refused, so a delayed Produce of an ended transaction
+// cannot open a new one on the partition and leave it hanging.
+func (gw *Gateway) verifyTxnBatch(ctx context.Context, r *request, req *kmsg.ProduceRequest, topic string, p int32, op *plog.Append) (int16, string) {
+	switch {
+	case !gw.transactional():
+		return kerr.TransactionalIDAuthorizationFailed.Code, "disgw serves transactions from a gateway alone, not one with peers"
+	case req.TransactionalID == nil || *req.TransactionalID == "":
+		return kerr.InvalidRecord.Code, "a transactional batch needs the produce request's transactional id"
+	case !gw.authorize(r, authz.OpWrite, authz.ResourceTransactionalID, *req.TransactionalID):
+		return kerr.TransactionalIDAuthorizationFailed.Code, ""
+	}
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.Version = 5
+	txn := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	txn.TransactionalID, txn.ProducerID, txn.ProducerEpoch = *req.TransactionalID, op.ProducerID, op.Epoch
+	txn.VerifyOnly = req.Version < 12
+	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	tt.Topic, tt.Partitions = topic, []int32{p}
+	txn.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{tt}
+	add.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{txn}
+	resp, code := gw.txns.Step(ctx, r.Tenant(), txn.TransactionalID, add)
+	if resp != nil {
+		ar := resp.(*kmsg.AddPartitionsToTxnResponse)
+		code = ar.ErrorCode
+		if code == 0 && len(ar.Transactions) > 0 && len(ar.Transactions[0].Topics) > 0 && len(ar.Transactions[0].Topics[0].Partitions) > 0 {
+			code = ar.Transactions[0].Topics[0].Partitions[0].ErrorCode
+		}
+	}
+	switch code {
+	case 0:
+		return 0, ""
+	case kerr.InvalidTxnState.Code:
+		if req.Version >= 11 {
+			return kerr.TransactionAbortable.Code, "the partition is not in the producer's open transaction"
+		}
+		return code, "the partition is not in the producer's open transaction"
+	case kerr.ProducerFenced.Code:
+		return kerr.InvalidProducerEpoch.Code, "a newer producer with the same transactional id fenced this one"
+	case kerr.ConcurrentTransactions.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code, kerr.RequestTimedOut.Code:
+		// The coordinator is busy ending the last transaction or loading:
+		// a retriable error the producer retries, as Kafka answers.
+		return kerr.NotEnoughReplicas.Code, "the transaction coordinator is busy: " + kerr.ErrorForCode(code).Error()
+	}
+	return code, ""
+}
