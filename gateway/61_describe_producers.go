@@ -69,7 +69,11 @@ func handleDescribeProducers(ctx context.Context, gw *Gateway, r *request, req *
 func (gw *Gateway) describeProducers(ctx context.Context, tn *tenant, t *topics.Meta, p int32) ([]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, int16) {
 	ps := gw.partitionFor(tn.key(t, p))
 	if t.Format == FormatKafka {
-		if _, err := ps.LastStableOffset(ctx); err != nil {
+		err := ps.EnsureProducers(ctx)
+		if err == nil {
+			_, err = ps.LastStableOffset(ctx)
+		}
+		if err != nil {
 			gw.log.Warn().Err(err).Str("topic", t.Name).Int32("partition", p).Msg("describe producers: recovering the partition's producers from DIS failed")
 			return nil, kafkaCodeForDIS(err)
 		}

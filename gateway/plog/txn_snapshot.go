@@ -308,6 +308,9 @@ func (ps *Partition) scheduleTxnSnapshot() {
 			ps.mu.Lock()
 			ps.txnSnapDo = false
 			ps.mu.Unlock()
+			if ps.d.Ctx.Err() != nil {
+				return
+			}
 			ctx, cancel := context.WithTimeout(ps.d.Ctx, ps.d.RequestTimeout)
 			defer cancel()
 			if err := ps.writeTxnSnapshot(ctx, false); err != nil {
