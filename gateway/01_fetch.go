@@ -23,9 +23,11 @@ import (
 // the replica id into replica state; v16 adds leader hints (KIP-951), which
 // are not needed here. Fetch sessions are answered as full fetches with
 // session id 0, which KIP-227 allows: the client sends its full partition
-// list every time, so nothing is kept for partitions it dropped. Without
-// transactions, read_committed and read_uncommitted see the same records and
-// the last stable offset is the high watermark. Kafka-format partitions
+// list every time, so nothing is kept for partitions it dropped.
+// read_committed (isolation level 1) reads below the last stable offset and
+// is told the aborted transactions among what it got; read_uncommitted
+// reads to the high watermark and is told none, as a client given the list
+// drops records (docs/design.md §13). Kafka-format partitions
 // answer with their stored batches unchanged, from the one holding the fetch
 // offset; raw ones with batches built from their records.
 
@@ -207,15 +209,21 @@ func (gw *Gateway) serveFetch(ctx context.Context, r *request, req *kmsg.FetchRe
 		p.FetchPart = plog.FetchPart{
 			Partition: gw.partitionFor(r.Tenant().key(p.topic, p.resp.Partition)), Kafka: p.topic.Format == FormatKafka,
 			Offset: p.req.FetchOffset, Limit: limit, Earliest: pm.Earliest, Next: pm.Next,
-			HighWatermark: -1, LogStartOffset: -1,
+			Committed:     req.Version >= 4 && req.IsolationLevel == 1,
+			HighWatermark: -1, LogStartOffset: -1, LastStableOffset: -1,
 		}
 		reads[i] = &p.FetchPart
 	}
 	r.Tenant().parts.Fetch(ctx, reads, deadline, int(req.MinBytes), maxBytes, gw.draining)
 	for _, p := range parts {
 		p.resp.ErrorCode = p.ErrorCode
-		p.resp.HighWatermark, p.resp.LastStableOffset = p.HighWatermark, p.HighWatermark
+		p.resp.HighWatermark, p.resp.LastStableOffset = p.HighWatermark, p.LastStableOffset
 		p.resp.LogStartOffset = p.LogStartOffset
+		for _, a := range p.Aborted {
+			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+			p.resp.AbortedTransactions = append(p.resp.AbortedTransactions, at)
+		}
 		if p.Throttled {
 			// Kafka's way to ask a client to slow down.
 			resp.ThrottleMillis = throttleHintMillis

@@ -29,6 +29,8 @@ import (
 // earliest is the base offset of the first batch, latest the next offset,
 // and a timestamp finds the first batch whose max timestamp reaches it
 // (the DIS record's timestamp) and in it the first record that does.
+// With isolation level 1 (read_committed) latest is the last stable offset,
+// and a timestamp's answer at or past it is none, as Kafka answers.
 
 func init() {
 	regKey(2, 1, 11, api[*kmsg.ListOffsetsRequest]{Concurrent: handleListOffsets, Errors: listOffsetsError})
@@ -78,7 +80,7 @@ func handleListOffsets(ctx context.Context, gw *Gateway, r *request, req *kmsg.L
 			case code != 0:
 				sp.ErrorCode = code
 			default:
-				gw.listOffset(ctx, r.Tenant(), topic.t, rp.Partition, rp.Timestamp, &sp)
+				gw.listOffset(ctx, r.Tenant(), topic.t, rp.Partition, rp.Timestamp, req.IsolationLevel == 1, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -87,13 +89,13 @@ func handleListOffsets(ctx context.Context, gw *Gateway, r *request, req *kmsg.L
 	return resp, nil
 }
 
-func (gw *Gateway) listOffset(ctx context.Context, tn *tenant, t *topics.Meta, p int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
+func (gw *Gateway) listOffset(ctx context.Context, tn *tenant, t *topics.Meta, p int32, ts int64, committed bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	if ts == listLatestTier || ts == listPendingTier {
 		sp.LeaderEpoch = -1
 		return
 	}
 	if t.Format == FormatKafka {
-		gw.listBatchOffset(ctx, tn, t, p, ts, sp)
+		gw.listBatchOffset(ctx, tn, t, p, ts, committed, sp)
 		return
 	}
 	pm := t.Partitions[p]
@@ -159,8 +161,9 @@ func (gw *Gateway) firstRecordAt(ctx context.Context, tn *tenant, t *topics.Meta
 }
 
 // listBatchOffset answers ListOffsets for partition p of a kafka-format
-// topic, exactly.
-func (gw *Gateway) listBatchOffset(ctx context.Context, tn *tenant, t *topics.Meta, p int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
+// topic, exactly; committed (read_committed) caps the answers at the last
+// stable offset.
+func (gw *Gateway) listBatchOffset(ctx context.Context, tn *tenant, t *topics.Meta, p int32, ts int64, committed bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	ps := gw.partitionFor(tn.key(t, p))
 	fail := func(err error) { gw.listOffsetFailed(t, p, sp, err) }
 	var err error
@@ -171,7 +174,12 @@ func (gw *Gateway) listBatchOffset(ctx context.Context, tn *tenant, t *topics.Me
 		}
 		return
 	case listLatest:
-		if sp.Offset, err = ps.Next(ctx); err != nil {
+		if committed {
+			sp.Offset, err = ps.LastStableOffset(ctx)
+		} else {
+			sp.Offset, err = ps.Next(ctx)
+		}
+		if err != nil {
 			fail(err)
 		}
 		return
@@ -187,5 +195,16 @@ func (gw *Gateway) listBatchOffset(ctx context.Context, tn *tenant, t *topics.Me
 	}
 	if sp.Offset, sp.Timestamp, err = ps.ByTimestamp(ctx, ts); err != nil {
 		fail(err)
+		return
+	}
+	if committed && sp.Offset >= 0 {
+		lso, err := ps.LastStableOffset(ctx)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if sp.Offset >= lso {
+			sp.Offset, sp.Timestamp = -1, -1
+		}
 	}
 }

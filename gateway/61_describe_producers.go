@@ -20,8 +20,10 @@ import (
 // a restart, or on the gateway a partition moved to, is the one before it;
 // raw topics keep producer state in memory only, so there the answer is
 // what this gateway has seen since it started, or since it dropped the
-// idle partition's state. disgw has no transactions:
-// the coordinator epoch and the transaction start offset are always -1.
+// idle partition's state. The coordinator epoch is that of the producer's
+// last transaction marker on the partition and the transaction start
+// offset its open transaction's first offset (-1 for none), which
+// `kafka-transactions.sh abort` sends back in its marker.
 
 func init() {
 	regKey(61, 0, 0, api[*kmsg.DescribeProducersRequest]{Concurrent: handleDescribeProducers, Errors: describeProducersError})
@@ -67,7 +69,11 @@ func handleDescribeProducers(ctx context.Context, gw *Gateway, r *request, req *
 func (gw *Gateway) describeProducers(ctx context.Context, tn *tenant, t *topics.Meta, p int32) ([]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, int16) {
 	ps := gw.partitionFor(tn.key(t, p))
 	if t.Format == FormatKafka {
-		if err := ps.EnsureProducers(ctx); err != nil {
+		err := ps.EnsureProducers(ctx)
+		if err == nil {
+			_, err = ps.LastStableOffset(ctx)
+		}
+		if err != nil {
 			gw.log.Warn().Err(err).Str("topic", t.Name).Int32("partition", p).Msg("describe producers: recovering the partition's producers from DIS failed")
 			return nil, kafkaCodeForDIS(err)
 		}
@@ -77,7 +83,7 @@ func (gw *Gateway) describeProducers(ctx context.Context, tn *tenant, t *topics.
 		ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 		ap.ProducerID, ap.ProducerEpoch = s.ID, int32(s.Epoch)
 		ap.LastSequence, ap.LastTimestamp = s.LastSeq, s.LastTimestamp
-		ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
+		ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = s.CoordinatorEpoch, s.TxnStartOffset
 		out = append(out, ap)
 	}
 	return out, 0

@@ -258,7 +258,8 @@ func decodeBatch(data []byte, budget *DecompressBudget, opts batchDecoding) (Bat
 		return Batch{}, invalidRecord("record count %d: a batch needs at least one record", b.NumRecords)
 	case int64(b.NumRecords) > int64(b.LastOffsetDelta)+1, !opts.stored && int64(b.NumRecords) != int64(b.LastOffsetDelta)+1:
 		return Batch{}, invalidRecord("record count %d disagrees with last offset delta %d", b.NumRecords, b.LastOffsetDelta)
-	case b.ProducerID >= 0 && b.BaseSequence < 0:
+	case b.ProducerID >= 0 && b.BaseSequence < 0 && !(opts.stored && b.Control()):
+		// A stored control batch (a transaction marker) has no sequence.
 		return Batch{}, invalidRecord("producer id %d with base sequence %d", b.ProducerID, b.BaseSequence)
 	}
 	records := data[BatchHeaderSize:]

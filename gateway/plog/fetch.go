@@ -19,6 +19,9 @@ type FetchPart struct {
 	Kafka     bool  // a kafka-format partition; else raw
 	Offset    int64 // the fetch offset
 	Limit     int   // the most bytes the partition may answer with
+	// Committed is read_committed (isolation level 1): batches below the
+	// last stable offset only, with the aborted transactions among them.
+	Committed bool
 	// Earliest and Next are the partition's sequence number range as the
 	// topic's description last had it; Fetch describes it again when the
 	// offset is outside.
@@ -33,6 +36,12 @@ type FetchPart struct {
 	ErrorCode      int16
 	HighWatermark  int64
 	LogStartOffset int64
+	// LastStableOffset is the partition's (the high watermark when it
+	// has no transactions), -1 when unknown; Aborted lists, for a
+	// read_committed read, the aborted transactions overlapping the
+	// batches returned.
+	LastStableOffset int64
+	Aborted          []Aborted
 	// Done is set once the partition has records or an error; Throttled
 	// when DIS refused to read it for traffic control, and it answers
 	// empty so that the response can ask the client to back off.
@@ -173,7 +182,7 @@ func (p *FetchPart) read(ctx context.Context) {
 	}
 	recs, err := ps.reader.reads.read(ctx, p.Offset, p.Limit)
 	hwm = ps.KnownHWM()
-	p.HighWatermark = hwm
+	p.HighWatermark, p.LastStableOffset = hwm, hwm
 	if err != nil {
 		if errors.Is(err, errOutOfRange) {
 			if earliest, next, ok, rerr := ps.d.Refresh(ctx, ps.key.Topic, ps.key.Partition); rerr == nil && ok {
@@ -245,6 +254,20 @@ func (p *FetchPart) readBatches(ctx context.Context) {
 		}
 	}
 	p.LogStartOffset = earliest
+	// Until the transaction state is rebuilt a read_committed read
+	// waits, answering nothing rather than from a partial state.
+	lso, err := ps.LastStableOffset(ctx)
+	if err != nil {
+		if p.Committed {
+			fail(err)
+			return
+		}
+		lso = next
+	}
+	p.HighWatermark, p.LastStableOffset = next, lso
+	if p.Committed && p.Offset >= lso {
+		return
+	}
 	batches, err := ps.readBatches(ctx, p.Offset, p.Limit)
 	hwm := ps.KnownNext()
 	p.HighWatermark = hwm
@@ -255,6 +278,18 @@ func (p *FetchPart) readBatches(ctx context.Context) {
 	if err != nil {
 		fail(err)
 		return
+	}
+	if p.Committed {
+		// A batch reaching the last stable offset is not decided yet:
+		// it and what follows wait.
+		keep := 0
+		for keep < len(batches) && batches[keep].last < lso {
+			keep++
+		}
+		batches = batches[:keep]
+		if len(batches) > 0 {
+			p.Aborted = ps.AbortedIn(batches[0].base, batches[len(batches)-1].last+1)
+		}
 	}
 	if len(batches) == 0 {
 		return
@@ -271,6 +306,9 @@ func (p *FetchPart) outOfRange(earliest, hwm int64) {
 	p.ErrorCode = kerr.OffsetOutOfRange.Code
 	p.LogStartOffset = earliest
 	p.HighWatermark = hwm
+	if p.LastStableOffset < 0 || p.LastStableOffset > hwm {
+		p.LastStableOffset = hwm
+	}
 	p.Done = true
 }
 

@@ -72,6 +72,12 @@ type Partition struct {
 	// gen is a kept topic's current generation (kept.go), nil for a
 	// topic that is not kept; replaced whole, never changed.
 	gen *generation
+	// txn is the partition's transactions (txn.go); txnSnapAt is when a
+	// snapshot of them was last written and txnSnapDo is set while one is
+	// scheduled (txn_snapshot.go).
+	txn       txnState
+	txnSnapAt time.Time
+	txnSnapDo bool
 
 	// markMu makes one watermark checkpoint write at a time, so that a
 	// write of an older state never lands after a newer one. It is held
@@ -176,6 +182,14 @@ func (ps *Partition) idle() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.running || len(w.queue) > 0 || w.completing || ps.reads.loading.Load() || ps.reader.reads.loading.Load() || ps.busy.Load() > 0 {
+		return false
+	}
+	// Transaction state stays, and its snapshot is written again before
+	// it expires (txn_snapshot.go).
+	ps.mu.Lock()
+	keepTxn := !ps.txnEmptyLocked()
+	ps.mu.Unlock()
+	if keepTxn {
 		return false
 	}
 	w.evicted = true
@@ -310,7 +324,7 @@ func (ps *Partition) recover(ctx context.Context, producers bool) error {
 	if !ok {
 		return errNotRecovered
 	}
-	wm, logStart, err := ps.readWatermark(ctx)
+	wm, logStart, ptr, err := ps.readWatermark(ctx)
 	if err != nil {
 		return err
 	}
@@ -343,6 +357,10 @@ func (ps *Partition) recover(ctx context.Context, producers bool) error {
 	ps.next, ps.nextSeq = max(ps.next, next), max(ps.nextSeq, nextSeq)
 	ps.watermark = wm
 	ps.logStart = max(ps.logStart, logStart)
+	if !ps.txn.loaded {
+		// A loaded state keeps its own pointer: it wrote it.
+		ps.txn.ptr = ptr
+	}
 	if earliest == nextSeq {
 		// Empty: what is written from now on is all there is.
 		ps.earliestSeq, ps.earliestOff = earliest, ps.next
@@ -503,10 +521,16 @@ func (ps *Partition) appended(batches []Batch) {
 	if ps.maxTSKnown {
 		ps.learnMaxTSLocked(batches)
 	}
+	version := ps.txn.version
+	ps.applyBatchesLocked(batches)
+	changed := ps.txn.version != version
 	delta := ps.addWindowLocked(batches)
 	ps.wakeLocked()
 	ps.mu.Unlock()
 	ps.d.Cache.charge(ps, delta)
+	if changed {
+		ps.scheduleTxnSnapshot()
+	}
 }
 
 // storedUpTo makes the next sequence number follow every record results

@@ -25,15 +25,23 @@ type producerState struct {
 	// lastTimestamp that batch's max timestamp, for DescribeProducers.
 	lastSeen      time.Time
 	lastTimestamp int64
+	// txn is the writer's view of its transaction on the partition
+	// (markers.go).
+	txn writerTxn
 }
 
 // ProducerSnapshot is one idempotent producer's state as DescribeProducers
-// reports it.
+// reports it: `kafka-transactions.sh abort` takes the coordinator epoch
+// and the open transaction's first offset from it.
 type ProducerSnapshot struct {
 	ID            int64
 	Epoch         int16
 	LastSeq       int32
 	LastTimestamp int64
+	// CoordinatorEpoch is that of the producer's last marker here, -1
+	// none; TxnStartOffset its open transaction's first offset, -1 none.
+	CoordinatorEpoch int32
+	TxnStartOffset   int64
 }
 
 // activeProducers lists the idempotent producers the writer tracks and has
@@ -42,9 +50,20 @@ func (w *partitionWriter) activeProducers(now time.Time) []ProducerSnapshot {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := make([]ProducerSnapshot, 0, len(w.producers))
+	ps := w.state
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
 	for id, st := range w.producers {
-		if now.Sub(st.lastSeen) <= w.d.ProducerIDExpiration {
-			out = append(out, ProducerSnapshot{ID: id, Epoch: st.epoch, LastSeq: st.lastSeq, LastTimestamp: st.lastTimestamp})
+		if now.Sub(st.lastSeen) <= w.d.ProducerIDExpiration || st.txn.open {
+			snap := ProducerSnapshot{ID: id, Epoch: st.epoch, LastSeq: st.lastSeq, LastTimestamp: st.lastTimestamp,
+				CoordinatorEpoch: -1, TxnStartOffset: -1}
+			if p := ps.txn.producers[id]; p != nil {
+				snap.CoordinatorEpoch = p.CoordinatorEpoch
+			}
+			if first, ok := ps.txn.open[id]; ok {
+				snap.TxnStartOffset = first
+			}
+			out = append(out, snap)
 		}
 	}
 	slices.SortFunc(out, func(a, b ProducerSnapshot) int { return cmp.Compare(a.ID, b.ID) })
@@ -84,28 +103,36 @@ func (ps *Partition) ActiveProducers(now time.Time) []ProducerSnapshot {
 	return ps.writer.activeProducers(now)
 }
 
-// checkSequence applies Kafka's idempotent-producer rules. A producer the
-// writer has no state for (new, expired, evicted, or state lost in a gateway
-// restart) may start at any sequence.
+// checkSequence applies Kafka's idempotent-producer rules, and its
+// transaction rules (docs/design.md §13): a batch of an epoch below the
+// producer's (its last marker's included) is fenced, a transactional
+// batch opens the producer's transaction when none is open, and a batch
+// without the bit is refused while one is. A producer the writer has no
+// state for (new, expired, evicted, or state lost in a gateway restart)
+// may start at any sequence.
 func (w *partitionWriter) checkSequence(op *Append) (*Append, int16) {
 	now := time.Now()
 	st := w.producers[op.ProducerID]
-	if st != nil && now.Sub(st.lastSeen) > w.d.ProducerIDExpiration {
+	if st != nil && now.Sub(st.lastSeen) > w.d.ProducerIDExpiration && !st.txn.open {
 		delete(w.producers, op.ProducerID)
 		st = nil
 	}
-	switch {
-	case st == nil:
+	fresh := st == nil
+	if fresh {
 		w.makeRoomForProducer(now)
 		st = &producerState{epoch: op.Epoch}
 		w.producers[op.ProducerID] = st
+	}
+	w.seedTxnLocked(op.ProducerID, st)
+	switch {
 	case op.Epoch < st.epoch:
 		return nil, kerr.InvalidProducerEpoch.Code
+	case fresh:
 	case op.Epoch > st.epoch:
 		if op.FirstSeq != 0 {
 			return nil, kerr.OutOfOrderSequenceNumber.Code
 		}
-		*st = producerState{epoch: op.Epoch}
+		*st = producerState{epoch: op.Epoch, txn: st.txn}
 	default:
 		for _, r := range st.recent {
 			if r.FirstSeq == op.FirstSeq && r.LastSeq == op.LastSeq {
@@ -119,6 +146,14 @@ func (w *partitionWriter) checkSequence(op *Append) (*Append, int16) {
 			return nil, kerr.OutOfOrderSequenceNumber.Code
 		}
 	}
+	if !op.Transactional && st.txn.open {
+		return nil, kerr.InvalidTxnState.Code
+	}
+	// A transactional batch that fails to be written leaves the view
+	// open: harmless, since the coordinator always ends the transaction
+	// with a marker, which closes it (the partition's own state opens
+	// only with a published batch, at its real offset).
+	st.txn.open = st.txn.open || op.Transactional
 	st.lastSeq = op.LastSeq
 	st.lastSeen, st.lastTimestamp = now, op.maxTimestamp(now)
 	st.recent = append(st.recent, op)
@@ -141,17 +176,22 @@ func (w *partitionWriter) makeRoomForProducer(now time.Time) {
 		return
 	}
 	w.lastPruned = now
+	// A producer with an open transaction stays: forgetting it would let
+	// its non-transactional batches in mid-transaction.
 	for id, st := range w.producers {
-		if now.Sub(st.lastSeen) > w.d.ProducerIDExpiration {
+		if now.Sub(st.lastSeen) > w.d.ProducerIDExpiration && !st.txn.open {
 			delete(w.producers, id)
 		}
 	}
 	for len(w.producers) >= limit {
 		oldest, first := int64(0), true
 		for id, st := range w.producers {
-			if first || st.lastSeen.Before(w.producers[oldest].lastSeen) {
+			if !st.txn.open && (first || st.lastSeen.Before(w.producers[oldest].lastSeen)) {
 				oldest, first = id, false
 			}
+		}
+		if first {
+			return
 		}
 		delete(w.producers, oldest)
 	}
@@ -172,7 +212,10 @@ func nextSequence(s int32) int32 {
 // the log never holds its batches out of order.
 func (w *partitionWriter) producerFailed(op *Append) {
 	w.mu.Lock()
-	if st := w.producers[op.ProducerID]; st != nil && st.epoch == op.Epoch {
+	if st := w.producers[op.ProducerID]; st != nil && op.marker != nil {
+		// A marker that failed was not written: its retry writes it.
+		st.txn = op.prevTxn
+	} else if st != nil && st.epoch == op.Epoch {
 		// An earlier failed batch of the producer may already have taken
 		// the sequence back past this one.
 		for i, r := range st.recent {
@@ -222,7 +265,9 @@ func (w *partitionWriter) rebuildProducers(tail []Batch) {
 	rebuilt := make(map[int64]bool)
 	for i := range tail {
 		info, ok := protocol.ParseBatchInfo(tail[i].Data)
-		if !ok || info.ProducerID < 0 {
+		if !ok || info.ProducerID < 0 || info.Control() {
+			// A marker's epoch reaches the writer through the
+			// partition's transaction state (seedTxnLocked).
 			continue
 		}
 		st := w.producers[info.ProducerID]

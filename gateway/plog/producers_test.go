@@ -40,13 +40,13 @@ func TestActiveProducers(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("producers %+v, want 3", got)
 	}
-	if got[0] != (ProducerSnapshot{ID: 3, Epoch: 0, LastSeq: 0, LastTimestamp: 100}) {
+	if got[0] != (ProducerSnapshot{ID: 3, Epoch: 0, LastSeq: 0, LastTimestamp: 100, CoordinatorEpoch: -1, TxnStartOffset: -1}) {
 		t.Errorf("first %+v", got[0])
 	}
 	if got[1].ID != 5 || got[1].LastTimestamp < before || got[1].LastTimestamp > after {
 		t.Errorf("LogAppendTime producer %+v, want its acceptance time in [%d, %d]", got[1], before, after)
 	}
-	if got[2] != (ProducerSnapshot{ID: 9, Epoch: 2, LastSeq: 4, LastTimestamp: 900}) {
+	if got[2] != (ProducerSnapshot{ID: 9, Epoch: 2, LastSeq: 4, LastTimestamp: 900, CoordinatorEpoch: -1, TxnStartOffset: -1}) {
 		t.Errorf("third %+v", got[2])
 	}
 	if got := w.activeProducers(time.Now().Add(2 * time.Hour)); len(got) != 0 {

@@ -40,7 +40,7 @@ func (ps *Partition) applyRetention(ctx context.Context) error {
 		return err
 	}
 	ps.markMu.Lock()
-	err = ps.writeWatermarkLocked(ctx, start)
+	err = ps.writeWatermarkLocked(ctx, start, nil)
 	ps.markMu.Unlock()
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package plog
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -60,7 +61,7 @@ type KeepResult struct {
 // result for a topic that is not kept or a partition not due, and
 // ErrRewriteFenced when someone else wrote the keep partition meanwhile.
 func (ps *Partition) Keep(ctx context.Context, run KeepRun) (KeepResult, error) {
-	if err := ps.ensure(ctx); err != nil {
+	if err := ps.ensureTxn(ctx); err != nil {
 		return KeepResult{}, err
 	}
 	policy, stream, ok, err := ps.d.Kept(ctx, ps.key.Topic)
@@ -83,7 +84,16 @@ func (ps *Partition) Keep(ctx context.Context, run KeepRun) (KeepResult, error) 
 	}
 	ps.mu.Lock()
 	next, nextSeq, logStart := ps.next, ps.nextSeq, ps.logStart
+	// The cut is at or below the last stable offset, so a generation
+	// holds only decided data (docs/design.md §13).
+	lso, aborted := ps.lsoLocked(), slices.Clone(ps.txn.aborted)
 	ps.mu.Unlock()
+	if lso < next {
+		if nextSeq, err = ps.seqFor(ctx, lso); err != nil {
+			return KeepResult{}, err
+		}
+		next = lso
+	}
 	now := run.Now().UnixMilli()
 	hasRecords := nextSeq > earliestSeq && next > max(logStart, g.cut())
 	if !keep.Due(g.commit, policy, now, run.DISRetention.Milliseconds(), hasRecords) {
@@ -94,7 +104,7 @@ func (ps *Partition) Keep(ctx context.Context, run KeepRun) (KeepResult, error) 
 		keys = run.Keys
 	}
 	rw := &rewrite{ps: ps, g: g, run: run, cut: next, cutSeq: nextSeq, earliestSeq: earliestSeq, started: now,
-		w: keep.NewRewrite(policy, g.commit, g.seq, logStart, next, now, keys)}
+		aborted: aborted, w: keep.NewRewrite(policy, g.commit, g.seq, logStart, next, now, keys)}
 	c, err := rw.write(ctx, policy)
 	if err != nil {
 		return KeepResult{}, err
@@ -120,6 +130,29 @@ type rewrite struct {
 	cut, cutSeq, earliestSeq int64
 	// started is when the rewrite began (keep.Commit.StartedMs).
 	started int64
+	// aborted is the partition's aborted transactions when it began.
+	aborted []Aborted
+}
+
+// undecided reports whether b is a transaction marker or data of an
+// aborted transaction, which a generation does not keep: a generation
+// holds decided, committed data only, so a read_committed consumer
+// needs no aborted list below the cut and its markers mean nothing
+// there.
+func (rw *rewrite) undecided(b *Batch) bool {
+	info, ok := protocol.ParseBatchHead(b.Data, b.Size())
+	if !ok || info.ProducerID < 0 || !info.Transactional() {
+		return false
+	}
+	if info.Control() {
+		return true
+	}
+	for _, a := range rw.aborted {
+		if a.ProducerID == info.ProducerID && a.FirstOffset <= info.BaseOffset && info.BaseOffset < a.LastOffset {
+			return true
+		}
+	}
+	return false
 }
 
 // errStopScan ends a scan early without an error.
@@ -133,7 +166,7 @@ func (rw *rewrite) each(ctx context.Context, from int64, fn func(b *Batch) (bool
 	visit := func(bs []Batch, min int64) error {
 		for i := range bs {
 			b := &bs[i]
-			if b.Data == nil || b.last < min || b.base >= rw.cut {
+			if b.Data == nil || b.last < min || b.base >= rw.cut || rw.undecided(b) {
 				continue
 			}
 			if more, err := fn(b); err != nil || !more {

@@ -20,15 +20,19 @@ import (
 const WatermarkApp = "disgw-offsets"
 
 // watermarkMeta is the checkpoint's metadata: the next offset in decimal,
-// or, once DeleteRecords moved the log start, a JSON object with both. A
-// partition nobody deleted records from keeps the plain form.
+// or, once DeleteRecords moved the log start or the partition had
+// transactional data, a JSON object with them and the pointer to the
+// partition's transaction state (txn_snapshot.go). A partition nobody
+// deleted records from and that never had transactions keeps the plain
+// form.
 type watermarkMeta struct {
-	Next     int64 `json:"next"`
-	LogStart int64 `json:"log_start"`
+	Next     int64       `json:"next"`
+	LogStart int64       `json:"log_start"`
+	Txn      *txnPointer `json:"txn,omitempty"`
 }
 
 func (m watermarkMeta) String() string {
-	if m.LogStart <= 0 {
+	if m.LogStart <= 0 && m.Txn == nil {
 		return strconv.FormatInt(m.Next, 10)
 	}
 	b, _ := json.Marshal(m)
@@ -39,7 +43,8 @@ func (m watermarkMeta) String() string {
 // that is neither form, which counts as no watermark.
 func parseWatermark(s string) (m watermarkMeta, ok bool) {
 	if strings.HasPrefix(s, "{") {
-		if json.Unmarshal([]byte(s), &m) != nil || m.Next < 0 || m.LogStart < 0 || m.LogStart > m.Next {
+		if json.Unmarshal([]byte(s), &m) != nil || m.Next < 0 || m.LogStart < 0 || m.LogStart > m.Next ||
+			(m.Txn != nil && (m.Txn.UpTo < 0 || m.Txn.UpTo > m.Next || m.Txn.Seq < -1)) {
 			return watermarkMeta{}, false
 		}
 		return m, true
@@ -52,23 +57,28 @@ func parseWatermark(s string) (m watermarkMeta, ok bool) {
 }
 
 // readWatermark returns the next offset the watermark checkpoint holds, or
-// -1 when there is none, and the log start offset it holds (0 for none).
-func (ps *Partition) readWatermark(ctx context.Context) (next, logStart int64, err error) {
+// -1 when there is none, the log start offset it holds (0 for none) and
+// its transaction state pointer (unset for none).
+func (ps *Partition) readWatermark(ctx context.Context) (next, logStart int64, ptr txnPointer, err error) {
 	cp, err := ps.d.DIS.GetCheckpoint(ctx, &disclient.GetCheckpointRequest{
 		AppName: WatermarkApp, StreamName: ps.key.Stream,
 		PartitionID: disclient.PartitionID(ps.key.Partition), CheckpointType: disclient.CheckpointLastRead,
 	})
 	switch {
 	case disclient.IsCode(err, disclient.CodeAppNotFound), disclient.IsCode(err, disclient.CodeNoCheckpoint):
-		return -1, 0, nil
+		return -1, 0, txnPointer{}, nil
 	case err != nil:
-		return 0, 0, err
+		return 0, 0, txnPointer{}, err
 	}
 	m, ok := parseWatermark(cp.Metadata)
 	if !ok {
-		return -1, 0, nil
+		return -1, 0, txnPointer{}, nil
 	}
-	return m.Next, m.LogStart, nil
+	if m.Txn != nil {
+		ptr = *m.Txn
+		ptr.set = true
+	}
+	return m.Next, m.LogStart, ptr, nil
 }
 
 // writeWatermark stores the next offset and the log start in the watermark
@@ -78,7 +88,7 @@ func (ps *Partition) readWatermark(ctx context.Context) (next, logStart int64, e
 func (ps *Partition) writeWatermark(ctx context.Context) {
 	ps.markMu.Lock()
 	defer ps.markMu.Unlock()
-	if err := ps.writeWatermarkLocked(ctx, -1); err != nil {
+	if err := ps.writeWatermarkLocked(ctx, -1, nil); err != nil {
 		ps.d.Log.Warn().Err(err).Str("topic", ps.key.Topic).Int32("partition", ps.key.Partition).
 			Msg("writing the partition's offset watermark checkpoint failed; it is written again after the next produce")
 	}
@@ -86,14 +96,23 @@ func (ps *Partition) writeWatermark(ctx context.Context) {
 
 // writeWatermarkLocked writes the checkpoint, with the log start raised to
 // logStart when that is above the partition's; -1 writes only a next
-// offset that moved. The caller holds markMu, so checkpoints land in the
+// offset that moved. ptr, when set, is a new transaction state pointer to
+// write whatever moved; without it the pointer is the partition's, moved
+// up to the next offset when its snapshot still is the state
+// (txnPointerLocked). The caller holds markMu, so checkpoints land in the
 // order of the states they hold.
-func (ps *Partition) writeWatermarkLocked(ctx context.Context, logStart int64) error {
+func (ps *Partition) writeWatermarkLocked(ctx context.Context, logStart int64, ptr *txnPointer) error {
 	ps.mu.Lock()
 	m := watermarkMeta{Next: ps.next, LogStart: max(ps.logStart, logStart)}
 	nextSeq, earliest, have, cur := ps.nextSeq, ps.earliestSeq, ps.watermark, ps.logStart
+	if ptr == nil {
+		ptr = ps.txnPointerLocked()
+	}
+	if ptr.set {
+		m.Txn = ptr
+	}
 	ps.mu.Unlock()
-	if m.LogStart == cur && (nextSeq == 0 || m.Next <= have) {
+	if m.LogStart == cur && (nextSeq == 0 || m.Next <= have) && !ptr.forced {
 		return nil
 	}
 	// The last record, or where the next one goes when retention has
@@ -121,6 +140,10 @@ func (ps *Partition) writeWatermarkLocked(ctx context.Context, logStart int64) e
 	ps.watermark = max(ps.watermark, m.Next)
 	ps.logStart = max(ps.logStart, m.LogStart)
 	ps.watermarkAt = time.Now()
+	if ptr.set && (ptr.forced || ptr.UpTo >= ps.txn.ptr.UpTo) {
+		ps.txn.ptr = *ptr
+		ps.txn.ptr.forced = false
+	}
 	ps.mu.Unlock()
 	return nil
 }
@@ -171,7 +194,7 @@ func (ps *Partition) DeleteBefore(ctx context.Context, earliestSeq, offset int64
 		return 0, ErrBeyondEnd
 	}
 	ps.markMu.Lock()
-	err = ps.writeWatermarkLocked(ctx, offset)
+	err = ps.writeWatermarkLocked(ctx, offset, nil)
 	ps.markMu.Unlock()
 	if err != nil {
 		return 0, err

@@ -35,6 +35,16 @@ type Append struct {
 	ProducerID        int64 // -1 for non-idempotent producers
 	Epoch             int16
 	FirstSeq, LastSeq int32
+	// Transactional is set for a batch of a transaction (attribute bit
+	// 4), always of an idempotent producer: it opens the producer's
+	// transaction on the partition, and a batch without it is refused
+	// while one is open (docs/design.md §13).
+	Transactional bool
+
+	// marker is set for a transaction marker (markers.go); prevTxn is
+	// its producer's transaction view before it, restored when it fails.
+	marker  *Marker
+	prevTxn writerTxn
 
 	// state moves from opQueued to opTaken when the writer puts the op
 	// into a PutRecords call, or to opCancelled when its producer was
@@ -145,12 +155,23 @@ func (w *partitionWriter) enqueue(ctx context.Context, op *Append) (dup *Append,
 		return nil, kerr.InvalidRecord.Code
 	}
 	if op.Kafka && op.ProducerID >= 0 {
-		// The producer's state comes from the partition's tail: recover
-		// it before judging the batch's sequence.
-		if err := w.state.EnsureProducers(ctx); err != nil {
+		// The producer's state comes from the partition's tail and its
+		// transaction state: recover them before judging the batch.
+		err := w.state.EnsureProducers(ctx)
+		if err == nil {
+			err = w.state.ensureTxn(ctx)
+		}
+		if err != nil {
 			w.d.Log.Warn().Err(err).Str("topic", w.key.Topic).Int32("partition", w.key.Partition).
 				Msg("recovering the partition's producers from DIS failed")
 			return nil, kerr.KafkaStorageError.Code
+		}
+		if op.Transactional {
+			if err := w.state.ensureTxnPointer(ctx); err != nil {
+				w.d.Log.Warn().Err(err).Str("topic", w.key.Topic).Int32("partition", w.key.Partition).
+					Msg("writing the partition's transaction state pointer failed")
+				return nil, kerr.KafkaStorageError.Code
+			}
 		}
 	}
 	cost := op.queueCost()
@@ -165,7 +186,11 @@ func (w *partitionWriter) enqueue(ctx context.Context, op *Append) (dup *Append,
 	}
 	defer w.mu.Unlock()
 	if op.ProducerID >= 0 {
-		if dup, code := w.checkSequence(op); dup != nil || code != 0 {
+		check := w.checkSequence
+		if op.marker != nil {
+			check = w.checkMarker
+		}
+		if dup, code := check(op); dup != nil || code != 0 {
 			w.d.Queues.release(w, cost)
 			return dup, code
 		}
