@@ -304,7 +304,6 @@ func (gw *Gateway) batchOp(t *topics.Meta, p int32, batches []protocol.Batch) (*
 			op.ProducerID, op.Epoch, op.FirstSeq = b.ProducerID, b.ProducerEpoch, b.BaseSequence
 			info, _ := protocol.ParseBatchInfo(b.Raw)
 			op.LastSeq = info.LastSequence()
-			op.Transactional = b.Transactional()
 		}
 		ts := maxTS
 		op.Entries = append(op.Entries, disclient.PutRecordsEntry{PartitionID: pid, Data: b.Raw, Timestamp: &ts})
