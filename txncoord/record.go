@@ -100,12 +100,15 @@ func Decode(b []byte) (Record, error) {
 	for _, tp := range w.Partitions {
 		r.Partitions = append(r.Partitions, TopicPartition(tp))
 	}
-	if len(w.PendingOffsets) > 0 {
-		r.PendingOffsets = make(map[string][]Offset, len(w.PendingOffsets))
-		for g, offs := range w.PendingOffsets {
-			for _, o := range offs {
-				r.PendingOffsets[g] = append(r.PendingOffsets[g], Offset(o))
+	if len(r.Groups) == 0 {
+		r.Groups = nil
+	}
+	for g, offs := range w.PendingOffsets {
+		for _, o := range offs {
+			if r.PendingOffsets == nil {
+				r.PendingOffsets = make(map[string][]Offset, len(w.PendingOffsets))
 			}
+			r.PendingOffsets[g] = append(r.PendingOffsets[g], Offset(o))
 		}
 	}
 	return r, nil
