@@ -127,7 +127,7 @@ func (c *Coordinator) Step(now time.Time, id uint64, req kmsg.Request) error {
 	}
 	c.advance(now)
 	handle()
-	c.settle()
+	c.advance(now)
 	return nil
 }
 
@@ -186,7 +186,7 @@ func (c *Coordinator) Persisted(now time.Time, seq uint64, ok bool) {
 	if w.then != nil && !t.gone {
 		w.then(now, ok)
 	}
-	c.settle()
+	c.advance(now)
 }
 
 // respond queues msg as the answer to the request with handle id.

@@ -46,6 +46,12 @@ type harness struct {
 	written   map[TopicPartition][]Markers
 	committed map[string][]Offset // offsets committed, by group
 	nextTick  time.Time
+	// onReady, when set, sees every Ready before the harness acts on it.
+	onReady func(Ready)
+	// onAnswer, when set, sees every answer as it comes.
+	onAnswer func(id uint64, req kmsg.Request, resp kmsg.Response)
+	// maxEpoch is the highest epoch persisted per producer id.
+	maxEpoch map[int64]int16
 }
 
 func newHarness(t *testing.T, cfg Config) *harness {
@@ -59,6 +65,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		log:       make(map[int32][]Record),
 		written:   make(map[TopicPartition][]Markers),
 		committed: make(map[string][]Offset),
+		maxEpoch:  make(map[int64]int16),
 	}
 	h.c.Load(h.now, 0, 1, nil)
 	h.collect()
@@ -84,6 +91,9 @@ func (h *harness) collect() {
 	h.t.Helper()
 	for {
 		rd := h.c.Ready()
+		if h.onReady != nil {
+			h.onReady(rd)
+		}
 		for _, r := range rd.Responses {
 			req, ok := h.sent[r.ID]
 			if !ok {
@@ -97,6 +107,9 @@ func (h *harness) collect() {
 			}
 			r.Msg.AppendTo(nil)
 			h.got[r.ID] = r.Msg
+			if h.onAnswer != nil {
+				h.onAnswer(r.ID, req, r.Msg)
+			}
 		}
 		if !rd.NextTick.IsZero() && !rd.NextTick.After(h.now) {
 			h.t.Fatalf("NextTick %v is not after now %v", rd.NextTick, h.now)
@@ -134,17 +147,28 @@ func (h *harness) persistAll() {
 		ok := h.failPersist == 0
 		if !ok {
 			h.failPersist--
-		} else {
-			if p.Record.CoordinatorEpoch != h.c.parts[p.Partition] {
-				h.t.Fatalf("record of %s carries coordinator epoch %d, want %d", p.Record.TxnID, p.Record.CoordinatorEpoch, h.c.parts[p.Partition])
-			}
-			if p.Tombstone != (p.Record.State == Dead) {
-				h.t.Fatalf("persist of %s: tombstone %v with state %v", p.Record.TxnID, p.Tombstone, p.Record.State)
-			}
-			h.log[p.Partition] = append(h.log[p.Partition], p.Record.clone())
 		}
-		h.c.Persisted(h.now, p.Seq, ok)
+		h.persistOne(p, ok)
 	}
+}
+
+// persistOne writes p to the log when ok, checking it, and reports it.
+func (h *harness) persistOne(p Persist, ok bool) {
+	h.t.Helper()
+	if ok {
+		if p.Record.CoordinatorEpoch != h.c.parts[p.Partition] {
+			h.t.Fatalf("record of %s carries coordinator epoch %d, want %d", p.Record.TxnID, p.Record.CoordinatorEpoch, h.c.parts[p.Partition])
+		}
+		if p.Tombstone != (p.Record.State == Dead) {
+			h.t.Fatalf("persist of %s: tombstone %v with state %v", p.Record.TxnID, p.Tombstone, p.Record.State)
+		}
+		if max, seen := h.maxEpoch[p.Record.ProducerID]; seen && p.Record.Epoch < max {
+			h.t.Fatalf("producer id %d went back from epoch %d to %d", p.Record.ProducerID, max, p.Record.Epoch)
+		}
+		h.maxEpoch[p.Record.ProducerID] = p.Record.Epoch
+		h.log[p.Partition] = append(h.log[p.Partition], p.Record.clone())
+	}
+	h.c.Persisted(h.now, p.Seq, ok)
 }
 
 // writeMarkers answers every waiting Markers with code for all partitions.
@@ -153,15 +177,20 @@ func (h *harness) writeMarkers(code int16) {
 	ms := h.markers
 	h.markers = nil
 	for _, m := range ms {
-		var res []MarkerResult
-		for _, tp := range m.Partitions {
-			res = append(res, MarkerResult{TopicPartition: tp, ErrorCode: code})
-			if code == 0 {
-				h.written[tp] = append(h.written[tp], m)
-			}
-		}
-		h.c.MarkersWritten(h.now, m.Seq, res)
+		h.markerOne(m, code)
 	}
+}
+
+// markerOne answers m with code for every partition.
+func (h *harness) markerOne(m Markers, code int16) {
+	var res []MarkerResult
+	for _, tp := range m.Partitions {
+		res = append(res, MarkerResult{TopicPartition: tp, ErrorCode: code})
+		if code == 0 {
+			h.written[tp] = append(h.written[tp], m)
+		}
+	}
+	h.c.MarkersWritten(h.now, m.Seq, res)
 }
 
 // commitAll reports every waiting CommitOffsets, failing failCommits.

@@ -49,7 +49,7 @@ func (c *Coordinator) MarkersWritten(now time.Time, seq uint64, results []Marker
 		t.backoff = 0
 	}
 	c.drive(now, t)
-	c.settle()
+	c.advance(now)
 }
 
 // retriableMarkerError lists the answers that say "not now" rather than
@@ -85,5 +85,5 @@ func (c *Coordinator) OffsetsCommitted(now time.Time, seq uint64, ok bool) {
 		t.nextBackoff(now)
 	}
 	c.drive(now, t)
-	c.settle()
+	c.advance(now)
 }

@@ -64,13 +64,15 @@ func (c *Coordinator) expire(at time.Time, t *txn) {
 }
 
 // advance carries out every deadline at or before now, earliest first.
+// Ids the call changed are rescheduled first, so a deadline that passed
+// while a write was in flight is due now.
 func (c *Coordinator) advance(now time.Time) {
+	c.settle()
 	for len(c.timers) > 0 && !c.timers[0].next.After(now) {
 		t := c.timers[0]
 		c.fire(t.next, t)
 		c.settle()
 	}
-	c.settle()
 }
 
 // schedule places t in the timer heap by its deadline, or takes it out
