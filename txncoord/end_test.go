@@ -226,3 +226,30 @@ func TestTimeout(t *testing.T) {
 		t.Fatalf("epoch after the fence %d", q.epoch)
 	}
 }
+
+// TestVersion2Flag: the id runs under version 2 from a request only such
+// a producer sends, and InitProducerId resets it; a version 1 EndTxn
+// after it keeps the epoch.
+func TestVersion2Flag(t *testing.T) {
+	h := newHarness(t, Config{})
+	p := h.initID("a")
+	h.ok(h.step(txnCommitReq(5, p, "g", Offset{Topic: "t", Offset: 1})))
+	if !h.lastRecord("a").Version2 {
+		t.Fatal("TxnOffsetCommit v5 did not mark the id version 2")
+	}
+	r := h.end(5, p, true)
+	if r.ErrorCode != 0 || r.ProducerEpoch != p.epoch+1 {
+		t.Fatalf("EndTxn v5 %+v", r)
+	}
+	q := h.initID("a")
+	if h.lastRecord("a").Version2 {
+		t.Fatal("InitProducerId kept version 2")
+	}
+	h.ok(h.step(addPartsReq(3, q, tp("t", 0))))
+	h.ok(h.step(endReq(3, q, false)))
+	if rec := h.lastRecord("a"); rec.Epoch != q.epoch || rec.Version2 {
+		t.Fatalf("version 1 end %+v", rec)
+	}
+	// Under version 1 a retry with the epoch before is fenced, not a retry.
+	h.wantCode(h.step(endReq(3, producer{"a", q.pid, q.epoch - 1}, false)), kerr.ProducerFenced)
+}
