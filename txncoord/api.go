@@ -18,11 +18,22 @@ type Config struct {
 	// forgotten, and Ready asks for its tombstone.
 	IDExpiration time.Duration
 	// NewProducerID returns a producer id never handed out before; called
-	// for an id's first InitProducerId and when its epoch runs out.
+	// for an id's first InitProducerId and when its epoch runs out. Nil
+	// counts up from 1, which only tests should rely on.
 	NewProducerID func() int64
 	// PartitionOf maps a transactional id to its state partition, the unit
-	// of loading, unloading and coordinator epochs.
+	// of loading, unloading and coordinator epochs. Nil puts every id in
+	// partition 0.
 	PartitionOf func(txnID string) int32
+	// MaxPartitions caps the data partitions of one transaction (default
+	// 10000; Kafka has no cap): an add past it is refused with
+	// INVALID_REQUEST, so one producer cannot grow a state record, and the
+	// memory holding it, without bound.
+	MaxPartitions int
+	// MaxPendingOffsets caps the offsets one transaction holds for its
+	// groups (default 10000), for the same reason; a TxnOffsetCommit past
+	// it is refused with INVALID_REQUEST.
+	MaxPendingOffsets int
 	// Logger receives state changes and abort reasons; zero discards.
 	Logger zerolog.Logger
 }
@@ -59,13 +70,19 @@ type Offset struct {
 
 // Record is one transactional id's whole state as persisted: the value of
 // the id's latest record in its state partition (Encode, Decode). A nil
-// Record value (tombstone) forgets the id.
+// Record value (tombstone) forgets the id; Load takes a tombstone as a
+// Record with State Dead and the id's TxnID.
 type Record struct {
-	TxnID            string
-	ProducerID       int64
-	Epoch            int16
-	LastProducerID   int64 // before the last epoch overflow, -1 when none
-	LastEpoch        int16 // the epoch before the last bump, -1 when none
+	TxnID          string
+	ProducerID     int64
+	Epoch          int16
+	LastProducerID int64 // before the last epoch overflow, -1 when none
+	LastEpoch      int16 // the epoch before the last bump, -1 when none
+	// NextProducerID is the producer id a version 2 transaction moves to
+	// when it completes, set when its EndTxn exhausted the epoch, else -1:
+	// persisted with Prepare*, so a new coordinator finishing the
+	// transaction hands out the id the client was already given.
+	NextProducerID   int64
 	TimeoutMillis    int32
 	State            State
 	Partitions       []TopicPartition    // sorted
