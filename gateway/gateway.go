@@ -562,7 +562,6 @@ func (gw *Gateway) Start() error {
 	gw.panics.Go("membership follower", gw.followMembership)
 	gw.panics.Go("DIS readiness probe", gw.probeDIS)
 	gw.panics.Go("keeper", gw.keepLoop)
-	gw.panics.Go("transaction state load", gw.loadTransactions)
 	return nil
 }
 

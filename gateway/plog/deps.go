@@ -86,6 +86,11 @@ type Deps struct {
 	// in the goroutine, so it must call recover itself.
 	Go      func(what string, fn func())
 	Recover func(what string, cleanup func())
+	// TxnsOpen is called when a partition's rebuilt transaction state
+	// holds open transactions: their coordinator, which may not have
+	// loaded its state since a restart, must finish or time them out, or
+	// the last stable offset stays where they began.
+	TxnsOpen func()
 
 	// Metrics hooks: records and bytes stored for a partition, produces
 	// cancelled before they were written, single-record reads of the

@@ -78,6 +78,7 @@ func testTenant(t testing.TB, s testSettings, dis disclient.API) *Tenant {
 		Go:          func(_ string, fn func()) { go fn() },
 		Recover:     func(string, func()) {},
 		Produced:    func(Key, int, int) {},
+		TxnsOpen:    func() {},
 
 		ProduceCancelled: func(int) {},
 		OffsetProbe:      func() {},

@@ -192,9 +192,13 @@ func (ps *Partition) loadTxn(ctx context.Context) error {
 		ps.txn.snapVersion = -1
 	}
 	dirty := ptr.set && ps.txn.version != clean
+	open := len(ps.txn.open) > 0
 	ps.mu.Unlock()
 	if dirty {
 		ps.scheduleTxnSnapshot()
+	}
+	if open {
+		ps.d.TxnsOpen()
 	}
 	return nil
 }
