@@ -403,10 +403,11 @@ func TestEmbeddedDISAlone(t *testing.T) {
 	}
 }
 
-// The keeper's flags must be positive: a zero would stop rewrites or
-// their reads, and kept topics would lose what DIS expires.
+// The keeper's and the transaction coordinator's flags must be positive: a
+// zero would stop rewrites or their reads, and kept topics would lose what
+// DIS expires, or leave transactions nowhere to live.
 func TestKeepFlagsMustBePositive(t *testing.T) {
-	for _, flag := range []string{"--compaction-map-bytes", "--keep-interval", "--keep-read-bytes-per-second"} {
+	for _, flag := range []string{"--compaction-map-bytes", "--keep-interval", "--keep-read-bytes-per-second", "--transaction-state-partitions", "--transaction-max-timeout"} {
 		args := []string{"--listen", "127.0.0.1:0", "--admin-listen", "", "--embedded-dis-listen", "127.0.0.1:0", "--data-dir", t.TempDir(), flag, "0"}
 		if err := serve(context.Background(), args, nil); err == nil || !strings.Contains(err.Error(), flag) {
 			t.Errorf("%s 0: %v", flag, err)
