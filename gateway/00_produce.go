@@ -17,14 +17,15 @@ import (
 	"github.com/disgw/disgw/protocol"
 )
 
-// Produce v3–v11.
+// Produce v3–v12.
 //
 // v3 is the first version with record batches v2 (and the transactional id
 // field); v5 added log_start_offset to the response; v8 per-record errors
 // and an error message; v9 made it flexible; v10 added the KIP-951 leader
 // hints, which a partition another gateway owns is answered with next to
 // NOT_LEADER_OR_FOLLOWER; v11 only changed the error codes a client may
-// see. Batches are decoded and checked as a Kafka
+// see; v12 is transaction version 2, whose transactional batches add their
+// partition to the transaction (verifyTxnBatch). Batches are decoded and checked as a Kafka
 // broker checks them; on kafka-format topics each is stored as one DIS
 // record, as sent (docs/record-formats.md), on raw topics split into DIS
 // records. They are queued on the partition writer in request order and
@@ -32,7 +33,7 @@ import (
 // Kafka does.
 
 func init() {
-	regKey(0, 3, 11, api[*kmsg.ProduceRequest]{Staged: handleProduce, Deadline: produceDeadline, Errors: produceError})
+	regKey(0, 3, 12, api[*kmsg.ProduceRequest]{Staged: handleProduce, Deadline: produceDeadline, Errors: produceError})
 }
 
 // produceDeadline is the request's timeout_ms, within plog.PutTimeout. Waiting

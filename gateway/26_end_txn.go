@@ -9,17 +9,16 @@ import (
 	"github.com/disgw/disgw/gateway/authz"
 )
 
-// EndTxn v0–v4.
+// EndTxn v0–v5.
 //
 // v2 answers PRODUCER_FENCED where v0–v1 answer INVALID_PRODUCER_EPOCH; v3
-// made it flexible; v4 only changed error codes. v5, transaction version 2
-// (KIP-890 part 2), is not offered yet: it comes with the
-// transaction.version feature and Produce v12 (docs/design.md §13). The
+// made it flexible; v5 is transaction version 2 (KIP-890 part 2): every
+// end bumps the producer's epoch, which the answer carries. The
 // coordinator answers once the transaction's PrepareCommit or
 // PrepareAbort is in DIS; the markers follow (docs/design.md §13).
 
 func init() {
-	regKey(26, 0, 4, api[*kmsg.EndTxnRequest]{Concurrent: handleEndTxn, Errors: endTxnError})
+	regKey(26, 0, 5, api[*kmsg.EndTxnRequest]{Concurrent: handleEndTxn, Errors: endTxnError})
 }
 
 func endTxnError(req *kmsg.EndTxnRequest, code int16) kmsg.Response {

@@ -11,17 +11,17 @@ import (
 	"github.com/disgw/disgw/groupcoord"
 )
 
-// TxnOffsetCommit v0–v4.
+// TxnOffsetCommit v0–v5.
 //
 // v2 added the leader epoch; v3 the group's generation, member id and
 // instance id (KIP-447), checked as OffsetCommit checks them, and made it
-// flexible; v4 only changed error codes. v5 (transaction version 2) comes
-// with the transaction.version feature (docs/design.md §13). The offsets stay pending in the transaction's
+// flexible; v5 is transaction version 2, where the group joins the
+// transaction implicitly. The offsets stay pending in the transaction's
 // state until it commits, when the coordinator writes them to the group's
 // DIS checkpoints; an abort drops them (docs/design.md §13).
 
 func init() {
-	regKey(28, 0, 4, api[*kmsg.TxnOffsetCommitRequest]{Concurrent: handleTxnOffsetCommit, Errors: txnOffsetCommitError})
+	regKey(28, 0, 5, api[*kmsg.TxnOffsetCommitRequest]{Concurrent: handleTxnOffsetCommit, Errors: txnOffsetCommitError})
 }
 
 func txnOffsetCommitError(req *kmsg.TxnOffsetCommitRequest, code int16) kmsg.Response {

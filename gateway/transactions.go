@@ -250,6 +250,10 @@ func (gw *Gateway) stepTxn(ctx context.Context, r *request, id string, req kmsg.
 	return resp
 }
 
+// verifyRetryPause is the first pause before a transactional batch asks
+// its busy coordinator again.
+const verifyRetryPause = 5 * time.Millisecond
+
 // verifyTxnBatch checks, before a transactional batch is queued, that its
 // partition is in its producer's open transaction, as Kafka's leaders ask
 // their coordinator (KIP-890 part 1); under transaction version 2 (Produce
@@ -274,13 +278,31 @@ func (gw *Gateway) verifyTxnBatch(ctx context.Context, r *request, req *kmsg.Pro
 	tt.Topic, tt.Partitions = topic, []int32{p}
 	txn.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{tt}
 	add.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{txn}
-	resp, code := gw.txns.Step(ctx, r.Tenant(), txn.TransactionalID, add)
-	if resp != nil {
-		ar := resp.(*kmsg.AddPartitionsToTxnResponse)
-		code = ar.ErrorCode
-		if code == 0 && len(ar.Transactions) > 0 && len(ar.Transactions[0].Topics) > 0 && len(ar.Transactions[0].Topics[0].Partitions) > 0 {
-			code = ar.Transactions[0].Topics[0].Partitions[0].ErrorCode
+	// While the coordinator writes the last transaction's markers, a
+	// transaction-version-2 producer's first batch of the next one waits
+	// here, as Kafka's leaders wait, rather than fail and back off.
+	var code int16
+	for pause := verifyRetryPause; ; pause = min(2*pause, 8*verifyRetryPause) {
+		var resp kmsg.Response
+		resp, code = gw.txns.Step(ctx, r.Tenant(), txn.TransactionalID, add)
+		if resp != nil {
+			ar := resp.(*kmsg.AddPartitionsToTxnResponse)
+			code = ar.ErrorCode
+			if code == 0 && len(ar.Transactions) > 0 && len(ar.Transactions[0].Topics) > 0 && len(ar.Transactions[0].Topics[0].Partitions) > 0 {
+				code = ar.Transactions[0].Topics[0].Partitions[0].ErrorCode
+			}
 		}
+		if code != kerr.ConcurrentTransactions.Code {
+			break
+		}
+		wait := time.NewTimer(pause)
+		select {
+		case <-wait.C:
+			continue
+		case <-ctx.Done():
+			wait.Stop()
+		}
+		break
 	}
 	switch code {
 	case 0:

@@ -2,8 +2,8 @@ package test
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // txnProduce writes n records round-robin over partitions in one
@@ -63,6 +64,18 @@ func readValues(t *testing.T, c *Cluster, topic string, iso kgo.IsolationLevel, 
 	return got
 }
 
+// txnVersions run a franz-go test under both transaction versions: capped
+// at Kafka 3.9's request versions the client runs version 1
+// (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn keeping the epoch); else it
+// sees the finalized transaction.version 2 and runs KIP-890 part 2.
+var txnVersions = []struct {
+	name string
+	opts []kgo.Opt
+}{
+	{"v1", []kgo.Opt{kgo.MaxVersions(kversion.V3_9_0())}},
+	{"v2", nil},
+}
+
 // values are prefix-0 … prefix-(n-1) for each prefix, sorted.
 func values(n int, prefixes ...string) []string {
 	var out []string
@@ -81,10 +94,15 @@ func values(n int, prefixes ...string) []string {
 // ended the last stable offset is the high watermark.
 func TestTransactionsCommitAndAbort(t *testing.T) {
 	c := startCluster(t, nil)
-	const topic = "txn-basic"
+	for _, tv := range txnVersions {
+		t.Run(tv.name, func(t *testing.T) { commitAndAbort(t, c, "txn-basic-"+tv.name, tv.opts) })
+	}
+}
+
+func commitAndAbort(t *testing.T, c *Cluster, topic string, opts []kgo.Opt) {
 	createTopic(t, c, topic, 2, nil)
 	ctx := testContext(t, time.Minute)
-	p := newClient(t, c, kgo.TransactionalID("basic"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	p := newClient(t, c, append([]kgo.Opt{kgo.TransactionalID(topic), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
 	txnProduce(t, ctx, p, topic, 2, "c1", 10, true)
 	txnProduce(t, ctx, p, topic, 2, "a1", 10, false)
 	txnProduce(t, ctx, p, topic, 2, "c2", 10, true)
@@ -225,7 +243,14 @@ func TestTransactionsTimeoutAborts(t *testing.T) {
 // the group's offsets are committed with the transactions.
 func TestTransactionsGroupTransactSession(t *testing.T) {
 	c := startCluster(t, nil)
-	const in, out, n = "txn-in", "txn-out", 300
+	for _, tv := range txnVersions {
+		t.Run(tv.name, func(t *testing.T) { groupTransactSession(t, c, tv.name, tv.opts) })
+	}
+}
+
+func groupTransactSession(t *testing.T, c *Cluster, name string, opts []kgo.Opt) {
+	in, out, group := "txn-in-"+name, "txn-out-"+name, "etl-"+name
+	const n = 300
 	createTopic(t, c, in, 2, nil)
 	createTopic(t, c, out, 2, nil)
 	ctx := testContext(t, 2*time.Minute)
@@ -236,9 +261,9 @@ func TestTransactionsGroupTransactSession(t *testing.T) {
 	if err := src.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.Addr), kgo.TransactionalID("etl"),
-		kgo.ConsumerGroup("etl-group"), kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(), kgo.DefaultProduceTopic(out), kgo.FetchMaxWait(200*time.Millisecond))
+	sess, err := kgo.NewGroupTransactSession(append([]kgo.Opt{kgo.SeedBrokers(c.Addr), kgo.TransactionalID(group),
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(), kgo.DefaultProduceTopic(out), kgo.FetchMaxWait(200 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +300,7 @@ func TestTransactionsGroupTransactSession(t *testing.T) {
 		t.Errorf("output holds %d records, want each of %d once", len(got), n)
 	}
 	adm := kadm.NewClient(newClient(t, c))
-	offs, err := adm.FetchOffsets(ctx, "etl-group")
+	offs, err := adm.FetchOffsets(ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -227,26 +227,32 @@ func (d *Driver[T]) load(ctx context.Context, tn T, p int32) ([]txncoord.Record,
 	if err != nil {
 		return nil, 0, err
 	}
+	// A record of a lower coordinator epoch than a load record or record
+	// before it was written by a coordinator that had been fenced: it is
+	// skipped, and a tombstone, which carries no epoch, counts as the
+	// epoch of the records before it.
 	var records []txncoord.Record
 	var epoch int32
 	for _, e := range entries {
-		if string(e.Key) == loadRecordKey {
+		switch {
+		case string(e.Key) == loadRecordKey:
 			if len(e.Value) == 4 {
 				epoch = max(epoch, int32(binary.BigEndian.Uint32(e.Value)))
 			}
-			continue
+		case e.Value == nil:
+			records = append(records, txncoord.Record{TxnID: string(e.Key), State: txncoord.Dead, CoordinatorEpoch: epoch})
+		default:
+			rec, err := txncoord.Decode(e.Value)
+			switch {
+			case err != nil || rec.TxnID != string(e.Key):
+				d.deps.Log.Error().Err(err).Int32("partition", p).Msg("skipped a transaction state record that does not decode")
+			case rec.CoordinatorEpoch < epoch:
+				d.deps.Log.Info().Str("transactional_id", rec.TxnID).Int32("coordinator_epoch", rec.CoordinatorEpoch).Msg("skipped a state record of a fenced coordinator")
+			default:
+				epoch = rec.CoordinatorEpoch
+				records = append(records, rec)
+			}
 		}
-		if e.Value == nil {
-			records = append(records, txncoord.Record{TxnID: string(e.Key), State: txncoord.Dead})
-			continue
-		}
-		rec, err := txncoord.Decode(e.Value)
-		if err != nil || rec.TxnID != string(e.Key) {
-			d.deps.Log.Error().Err(err).Int32("partition", p).Msg("skipped a transaction state record that does not decode")
-			continue
-		}
-		epoch = max(epoch, rec.CoordinatorEpoch)
-		records = append(records, rec)
 	}
 	epoch++
 	if err := d.deps.State.Append(ctx, tn, p, []byte(loadRecordKey), binary.BigEndian.AppendUint32(nil, uint32(epoch))); err != nil {
