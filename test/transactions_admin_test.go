@@ -1,10 +1,12 @@
 package test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -79,4 +81,53 @@ func TestKafkaTransactionsTool(t *testing.T) {
 	// An id nobody used is TRANSACTIONAL_ID_NOT_FOUND, which the tool
 	// reports by exiting non-zero.
 	k.fail("", transactionsCommand, "describe", "--transactional-id", "no-such-id")
+}
+
+// A transaction its coordinator no longer knows (here its state stream
+// was deleted behind the gateway's back) hangs: it holds the partition's
+// last stable offset. kafka-transactions.sh find-hanging finds it from
+// DescribeProducers and ListTransactions, and abort ends it with
+// WriteTxnMarkers to the partition's leader, after which read_committed
+// consumers move past it.
+func TestKafkaTransactionsAbortHanging(t *testing.T) {
+	k, c := startKafkaTools(t)
+	const topic = "txn-hanging"
+	createTopic(t, c, topic, 1, nil)
+	ctx := testContext(t, time.Minute)
+	p := newClient(t, c, kgo.TransactionalID("lost"), kgo.DefaultProduceTopic(topic))
+	txnProduce(t, ctx, p, topic, 1, "before", 2, true)
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("hanging")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if err := c.Client.DeleteStream(ctx, "__transaction_state"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RestartGateway(); err != nil {
+		t.Fatal(err)
+	}
+	k.addr = c.Addr
+
+	hanging := lines(k.run(transactionsCommand, "find-hanging", "--topic", topic, "--max-transaction-timeout", "0"))
+	if len(hanging) != 2 || !strings.HasPrefix(hanging[1], topic) {
+		t.Fatalf("find-hanging: %q, want the header and the hanging transaction", hanging)
+	}
+	// The transaction began after the first one's two records and marker.
+	k.run(transactionsCommand, "abort", "--topic", topic, "--partition", "0", "--start-offset", "3")
+	if got := lines(k.run(transactionsCommand, "find-hanging", "--topic", topic, "--max-transaction-timeout", "0")); len(got) != 1 {
+		t.Errorf("find-hanging after the abort: %q, want the header alone", got)
+	}
+	if got, want := readValues(t, c, topic, kgo.ReadCommitted(), 2), values(2, "before"); !slices.Equal(got, want) {
+		t.Errorf("read_committed after the abort read %q, want %q", got, want)
+	}
+	stable, err := kadm.NewClient(newClient(t, c)).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := stable.Lookup(topic, 0); s.Offset != 5 {
+		t.Errorf("last stable offset after the abort: %d, want 5 (past the abort marker)", s.Offset)
+	}
 }

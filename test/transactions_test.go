@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/test/faultproxy"
 )
 
 // txnProduce writes n records round-robin over partitions in one
@@ -308,5 +312,41 @@ func groupTransactSession(t *testing.T, c *Cluster, name string, opts []kgo.Opt)
 	offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
 	if sum != n {
 		t.Errorf("the group committed offsets summing to %d, want %d", sum, n)
+	}
+}
+
+// A gateway that stops after a commit was answered (PrepareCommit in DIS)
+// but before its markers were written leaves the transaction to the next
+// one: reading the partition finds the open transaction, which loads the
+// coordinator's state, which writes the markers, and read_committed
+// consumers get the committed records.
+func TestTransactionsMarkersAfterRestart(t *testing.T) {
+	c, proxy := startFaultyCluster(t)
+	const topic = "txn-restart"
+	createTopic(t, c, topic, 2, nil)
+	ctx := testContext(t, time.Minute)
+	p := newClient(t, c, kgo.TransactionalID("restart"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if err := p.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: int32(i % 2), Value: fmt.Appendf(nil, "kept-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The data partitions refuse every write from here on: the markers
+	// cannot be written; the state topic still takes its records.
+	proxy.Set(faultproxy.Rule{Match: faultproxy.All(faultproxy.PutRecords, faultproxy.BodyContains(topic)),
+		Fault: faultproxy.Fault{Status: http.StatusInternalServerError, Code: disclient.CodeSystemError}})
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	p.Close()
+	if err := c.RestartGateway(); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Clear()
+	if got, want := readValues(t, c, topic, kgo.ReadCommitted(), 4), values(4, "kept"); !slices.Equal(got, want) {
+		t.Errorf("read_committed after the restart read %q, want %q", got, want)
 	}
 }
