@@ -267,7 +267,7 @@ func groupTransactSession(t *testing.T, c *Cluster, name string, opts []kgo.Opt)
 	}
 	sess, err := kgo.NewGroupTransactSession(append([]kgo.Opt{kgo.SeedBrokers(c.Addr), kgo.TransactionalID(group),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(), kgo.DefaultProduceTopic(out), kgo.FetchMaxWait(200 * time.Millisecond)}, opts...)...)
+		kgo.DefaultProduceTopic(out), kgo.FetchMaxWait(200 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,7 +138,9 @@ func TestDriverLoadSkipsFencedRecordsAndTombstones(t *testing.T) {
 			State: txncoord.Empty, StartMillis: -1, CoordinatorEpoch: epoch}
 		return Entry{Key: []byte(id), Value: r.Encode()}
 	}
-	load := func(epoch uint32) Entry { return Entry{Key: []byte{}, Value: binary.BigEndian.AppendUint32(nil, epoch)} }
+	load := func(epoch uint32) Entry {
+		return Entry{Key: []byte{}, Value: binary.BigEndian.AppendUint32(nil, epoch)}
+	}
 	log.parts = map[int32][]Entry{0: {
 		load(1), rec("kept", 7, 1), rec("gone", 8, 1),
 		load(2), rec("kept", 9, 1), {Key: []byte("gone")},
