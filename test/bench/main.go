@@ -82,6 +82,9 @@ type settings struct {
 	// directClientInflight is how many PutRecords calls the direct client
 	// phase keeps in flight: a Kafka producer's in-flight window.
 	directClientInflight int
+	// txns and txnRecords shape the transactions phase: how many
+	// transactions, of how many records each (0 txns: none).
+	txns, txnRecords int
 	// rounds is how often each cell's phases run, for medians.
 	rounds int
 	// maxSteal is the share of the machine's CPU time a phase may lose to
@@ -107,6 +110,8 @@ func main() {
 	flag.IntVar(&s.latencyRate, "latency-rate", 2000, "records per second of the end-to-end latency phase")
 	flag.DurationVar(&s.latencyDuration, "latency-duration", 10*time.Second, "length of the end-to-end latency phase")
 	flag.IntVar(&s.latencySize, "latency-size", 1024, "value size in bytes of the latency phases")
+	flag.IntVar(&s.txns, "txns", 200, "transactions of the transactional produce phase (0: skip it)")
+	flag.IntVar(&s.txnRecords, "txn-records", 100, "records per transaction of the transactional produce phase")
 	flag.StringVar(&syncMode, "fsync", string(dislocal.SyncAlways), "embedded DIS durability (disgw --fsync): always or none")
 	flag.StringVar(&encoding, "dis-encoding", string(disclient.EncodingProtobuf), "PutRecords/GetRecords bodies between disclient and the embedded DIS: json or protobuf")
 	flag.StringVar(&s.transport, "dis-transport", "local", "how the gateway calls the embedded DIS for records (disgw --embedded-dis-transport): local (in process, disgw's default) or http")
@@ -294,6 +299,7 @@ func run(s settings) (err error) {
 		}
 		defer p.stop()
 		b.disgw, b.dis = target{name: "disgw", addr: p.addr, pid: p.cmd.Process.Pid}, p.client
+		b.disgwAdmin = p.admin
 		b.rss = startRSSSampler(b.disgw.pid)
 		defer b.rss.close()
 	}

@@ -27,6 +27,9 @@ type bench struct {
 	dis      disclient.API
 	rss      *rssSampler // nil in -mode inprocess
 	payloads map[int]payload
+	// disgwAdmin is the disgw process's admin listener, for its metrics;
+	// "" in -mode inprocess.
+	disgwAdmin string
 }
 
 // payload is the payload of values of size bytes.
@@ -75,6 +78,9 @@ func (b *bench) runAll(ctx context.Context) error {
 		}
 	}
 	if err := b.runLatency(ctx); err != nil {
+		return err
+	}
+	if err := b.runTransactions(ctx); err != nil {
 		return err
 	}
 	b.printMemory()

@@ -50,7 +50,10 @@ func buildDisgw(ctx context.Context, dir string) (string, error) {
 // embedded DIS, and a DIS client of that embedded server for the direct
 // phases.
 type disgwProcess struct {
-	addr   string
+	addr string
+	// admin is the admin listener (metrics), "" for the cluster mode's
+	// processes, which run without one.
+	admin  string
 	client *disclient.Client
 	cmd    *exec.Cmd
 	log    *os.File
@@ -60,19 +63,19 @@ type disgwProcess struct {
 // startDisgw starts bin on free loopback ports with its embedded DIS in
 // dataDir and returns once it answers Kafka requests.
 func startDisgw(ctx context.Context, bin, dataDir, logPath string, s settings) (*disgwProcess, error) {
-	ports, err := test.FreePorts(2)
+	ports, err := test.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
-	addr, disAddr := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
-	args := append([]string{"--listen", addr, "--admin-listen", "", "--data-dir", dataDir,
+	addr, disAddr, admin := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2])
+	args := append([]string{"--listen", addr, "--admin-listen", admin, "--data-dir", dataDir,
 		"--fsync", string(s.sync), "--embedded-dis-listen", disAddr, "--dis-encoding", string(s.encoding),
 		"--embedded-dis-transport", s.transport, "--log-level", "warn"}, strings.Fields(s.disgwArgs)...)
 	p, err := spawn(bin, args, logPath)
 	if err != nil {
 		return nil, err
 	}
-	p.addr = addr
+	p.addr, p.admin = addr, admin
 	p.client, err = disclient.New(disclient.Config{Endpoint: "http://" + disAddr, ProjectID: embeddedProjectID, Encoding: s.encoding})
 	if err == nil {
 		err = test.WaitUntil(ctx, func(ctx context.Context) bool { return test.BrokersListed(ctx, addr) > 0 }, p.done, logPath)
