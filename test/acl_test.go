@@ -514,3 +514,59 @@ func TestACLRecordsForgedInDISAreRefused(t *testing.T) {
 		t.Fatalf("DescribeACLs: %v %+v, want bob's two grants", err, described)
 	}
 }
+
+// Transactional ids are ACL resources as in Kafka: a producer needs WRITE
+// on its transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED without
+// it) and WRITE on the topics, and lists only the ids it may describe.
+func TestACLsForTransactionalIDs(t *testing.T) {
+	c := startACLCluster(t)
+	ctx := testContext(t, time.Minute)
+	adm := kadm.NewClient(aclClient(t, c, "admin"))
+	if _, err := adm.CreateTopics(ctx, 1, 1, nil, "ledger"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:bob").Topics("ledger").Operations(kadm.OpWrite, kadm.OpDescribe)); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+	commit := func(id string) error {
+		cl := aclClient(t, c, "bob", kgo.TransactionalID(id), kgo.DefaultProduceTopic("ledger"))
+		defer cl.Close()
+		if err := cl.BeginTransaction(); err != nil {
+			return err
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(id)}).FirstErr(); err != nil {
+			return err
+		}
+		return cl.EndTransaction(ctx, kgo.TryCommit)
+	}
+	if err := commit("bob-txn"); !errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+		t.Fatalf("bob's transaction without an ACL on its id: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", err)
+	}
+	acl := kadm.NewACLs().Allow("User:bob").TransactionalIDs("bob-txn").Operations(kadm.OpWrite, kadm.OpDescribe)
+	if res, err := adm.CreateACLs(ctx, acl); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+	if err := commit("bob-txn"); err != nil {
+		t.Fatalf("bob's transaction with WRITE on its id: %v", err)
+	}
+	if err := commit("admin-txn-as-bob"); !errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+		t.Fatalf("bob using another id: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", err)
+	}
+	admin := aclClient(t, c, "admin", kgo.TransactionalID("admin-txn"), kgo.DefaultProduceTopic("ledger"))
+	if err := admin.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ProduceSync(ctx, &kgo.Record{Value: []byte("admin")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := kadm.NewClient(aclClient(t, c, "bob")).ListTransactions(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := listed.TransactionalIDs(); !slices.Equal(ids, []string{"bob-txn"}) {
+		t.Errorf("bob lists transactional ids %v, want only bob-txn", ids)
+	}
+}
