@@ -3,10 +3,7 @@ package gateway
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/disgw/disgw/gateway/authz"
 )
 
 // InitProducerId v0–v5.
@@ -50,14 +47,8 @@ func handleInitProducerID(ctx context.Context, gw *Gateway, r *request, req *kms
 // id to its coordinator.
 func (gw *Gateway) initTransactionalProducer(ctx context.Context, r *request, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	id := *req.TransactionalID
-	switch {
-	case !gw.transactional():
-		r.Log().Info().Str("transactional_id", id).Msg("refused a transactional producer: transactions are served by a gateway alone")
-		return initProducerIDError(req, kerr.TransactionalIDAuthorizationFailed.Code)
-	case id == "":
-		return initProducerIDError(req, kerr.InvalidRequest.Code)
-	case !gw.authorize(r, authz.OpWrite, authz.ResourceTransactionalID, id):
-		return initProducerIDError(req, kerr.TransactionalIDAuthorizationFailed.Code)
+	if code := gw.txnRefusal(r, id); code != 0 {
+		return initProducerIDError(req, code)
 	}
 	return gw.stepTxn(ctx, r, id, req, func(code int16) kmsg.Response { return initProducerIDError(req, code) })
 }

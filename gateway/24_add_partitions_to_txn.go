@@ -56,10 +56,9 @@ func handleAddPartitionsToTxn(ctx context.Context, gw *Gateway, r *request, req 
 		// none, but answer them as Kafka would, one transaction at a
 		// time.
 		return gw.addPartitionsBatched(ctx, r, req), nil
-	case req.TransactionalID == "":
-		return fail(kerr.InvalidRequest.Code), nil
-	case !gw.authorize(r, authz.OpWrite, authz.ResourceTransactionalID, req.TransactionalID):
-		return fail(kerr.TransactionalIDAuthorizationFailed.Code), nil
+	}
+	if code := gw.txnRefusal(r, req.TransactionalID); code != 0 {
+		return fail(code), nil
 	}
 	// Every partition must be one the client may write and that exists.
 	bad := make(map[string]int16)

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/gateway/authz"
@@ -28,13 +27,9 @@ func addOffsetsToTxnError(req *kmsg.AddOffsetsToTxnRequest, code int16) kmsg.Res
 
 func handleAddOffsetsToTxn(ctx context.Context, gw *Gateway, r *request, req *kmsg.AddOffsetsToTxnRequest) (kmsg.Response, error) {
 	fail := func(code int16) kmsg.Response { return addOffsetsToTxnError(req, code) }
-	switch {
-	case !gw.transactional():
-		return fail(kerr.TransactionalIDAuthorizationFailed.Code), nil
-	case req.TransactionalID == "":
-		return fail(kerr.InvalidRequest.Code), nil
-	case !gw.authorize(r, authz.OpWrite, authz.ResourceTransactionalID, req.TransactionalID):
-		return fail(kerr.TransactionalIDAuthorizationFailed.Code), nil
+	switch code := gw.txnRefusal(r, req.TransactionalID); {
+	case code != 0:
+		return fail(code), nil
 	case !gw.authorize(r, authz.OpRead, authz.ResourceGroup, req.Group):
 		return fail(groupDenied), nil
 	}

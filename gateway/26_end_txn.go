@@ -3,10 +3,7 @@ package gateway
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/disgw/disgw/gateway/authz"
 )
 
 // EndTxn v0–v5.
@@ -29,13 +26,8 @@ func endTxnError(req *kmsg.EndTxnRequest, code int16) kmsg.Response {
 
 func handleEndTxn(ctx context.Context, gw *Gateway, r *request, req *kmsg.EndTxnRequest) (kmsg.Response, error) {
 	fail := func(code int16) kmsg.Response { return endTxnError(req, code) }
-	switch {
-	case !gw.transactional():
-		return fail(kerr.TransactionalIDAuthorizationFailed.Code), nil
-	case req.TransactionalID == "":
-		return fail(kerr.InvalidRequest.Code), nil
-	case !gw.authorize(r, authz.OpWrite, authz.ResourceTransactionalID, req.TransactionalID):
-		return fail(kerr.TransactionalIDAuthorizationFailed.Code), nil
+	if code := gw.txnRefusal(r, req.TransactionalID); code != 0 {
+		return fail(code), nil
 	}
 	return gw.stepTxn(ctx, r, req.TransactionalID, req, fail), nil
 }

@@ -41,13 +41,9 @@ func txnOffsetCommitError(req *kmsg.TxnOffsetCommitRequest, code int16) kmsg.Res
 
 func handleTxnOffsetCommit(ctx context.Context, gw *Gateway, r *request, req *kmsg.TxnOffsetCommitRequest) (kmsg.Response, error) {
 	fail := func(code int16) kmsg.Response { return txnOffsetCommitError(req, code) }
-	switch {
-	case !gw.transactional():
-		return fail(kerr.TransactionalIDAuthorizationFailed.Code), nil
-	case req.TransactionalID == "":
-		return fail(kerr.InvalidRequest.Code), nil
-	case !gw.authorize(r, authz.OpWrite, authz.ResourceTransactionalID, req.TransactionalID):
-		return fail(kerr.TransactionalIDAuthorizationFailed.Code), nil
+	switch code := gw.txnRefusal(r, req.TransactionalID); {
+	case code != 0:
+		return fail(code), nil
 	case !gw.authorize(r, authz.OpRead, authz.ResourceGroup, req.Group):
 		return fail(groupDenied), nil
 	case !gw.coordinates(req.Group):

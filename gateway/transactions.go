@@ -239,6 +239,23 @@ func (gw *Gateway) commitTxnOffsets(ctx context.Context, tn *tenant, c txncoord.
 	return nil
 }
 
+// txnRefusal is the error a request for transactional id gets before it
+// reaches the coordinator, or 0: a gateway with peers serves no
+// transactions, an empty id is invalid, and every transactional API needs
+// WRITE on its id, as in Kafka.
+func (gw *Gateway) txnRefusal(r *request, id string) int16 {
+	switch {
+	case !gw.transactional():
+		r.Log().Info().Str("transactional_id", id).Msg("refused a transactional request: transactions are served by a gateway alone")
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	case id == "":
+		return kerr.InvalidRequest.Code
+	case !gw.authorize(r, authz.OpWrite, authz.ResourceTransactionalID, id):
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	}
+	return 0
+}
+
 // stepTxn hands req for transactional id to r's tenant's coordinator and
 // returns its answer, or fail's when the coordinator could not answer
 // (loading failed, the deadline passed, the gateway is stopping).
@@ -261,13 +278,11 @@ const verifyRetryPause = 5 * time.Millisecond
 // transaction is refused, so a delayed Produce of an ended transaction
 // cannot open a new one on the partition and leave it hanging.
 func (gw *Gateway) verifyTxnBatch(ctx context.Context, r *request, req *kmsg.ProduceRequest, topic string, p int32, op *plog.Append) (int16, string) {
-	switch {
-	case !gw.transactional():
-		return kerr.TransactionalIDAuthorizationFailed.Code, "disgw serves transactions from a gateway alone, not one with peers"
-	case req.TransactionID == nil || *req.TransactionID == "":
+	if req.TransactionID == nil || *req.TransactionID == "" {
 		return kerr.InvalidRecord.Code, "a transactional batch needs the produce request's transactional id"
-	case !gw.authorize(r, authz.OpWrite, authz.ResourceTransactionalID, *req.TransactionID):
-		return kerr.TransactionalIDAuthorizationFailed.Code, ""
+	}
+	if code := gw.txnRefusal(r, *req.TransactionID); code != 0 {
+		return code, ""
 	}
 	add := kmsg.NewPtrAddPartitionsToTxnRequest()
 	add.Version = 5
