@@ -2,8 +2,8 @@ package test
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
