@@ -283,6 +283,7 @@ func TestAppsStreamsExactlyOnce(t *testing.T) {
 	eos := []string{"processing.guarantee=exactly_once_v2", "commit.interval.ms=1000", "producer.linger.ms=0"}
 	const kills = 3
 	open := 0
+	var delays []time.Duration
 	for i := range kills + 1 {
 		app := w.start(fmt.Sprintf("eos-%d", i+1), dir, eos...)
 		w.produce(50)
@@ -290,10 +291,13 @@ func TestAppsStreamsExactlyOnce(t *testing.T) {
 		if i == kills {
 			break
 		}
-		// Lines come in small batches, for a random time and then until a
-		// transaction is open: the kill lands while the instance is reading,
-		// counting and writing, not just after a commit.
-		until := time.Now().Add(time.Duration(200+w.rnd.IntN(2000)) * time.Millisecond)
+		// Lines come in small batches, for a random time (another each run:
+		// the global source, not w.rnd) and then until a transaction is
+		// open: the kill lands while the instance is reading, counting and
+		// writing, not just after a commit.
+		delay := time.Duration(200+rand.IntN(2000)) * time.Millisecond
+		delays = append(delays, delay)
+		until := time.Now().Add(delay)
 		for time.Now().Before(until) || !w.openTransaction() {
 			if ended, err := app.exited(); ended {
 				t.Fatalf("%s ended (%v)", app.name, err)
@@ -309,7 +313,7 @@ func TestAppsStreamsExactlyOnce(t *testing.T) {
 		}
 		w.produce(20)
 	}
-	t.Logf("%d of %d kills left a transaction open; %d lines, words produced %v", open, kills, w.lines, w.produced)
+	t.Logf("killed after %v; %d of %d kills left a transaction open; %d lines, words produced %v", delays, open, kills, w.lines, w.produced)
 	if open == 0 {
 		t.Errorf("no kill left a transaction open")
 	}
