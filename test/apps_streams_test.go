@@ -55,16 +55,17 @@ type wordCount struct {
 }
 
 // newWordCount creates the input and output topics of application appID,
-// each of two partitions, and the clients that feed and read them.
-func newWordCount(t *testing.T, c *Cluster, appID string) *wordCount {
-	ctx := testContext(t, 2*time.Minute)
+// each of two partitions, and the clients that feed and read them; read
+// are further options of the client reading the output.
+func newWordCount(t *testing.T, c *Cluster, appID string, read ...kgo.Opt) *wordCount {
+	ctx := testContext(t, 4*time.Minute)
 	w := &wordCount{t: t, ctx: ctx, c: c, cp: appsClasspath(ctx, t), appID: appID,
 		input: appID + "-lines", output: appID + "-counts",
 		produced: map[string]int64{}, counts: map[string][]int64{}, rnd: rand.New(rand.NewPCG(37, 1))}
 	createTopic(t, c, w.input, 2, nil)
 	createTopic(t, c, w.output, 2, nil)
 	w.prod = newClient(t, c, kgo.DefaultProduceTopic(w.input))
-	w.cons = newClient(t, c, kgo.ConsumeTopics(w.output), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	w.cons = newClient(t, c, append([]kgo.Opt{kgo.ConsumeTopics(w.output), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, read...)...)
 	w.adm = kadm.NewClient(newClient(t, c))
 	return w
 }
@@ -142,6 +143,41 @@ func (w *wordCount) diff() string {
 		}
 	}
 	return b.String()
+}
+
+// checkSequences fails the test unless every word's counts in the output
+// went 1, 2, 3… with none skipped or written twice; with awaitCounts, they
+// end at the number of times the word was produced.
+func (w *wordCount) checkSequences() {
+	w.t.Helper()
+	for word, seen := range w.counts {
+		for i, n := range seen {
+			if n != int64(i+1) {
+				w.t.Fatalf("%s's counts were %v, want 1, 2, 3…", word, seen)
+			}
+		}
+	}
+}
+
+// openTransaction reports whether a transaction holds output records not
+// yet committed: a partition's end (high watermark) is above its last
+// stable offset.
+func (w *wordCount) openTransaction() bool {
+	w.t.Helper()
+	ends, err := w.adm.ListEndOffsets(w.ctx, w.output)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	stable, err := w.adm.ListCommittedOffsets(w.ctx, w.output)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	open := false
+	ends.Each(func(end kadm.ListedOffset) {
+		lso, ok := stable.Lookup(end.Topic, end.Partition)
+		open = open || ok && end.Err == nil && lso.Err == nil && end.Offset > lso.Offset
+	})
+	return open
 }
 
 // awaitCommitted waits until the application's group has committed every
@@ -223,13 +259,65 @@ func TestAppsStreamsWordCount(t *testing.T) {
 	if !maps.Equal(got, want) || len(got) != 2 {
 		t.Errorf("restored from the changelog %v, want its %v records (by partition)", got, want)
 	}
-	for word, seen := range w.counts {
-		for i, n := range seen {
-			if n != int64(i+1) {
-				t.Fatalf("%s's counts were %v, want 1, 2, 3…", word, seen)
-			}
+	w.checkSequences()
+}
+
+// TestAppsStreamsExactlyOnce runs the word count with exactly_once_v2 and
+// kills it with SIGKILL three times while lines keep coming, each time at
+// a random moment when a transaction of its holds output records not yet
+// committed, and starts it again on the same state directory (so with the
+// same transactional ids). Each new instance fences the one before, whose
+// open transaction is aborted, restores its store from the changelog and
+// counts on from the input offsets committed with the last committed
+// transaction. A read_committed consumer of the output sees, for every
+// word, exactly 1, 2, …, N, N being the times it was produced: nothing
+// counted twice, nothing skipped, however much the killed instances had
+// read, counted and written.
+func TestAppsStreamsExactlyOnce(t *testing.T) {
+	c := startCluster(t, nil)
+	w := newWordCount(t, c, "eos", kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	dir := filepath.Join(t.TempDir(), "state")
+	// A transaction of a second, its records sent as they are counted (no
+	// linger), is open with output in it most of the time, not only while
+	// the commit flushes.
+	eos := []string{"processing.guarantee=exactly_once_v2", "commit.interval.ms=1000", "producer.linger.ms=0"}
+	const kills = 3
+	open := 0
+	var delays []time.Duration
+	for i := range kills + 1 {
+		app := w.start(fmt.Sprintf("eos-%d", i+1), dir, eos...)
+		w.produce(50)
+		w.awaitCounts(app)
+		if i == kills {
+			break
 		}
+		// Lines come in small batches, for a random time (another each run:
+		// the global source, not w.rnd) and then until a transaction is
+		// open: the kill lands while the instance is reading, counting and
+		// writing, not just after a commit.
+		delay := time.Duration(200+rand.IntN(2000)) * time.Millisecond
+		delays = append(delays, delay)
+		until := time.Now().Add(delay)
+		for time.Now().Before(until) || !w.openTransaction() {
+			if ended, err := app.exited(); ended {
+				t.Fatalf("%s ended (%v)", app.name, err)
+			}
+			w.produce(3)
+			time.Sleep(10 * time.Millisecond)
+		}
+		app.kill()
+		// The transaction may have committed between the look and the kill;
+		// most kills leave it open, for the next instance to abort.
+		if w.openTransaction() {
+			open++
+		}
+		w.produce(20)
 	}
+	t.Logf("killed after %v; %d of %d kills left a transaction open; %d lines, words produced %v", delays, open, kills, w.lines, w.produced)
+	if open == 0 {
+		t.Errorf("no kill left a transaction open")
+	}
+	w.checkSequences()
 }
 
 // TestAppsStreamsPurgesRepartition runs the word count with Streams'

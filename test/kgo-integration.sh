@@ -15,9 +15,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 # The tests for produce, consume, regex, pause, purge, partition changes,
-# group ETL and large messages. Not TestTxnEtl: disgw has no transactions,
-# so it fails at once and then waits for records never written until its
-# timeout (run it alone with KGO_TIMEOUT=1m to see).
+# group ETL, transactional ETL (consume, produce and commit offsets in
+# transactions, read_committed) and large messages.
 default_tests=(
 	TestClient_Produce TestIssue769 TestIssue831
 	TestConsumeTopicRetrieval TestIssue325 TestIssue337 TestIssue434
@@ -27,7 +26,7 @@ default_tests=(
 	TestPauseIssue489 TestPauseIssueOct2023
 	TestDirectPartitionPurge
 	TestAddRemovePartitions
-	TestGroupETL
+	TestGroupETL TestTxnEtl
 	TestClient_ProduceLargeMessages TestIssueFetchLargerThanBrokerMaxReadBytes
 )
 if [ $# -gt 0 ]; then

@@ -73,11 +73,13 @@ type Partition struct {
 	// topic that is not kept; replaced whole, never changed.
 	gen *generation
 	// txn is the partition's transactions (txn.go); txnSnapAt is when a
-	// snapshot of them was last written and txnSnapDo is set while one is
-	// scheduled (txn_snapshot.go).
-	txn       txnState
-	txnSnapAt time.Time
-	txnSnapDo bool
+	// snapshot of them was last written, txnSnapFailed when a write last
+	// failed, and txnSnapDo is set while one is scheduled
+	// (txn_snapshot.go).
+	txn           txnState
+	txnSnapAt     time.Time
+	txnSnapFailed time.Time
+	txnSnapDo     bool
 
 	// markMu makes one watermark checkpoint write at a time, so that a
 	// write of an older state never lands after a newer one. It is held
@@ -103,6 +105,12 @@ type Partition struct {
 	// this state was busy: it is dropped once idle, even if the partition
 	// came back meanwhile (Tenant.ReleaseMoved).
 	moved atomic.Bool
+	// gone is set when DIS answered that the partition's stream does not
+	// exist: the topic was deleted (one created again under its name is
+	// another stream, so another Key), and its transaction state, which
+	// no one can read any more, neither keeps it from eviction nor is
+	// written again.
+	gone atomic.Bool
 	// meter counts the partition's DIS traffic for its quota share.
 	meter ioMeter
 }
@@ -187,7 +195,7 @@ func (ps *Partition) idle() bool {
 	// Transaction state stays, and its snapshot is written again before
 	// it expires (txn_snapshot.go).
 	ps.mu.Lock()
-	keepTxn := !ps.txnEmptyLocked()
+	keepTxn := !ps.txnEmptyLocked() && !ps.gone.Load()
 	ps.mu.Unlock()
 	if keepTxn {
 		return false

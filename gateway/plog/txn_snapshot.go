@@ -297,8 +297,10 @@ func (ps *Partition) ensureTxnPointer(ctx context.Context) error {
 	return nil
 }
 
-// scheduleTxnSnapshot has a snapshot written within txnSnapshotInterval of
-// the last, at most one at a time.
+// scheduleTxnSnapshot has a snapshot written txnSnapshotInterval after
+// the last one written or failed, at most one at a time: a write that
+// failed is tried again that much later, not at once, which would call
+// DIS in a loop for as long as it keeps failing.
 func (ps *Partition) scheduleTxnSnapshot() {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -306,24 +308,37 @@ func (ps *Partition) scheduleTxnSnapshot() {
 		return
 	}
 	ps.txnSnapDo = true
-	delay := max(txnSnapshotInterval-time.Since(ps.txnSnapAt), 0)
+	delay := max(txnSnapshotInterval-time.Since(ps.txnSnapAt), txnSnapshotInterval-time.Since(ps.txnSnapFailed), 0)
 	time.AfterFunc(delay, func() {
 		ps.d.Go("transaction snapshot", func() {
 			ps.mu.Lock()
 			ps.txnSnapDo = false
 			ps.mu.Unlock()
-			if ps.d.Ctx.Err() != nil {
+			if ps.d.Ctx.Err() != nil || ps.gone.Load() {
 				return
 			}
 			ctx, cancel := context.WithTimeout(ps.d.Ctx, ps.d.RequestTimeout)
 			defer cancel()
 			if err := ps.writeTxnSnapshot(ctx, false); err != nil {
-				ps.d.Log.Warn().Err(err).Str("topic", ps.key.Topic).Int32("partition", ps.key.Partition).
-					Msg("writing the partition's transaction snapshot failed; it is tried again")
-				ps.scheduleTxnSnapshot()
+				ps.txnSnapshotFailed(err, "writing the partition's transaction snapshot failed; it is tried again")
 			}
 		})
 	})
+}
+
+// txnSnapshotFailed logs a snapshot write's failure and schedules the
+// next try, unless the partition's stream is gone.
+func (ps *Partition) txnSnapshotFailed(err error, msg string) {
+	log := ps.d.Log.With().Err(err).Str("topic", ps.key.Topic).Int32("partition", ps.key.Partition).Logger()
+	if ps.gone.Load() {
+		log.Info().Msg("the partition's stream is gone; its transaction snapshot is no longer written")
+		return
+	}
+	log.Warn().Msg(msg)
+	ps.mu.Lock()
+	ps.txnSnapFailed = time.Now()
+	ps.mu.Unlock()
+	ps.scheduleTxnSnapshot()
 }
 
 // writeTxnSnapshot writes the state as a snapshot record and points the
@@ -362,6 +377,9 @@ func (ps *Partition) writeTxnSnapshot(ctx context.Context, refresh bool) error {
 		}
 	}
 	if err := ps.writeWatermarkLocked(ctx, -1, ptr); err != nil {
+		if disclient.IsCode(err, disclient.CodeStreamNotFound) {
+			ps.gone.Store(true)
+		}
 		return err
 	}
 	ps.mu.Lock()
@@ -386,9 +404,7 @@ func (ps *Partition) refreshTxnSnapshotLater() {
 			ctx, cancel := context.WithTimeout(ps.d.Ctx, ps.d.RequestTimeout)
 			defer cancel()
 			if err := ps.writeTxnSnapshot(ctx, true); err != nil {
-				ps.d.Log.Warn().Err(err).Str("topic", ps.key.Topic).Int32("partition", ps.key.Partition).
-					Msg("writing the partition's transaction snapshot again failed; it is tried again")
-				ps.scheduleTxnSnapshot()
+				ps.txnSnapshotFailed(err, "writing the partition's transaction snapshot again failed; it is tried again")
 			}
 		})
 	})

@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 	"reflect"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +22,7 @@ import (
 // DIS).
 type txnFixture struct {
 	t      *testing.T
-	dis    *disclient.Client
+	dis    disclient.API
 	ctx    context.Context
 	stop   context.CancelFunc
 	ps     *Partition
@@ -30,7 +32,12 @@ type txnFixture struct {
 }
 
 func newTxnFixture(t *testing.T) *txnFixture {
-	f := &txnFixture{t: t, dis: localDIS(t), topic: "tx", seqs: map[int64]int32{}, epochs: map[int64]int16{}}
+	return newTxnFixtureOver(t, localDIS(t))
+}
+
+// newTxnFixtureOver is a txnFixture over dis, which may inject faults.
+func newTxnFixtureOver(t *testing.T, dis disclient.API) *txnFixture {
+	f := &txnFixture{t: t, dis: dis, topic: "tx", seqs: map[int64]int32{}, epochs: map[int64]int16{}}
 	ctx := context.Background()
 	hours := int32(24)
 	if err := f.dis.CreateStream(ctx, &disclient.CreateStreamRequest{StreamName: f.topic, PartitionCount: 1, DataDuration: &hours}); err != nil {
@@ -352,5 +359,52 @@ func TestTxnRecoveryRandomized(t *testing.T) {
 	}
 	if restarts < 5 || fromSnapshot == 0 {
 		t.Fatalf("%d restarts, %d from a snapshot: the test exercised too little", restarts, fromSnapshot)
+	}
+}
+
+// snapshotFaultDIS fails every watermark checkpoint that points at a
+// snapshot record with err, and counts those.
+type snapshotFaultDIS struct {
+	disclient.API
+	err   error
+	calls atomic.Int32
+}
+
+func (d *snapshotFaultDIS) CommitCheckpoint(ctx context.Context, req *disclient.CommitCheckpointRequest) error {
+	if strings.Contains(req.Metadata, `"seq":-1`) || !strings.Contains(req.Metadata, `"seq"`) {
+		return d.API.CommitCheckpoint(ctx, req)
+	}
+	d.calls.Add(1)
+	return d.err
+}
+
+// A snapshot write that fails is tried again txnSnapshotInterval later,
+// not at once; one that finds the partition's stream gone (the topic was
+// deleted) is not tried again, and the state, open transaction and all,
+// no longer keeps the partition from eviction.
+func TestTxnSnapshotFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		err   error
+		tries int32
+		evict bool
+	}{
+		{"transient", errInjected, 1, false},
+		{"stream gone", &disclient.Error{Status: 400, Code: disclient.CodeStreamNotFound, Message: "Stream does not exist."}, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dis := &snapshotFaultDIS{API: localDIS(t), err: tc.err}
+			f := newTxnFixtureOver(t, dis)
+			// The first snapshot is written at once, and fails.
+			f.mustProduce(7, 1, true)
+			time.Sleep(txnSnapshotInterval / 2)
+			if n := dis.calls.Load(); n != tc.tries {
+				t.Errorf("%d snapshot writes in %v, want %d", n, txnSnapshotInterval/2, tc.tries)
+			}
+			if evicted := f.ps.t.EvictIdle(time.Now().Add(time.Minute)); evicted != tc.evict {
+				t.Errorf("the partition evicted: %v, want %v", evicted, tc.evict)
+			}
+		})
 	}
 }
