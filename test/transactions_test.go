@@ -2,8 +2,8 @@ package test
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -238,7 +238,7 @@ func TestTransactionsGroupTransactSession(t *testing.T) {
 	}
 	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.Addr), kgo.TransactionalID("etl"),
 		kgo.ConsumerGroup("etl-group"), kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(), kgo.DefaultProduceTopic(out), kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.DefaultProduceTopic(out), kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
