@@ -609,7 +609,7 @@ func checkTxnReads(txns map[string]*chkTxn, readings []*chkReading) []string {
 	for _, rd := range readings {
 		var bad []string
 		last := map[chkPart]int64{}
-		seen := map[string]bool{}
+		seen := map[string]int64{} // value → offset
 		read := map[*chkTxn]int{}
 		abortedRead := map[*chkTxn]bool{}
 		for _, rec := range rd.records {
@@ -631,11 +631,12 @@ func checkTxnReads(txns map[string]*chkTxn, readings []*chkReading) []string {
 				continue
 			case tx.values[rec.value] != rec.at:
 				bad = append(bad, fmt.Sprintf("%v: offset %d is %q, which %s wrote to %v", rec.at, rec.offset, rec.value, tx.name, tx.values[rec.value]))
-			case seen[rec.value]:
-				bad = append(bad, fmt.Sprintf("%v: duplicate: %q again at offset %d", rec.at, rec.value, rec.offset))
+			}
+			if first, ok := seen[rec.value]; ok {
+				bad = append(bad, fmt.Sprintf("%v: duplicate: %q at offset %d and again at %d", rec.at, rec.value, first, rec.offset))
 				continue
 			}
-			seen[rec.value] = true
+			seen[rec.value] = rec.offset
 			read[tx]++
 			if rd.committed && tx.outcome == chkAborted && !abortedRead[tx] {
 				abortedRead[tx] = true
@@ -667,10 +668,14 @@ func checkTxnReads(txns map[string]*chkTxn, readings []*chkReading) []string {
 
 // txnValuesRead says which of tx's values were read, for a torn
 // transaction's report.
-func txnValuesRead(tx *chkTxn, seen map[string]bool) string {
+func txnValuesRead(tx *chkTxn, seen map[string]int64) string {
 	var b strings.Builder
 	for _, v := range slices.Sorted(maps.Keys(tx.values)) {
-		fmt.Fprintf(&b, "%s@%v:%v ", v, tx.values[v], seen[v])
+		if off, ok := seen[v]; ok {
+			fmt.Fprintf(&b, "%s@%v:%d ", v, tx.values[v], off)
+		} else {
+			fmt.Fprintf(&b, "%s@%v:unread ", v, tx.values[v])
+		}
 	}
 	return strings.TrimSpace(b.String())
 }
