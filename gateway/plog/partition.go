@@ -38,6 +38,10 @@ type Partition struct {
 	// the partition log is taken while it is held.
 	mu        sync.Mutex
 	recovered bool
+	// unsettledSeq is the first DIS sequence number a write whose outcome
+	// the gateway could not learn may have stored records at (forget),
+	// -1 when none: the next recovery reads what landed there.
+	unsettledSeq int64
 	// producersKnown is set once the writer's producers were rebuilt
 	// from the tail; from then on its own state follows them.
 	producersKnown bool
@@ -157,7 +161,7 @@ func (b *Batch) Records() int64 { return b.last - b.base + 1 }
 
 // newPartition makes the state of partition k of tn.
 func newPartition(tn *Tenant, k Key) *Partition {
-	ps := &Partition{t: tn, d: &tn.d, key: k, earliestSeq: -1, watermark: -1, maxTSSeq: -1}
+	ps := &Partition{t: tn, d: &tn.d, key: k, earliestSeq: -1, watermark: -1, maxTSSeq: -1, unsettledSeq: -1}
 	ps.writer = &partitionWriter{d: &tn.d, key: k, state: ps, producers: make(map[int64]*producerState)}
 	ps.reader = &partitionReader{d: &tn.d, key: k, state: ps, hwm: -1}
 	ps.reads.init(readFormat[Batch]{
@@ -314,10 +318,14 @@ func (ps *Partition) ensureWith(ctx context.Context, producers bool) error {
 }
 
 // forget makes the next use recover again, after a write whose outcome the
-// gateway cannot know.
+// gateway cannot know: that recovery also reads what the write stored
+// after all (settleLanded), from the end of what the partition knew.
 func (ps *Partition) forget() {
 	ps.mu.Lock()
 	ps.recovered = false
+	if ps.unsettledSeq < 0 {
+		ps.unsettledSeq = ps.nextSeq
+	}
 	ps.mu.Unlock()
 }
 
@@ -360,8 +368,13 @@ func (ps *Partition) recover(ctx context.Context, producers bool) error {
 			next = max(wm, tail[len(tail)-1].last+1)
 		}
 	}
+	landed, err := ps.readLanded(ctx, earliest, nextSeq, next)
+	if err != nil {
+		return err
+	}
 	ps.mu.Lock()
 	ps.recovered = true
+	ps.unsettledSeq = -1
 	ps.next, ps.nextSeq = max(ps.next, next), max(ps.nextSeq, nextSeq)
 	ps.watermark = wm
 	ps.logStart = max(ps.logStart, logStart)
@@ -388,10 +401,39 @@ func (ps *Partition) recover(ctx context.Context, producers bool) error {
 	if producers {
 		ps.writer.rebuildProducers(tail)
 	}
+	ps.writer.settleLanded(landed)
 	if need {
 		ps.writeWatermark(ctx)
 	}
 	return nil
+}
+
+// readLanded reads, after forget, the batches at and after the first
+// sequence number a failed write may have stored at, up to nextSeq (next
+// is the offset after them), and publishes them: the partition's
+// transaction state follows them, and the caller hands them to the
+// writer (settleLanded), so that a producer's retry of such a batch is
+// answered with its offsets, not stored twice.
+func (ps *Partition) readLanded(ctx context.Context, earliest, nextSeq, next int64) ([]Batch, error) {
+	ps.mu.Lock()
+	unsettled := ps.unsettledSeq
+	ps.mu.Unlock()
+	from := max(unsettled, earliest)
+	if unsettled < 0 || from >= nextSeq {
+		return nil, nil
+	}
+	recs, err := ps.readRange(ctx, from, nextSeq)
+	if err != nil {
+		return nil, err
+	}
+	landed, err := labelTail(recs, noContext, func(seq int64) int64 { return next - (nextSeq - seq) })
+	if err != nil {
+		return nil, err
+	}
+	ps.mu.Lock()
+	ps.applyBatchesLocked(landed)
+	ps.mu.Unlock()
+	return landed, nil
 }
 
 // readTail reads the last records of [earliest, nextSeq), going back in

@@ -283,15 +283,47 @@ func (w *partitionWriter) rebuildProducers(tail []Batch) {
 		case info.ProducerEpoch < st.epoch:
 			continue
 		}
-		op := &Append{ProducerID: info.ProducerID, Epoch: info.ProducerEpoch, FirstSeq: info.BaseSequence,
-			LastSeq: info.LastSequence(), BaseOffset: info.BaseOffset, Kafka: true, done: make(chan struct{})}
-		op.state.Store(opTaken)
-		close(op.done)
-		st.lastSeq, st.lastSeen, st.lastTimestamp = op.LastSeq, now, info.MaxTimestamp
-		st.recent = append(st.recent, op)
-		if len(st.recent) > idempotentWindow {
-			st.recent[0] = nil
-			st.recent = st.recent[1:]
+		st.takeStored(info, now)
+	}
+}
+
+// settleLanded takes the batches a write whose outcome the gateway could
+// not learn stored after all, as the partition's recovery read them back
+// (Partition.readLanded). The write's producers were answered with an
+// error and their sequences set back (producerFailed); a producer whose
+// state ends right before such a batch of its epoch gets it back, so
+// that its retry is answered with the stored batch's offsets instead of
+// being stored a second time.
+func (w *partitionWriter) settleLanded(landed []Batch) {
+	if len(landed) == 0 {
+		return
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := range landed {
+		info, ok := protocol.ParseBatchInfo(landed[i].Data)
+		if !ok || info.ProducerID < 0 || info.Control() {
+			continue
 		}
+		if st := w.producers[info.ProducerID]; st != nil && st.epoch == info.ProducerEpoch && info.BaseSequence == nextSequence(st.lastSeq) {
+			st.takeStored(info, now)
+		}
+	}
+}
+
+// takeStored makes a batch found stored in DIS the producer's latest, as
+// if the writer had written it: a retry of it is answered with its
+// offsets.
+func (st *producerState) takeStored(info protocol.BatchInfo, now time.Time) {
+	op := &Append{ProducerID: info.ProducerID, Epoch: info.ProducerEpoch, FirstSeq: info.BaseSequence,
+		LastSeq: info.LastSequence(), BaseOffset: info.BaseOffset, Kafka: true, done: make(chan struct{})}
+	op.state.Store(opTaken)
+	close(op.done)
+	st.lastSeq, st.lastSeen, st.lastTimestamp = op.LastSeq, now, info.MaxTimestamp
+	st.recent = append(st.recent, op)
+	if len(st.recent) > idempotentWindow {
+		st.recent[0] = nil
+		st.recent = st.recent[1:]
 	}
 }

@@ -98,8 +98,13 @@ func (f *txnFixture) produce(pid int64, n int, txn bool) (int64, int16) {
 	ts := time.Now().UnixMilli()
 	op.Entries = []disclient.PutRecordsEntry{{PartitionID: disclient.PartitionID(0), Data: data, Timestamp: &ts}}
 	op.Bytes = len(data)
-	if _, code := f.ps.Enqueue(f.ctx, op); code != 0 {
+	dup, code := f.ps.Enqueue(f.ctx, op)
+	if code != 0 {
 		return 0, code
+	}
+	if dup != nil {
+		// A retry of a batch already written: answered with its outcome.
+		op = dup
 	}
 	<-op.Done()
 	if op.ErrCode == 0 && pid >= 0 {
