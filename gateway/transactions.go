@@ -48,6 +48,20 @@ func newTxnDriver(gw *Gateway) *txns.Driver[*tenant] {
 		State:          txnStateLog{gw},
 		WriteMarker:    gw.writeMarker,
 		CommitOffsets:  gw.commitTxnOffsets,
+		Ended: func(commit bool) {
+			outcome := "abort"
+			if commit {
+				outcome = "commit"
+			}
+			gw.metrics.TxnsEnded.WithLabelValues(outcome).Inc()
+		},
+		Marker: func(code int16) {
+			result := "written"
+			if code != 0 {
+				result = "failed"
+			}
+			gw.metrics.TxnMarkers.WithLabelValues(result).Inc()
+		},
 	})
 }
 

@@ -5,16 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway"
 	"github.com/disgw/disgw/test/faultproxy"
 )
 
@@ -348,5 +352,33 @@ func TestTransactionsMarkersAfterRestart(t *testing.T) {
 	proxy.Clear()
 	if got, want := readValues(t, c, topic, kgo.ReadCommitted(), 4), values(4, "kept"); !slices.Equal(got, want) {
 		t.Errorf("read_committed after the restart read %q, want %q", got, want)
+	}
+}
+
+// The transaction metrics count what happened: one commit and one abort
+// over two partitions end two transactions and write four markers.
+func TestTransactionsMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := startCluster(t, func(cfg *gateway.Config) { cfg.Registry = reg })
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	t.Cleanup(srv.Close)
+	const topic = "txn-metrics"
+	createTopic(t, c, topic, 2, nil)
+	ctx := testContext(t, time.Minute)
+	p := newClient(t, c, kgo.TransactionalID("metrics"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	txnProduce(t, ctx, p, topic, 2, "c", 2, true)
+	txnProduce(t, ctx, p, topic, 2, "a", 2, false)
+	for {
+		text := scrape(t, srv.URL+"/metrics")
+		commits, _ := sample(text, "disgw_transactions_ended_total", "outcome", "commit")
+		aborts, _ := sample(text, "disgw_transactions_ended_total", "outcome", "abort")
+		markers, _ := sample(text, "disgw_transaction_markers_total", "result", "written")
+		if commits == 1 && aborts == 1 && markers == 4 {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("commits %v, aborts %v, markers written %v; want 1, 1, 4", commits, aborts, markers)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -143,10 +143,21 @@ type Ready struct {
 	Markers   []Markers
 	Commits   []CommitOffsets
 	Responses []Response
+	// Ended are the transactions completed since the last Ready (their
+	// Complete* record persisted), for the caller's metrics: the
+	// coordinator keeps no counters itself.
+	Ended []Ended
 	// NextTick is the earliest deadline the coordinator waits for
 	// (a transaction timeout, a marker retry, an id expiring); zero when
 	// none.
 	NextTick time.Time
+}
+
+// Ended is one transaction completed: committed, or aborted (by its
+// producer, by a newer one, or at its timeout).
+type Ended struct {
+	TxnID  string
+	Commit bool
 }
 
 // MarkerResult is one partition's answer to a marker, as the partition's

@@ -53,6 +53,7 @@ type Coordinator struct {
 
 	persists  []Persist
 	markers   []Markers
+	ended     []Ended
 	commits   []CommitOffsets
 	responses []Response
 }
@@ -140,8 +141,8 @@ func (c *Coordinator) Tick(now time.Time) { c.advance(now) }
 // Ready returns and clears everything to do, each list in the order it
 // became due, and when to call Tick next.
 func (c *Coordinator) Ready() Ready {
-	rd := Ready{Persist: c.persists, Markers: c.markers, Commits: c.commits, Responses: c.responses}
-	c.persists, c.markers, c.commits, c.responses = nil, nil, nil, nil
+	rd := Ready{Persist: c.persists, Markers: c.markers, Commits: c.commits, Responses: c.responses, Ended: c.ended}
+	c.persists, c.markers, c.commits, c.responses, c.ended = nil, nil, nil, nil, nil
 	if len(c.timers) > 0 {
 		rd.NextTick = c.timers[0].next
 	}

@@ -265,6 +265,7 @@ func (c *Coordinator) complete(now time.Time, t *txn) {
 	c.persist(t, next, nil, func(now time.Time, ok bool) {
 		if ok {
 			t.end = nil
+			c.ended = append(c.ended, Ended{TxnID: next.TxnID, Commit: next.State == CompleteCommit})
 			return
 		}
 		t.nextBackoff(now)

@@ -45,6 +45,9 @@ func TestEndTxnV1(t *testing.T) {
 	h.wantCode(h.step(endReq(3, producer{"a", p.pid + 1, p.epoch}, true)), kerr.InvalidProducerIDMapping)
 	h.wantCode(h.step(endReq(3, producer{"nope", 1, 0}, true)), kerr.InvalidProducerIDMapping)
 	wantStates(t, h.states("a"), Empty, Ongoing, PrepareCommit, CompleteCommit)
+	if len(h.ended) != 1 || h.ended[0] != (Ended{TxnID: "a", Commit: true}) {
+		t.Fatalf("ended %+v, want the one commit", h.ended)
+	}
 
 	// Abort mirrors it.
 	h.ok(h.step(addPartsReq(3, p, tp("t", 0))))
@@ -54,6 +57,9 @@ func TestEndTxnV1(t *testing.T) {
 	h.wantCode(h.step(endReq(3, p, true)), kerr.InvalidTxnState)
 	if ms := h.markersFor("a"); len(ms) != 2 || ms[1].Commit {
 		t.Fatalf("abort markers %+v", ms)
+	}
+	if len(h.ended) != 2 || h.ended[1] != (Ended{TxnID: "a"}) {
+		t.Fatalf("ended %+v, want the commit then the abort", h.ended)
 	}
 	// Empty under version 1 has nothing to end.
 	q := h.initID("a")

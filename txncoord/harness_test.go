@@ -52,6 +52,7 @@ type harness struct {
 	onAnswer func(id uint64, req kmsg.Request, resp kmsg.Response)
 	// maxEpoch is the highest epoch persisted per producer id.
 	maxEpoch map[int64]int16
+	ended    []Ended // every Ready.Ended, in order
 }
 
 func newHarness(t *testing.T, cfg Config) *harness {
@@ -119,6 +120,7 @@ func (h *harness) collect() {
 		h.markers = append(h.markers, rd.Markers...)
 		h.allMarkers = append(h.allMarkers, rd.Markers...)
 		h.commits = append(h.commits, rd.Commits...)
+		h.ended = append(h.ended, rd.Ended...)
 		did := false
 		if !h.holdPersist && len(h.persists) > 0 {
 			h.persistAll()

@@ -146,6 +146,10 @@ type Metrics struct {
 	// FencedBatches counts batches written again after someone else wrote
 	// their partition first.
 	FencedBatches prometheus.Counter
+	// TxnsEnded counts completed transactions by outcome (commit,
+	// abort), and TxnMarkers the markers written into data partitions by
+	// result (written, failed: retried), docs/design.md §13.
+	TxnsEnded, TxnMarkers *prometheus.CounterVec
 	// KeepRewrites counts the keeper's rewrites of kept partitions by
 	// result (docs/design.md §12): written, fenced, failed, skipped.
 	KeepRewrites *prometheus.CounterVec
@@ -253,6 +257,10 @@ func New(cfg Config, st State) *Metrics {
 			Name: "disgw_offset_search_reads_total", Help: "DIS reads made to find the DIS record holding a Kafka offset of a kafka-format topic; consumers that follow the log make none."}),
 		FencedBatches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "disgw_batches_written_again_total", Help: "Batches written again because someone else had written their partition first (their first copies are stale)."}),
+		TxnsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_transactions_ended_total", Help: "Transactions completed (their markers written and their end recorded in DIS), by outcome: commit or abort (by the producer, a newer producer of the id, or the timeout)."}, []string{"outcome"}),
+		TxnMarkers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_transaction_markers_total", Help: "Transaction markers (control batches) sent to data partitions, by result: written, or failed (the coordinator tries again)."}, []string{"result"}),
 		KeepRewrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "disgw_keep_rewrites_total", Help: "Rewrites of kept topics' partitions by result: written (a new generation is current), fenced (someone else wrote the keep partition meanwhile), failed, skipped (not due)."}, []string{"result"}),
 		keptBatches: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -286,6 +294,12 @@ func New(cfg Config, st State) *Metrics {
 	for _, result := range []string{"written", "fenced", "failed", "skipped"} {
 		m.KeepRewrites.WithLabelValues(result)
 	}
+	for _, outcome := range []string{"commit", "abort"} {
+		m.TxnsEnded.WithLabelValues(outcome)
+	}
+	for _, result := range []string{"written", "failed"} {
+		m.TxnMarkers.WithLabelValues(result)
+	}
 	for _, reason := range []string{"idle", "write_timeout", "inflight_budget", "tls_handshake"} {
 		m.ConnsClosed.WithLabelValues(reason)
 	}
@@ -308,7 +322,8 @@ func New(cfg Config, st State) *Metrics {
 			m.ProduceQueued, m.ReadCacheBytes, m.OffsetProbes, m.FencedBatches,
 			m.ProduceQueueWaits, m.ProduceCancelled, m.ProduceDropped,
 			m.ConnsRefused, m.ConnsClosed, m.inflightBytes, &stateCollector{m: m})
-		reg.MustRegister(m.RawHeadersDropped, m.RawKeysDropped, m.KeepRewrites, m.keptBatches, m.keptRecords, m.keptBytes)
+		reg.MustRegister(m.RawHeadersDropped, m.RawKeysDropped, m.KeepRewrites, m.keptBatches, m.keptRecords, m.keptBytes,
+			m.TxnsEnded, m.TxnMarkers)
 	}
 	return m
 }

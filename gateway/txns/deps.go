@@ -46,6 +46,11 @@ type Deps[T comparable] struct {
 	// WriteMarker writes a transaction's marker into one data partition
 	// and returns a Kafka error code, 0 when written.
 	WriteMarker func(ctx context.Context, tn T, tp txncoord.TopicPartition, m plog.Marker) int16
+	// Ended counts a completed transaction and Marker a marker's answer,
+	// for the metrics; both run under the driver's lock or on its
+	// goroutines and must not block.
+	Ended  func(commit bool)
+	Marker func(code int16)
 	// CommitOffsets commits a committed transaction's offsets to its group.
 	CommitOffsets func(ctx context.Context, tn T, c txncoord.CommitOffsets) error
 }

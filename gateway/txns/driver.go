@@ -311,6 +311,9 @@ func (d *Driver[T]) readyLocked() actions[T] {
 		for _, c := range rd.Commits {
 			acts.commits = append(acts.commits, commitFor[T]{tt, c})
 		}
+		for _, e := range rd.Ended {
+			d.deps.Ended(e.Commit)
+		}
 		for _, r := range rd.Responses {
 			if ch, ok := d.waiting[r.ID]; ok {
 				delete(d.waiting, r.ID)
@@ -393,6 +396,7 @@ func (d *Driver[T]) sendMarkers(tt *tenantTxns[T], m txncoord.Markers) {
 			defer cancel()
 			code := d.deps.WriteMarker(ctx, tn, tp, plog.Marker{ProducerID: m.ProducerID, Epoch: m.Epoch, Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch})
 			results[i] = txncoord.MarkerResult{TopicPartition: tp, ErrorCode: code}
+			d.deps.Marker(code)
 		})
 	}
 	wg.Wait()

@@ -89,6 +89,8 @@ func newTestDriver(t *testing.T, log *memLog, markers *markerLog) *Driver[string
 		State:          log,
 		WriteMarker:    markers.write,
 		CommitOffsets:  func(context.Context, string, txncoord.CommitOffsets) error { return nil },
+		Ended:          func(bool) {},
+		Marker:         func(int16) {},
 	})
 	t.Cleanup(d.Close)
 	return d
