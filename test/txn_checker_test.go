@@ -952,8 +952,53 @@ func (r *chkRun) replay(t *testing.T) {
 		third.outcome = chkCommitted
 	})
 	t.Run("delayed EndTxn at the same epoch", func(t *testing.T) {
-		t.Skip("transaction version 1 cannot refuse it: an EndTxn of an earlier transaction at the same producer epoch " +
-			"is the EndTxn of the open one (Kafka's brokers take it too); version 2 (KIP-890 part 2) bumps the epoch at every " +
-			"EndTxn so it is fenced, and disgw does not advertise transaction.version 2 yet")
+		// Under transaction version 2 every EndTxn bumps the epoch, so a
+		// commit of an ended transaction delayed into the next one
+		// carries the epoch before: whatever it is answered, it cannot
+		// end the open transaction, whose abort then succeeds and whose
+		// value the checker must never see committed.
+		a0, a1 := chkPart{"chk-a", 0}, chkPart{"chk-a", 1}
+		p := &rawTxnProducer{t: t, rc: dialRaw(t, r.addr), id: "chk-replay-v2"}
+		p.init()
+		first := &chkTxn{name: "rp2-t0", values: map[string]chkPart{"rp2-t0-r0": a0}, outcome: chkAborted}
+		r.addTxn(first)
+		if code := p.send(p.produceReqV2(a0, 0, "rp2-t0-r0")); code != 0 {
+			t.Fatalf("produce of rp2-t0: %v", kerr.ErrorForCode(code))
+		}
+		delayedEnd := p.endReq(true)
+		delayedEnd.Version = 5
+		first.outcome = chkUnknown
+		var ended *kmsg.EndTxnResponse
+		code := p.retry(func() kmsg.Request { return delayedEnd }, func(r kmsg.Response) int16 {
+			ended = r.(*kmsg.EndTxnResponse)
+			return ended.ErrorCode
+		})
+		if code != 0 {
+			t.Fatalf("commit of rp2-t0: %v", kerr.ErrorForCode(code))
+		}
+		first.outcome = chkCommitted
+		if ended.ProducerEpoch != p.epoch+1 {
+			t.Fatalf("EndTxn v5 answered epoch %d, want %d: version 2 bumps it", ended.ProducerEpoch, p.epoch+1)
+		}
+		p.pid, p.epoch = ended.ProducerID, ended.ProducerEpoch
+		second := &chkTxn{name: "rp2-t1", values: map[string]chkPart{"rp2-t1-r0": a1}, outcome: chkAborted}
+		r.addTxn(second)
+		if code := p.send(p.produceReqV2(a1, 0, "rp2-t1-r0")); code != 0 {
+			t.Fatalf("produce of rp2-t1: %v", kerr.ErrorForCode(code))
+		}
+		t.Logf("rp2-t0's commit replayed into rp2-t1: %v", kerr.ErrorForCode(p.end(delayedEnd)))
+		abort := p.endReq(false)
+		abort.Version = 5
+		if code := p.end(abort); code != 0 {
+			t.Fatalf("abort of rp2-t1 after the replay: %v, want it still open", kerr.ErrorForCode(code))
+		}
 	})
+}
+
+// produceReqV2 is produceReq at Produce v12, transaction version 2: the
+// partition joins the transaction with the batch.
+func (p *rawTxnProducer) produceReqV2(at chkPart, seq int32, values ...string) *kmsg.ProduceRequest {
+	req := p.produceReq(at, seq, values...)
+	req.Version = 12
+	return req
 }
