@@ -95,6 +95,15 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 	var waits []producePending
 	budget := protocol.NewDecompressBudget(gw.cfg.MaxDecompressedBytes)
 	var held int64 // decompressed bytes the queued ops keep
+	// The partitions to append to, in request order: their transactional
+	// batches are verified with the coordinator together, then each is
+	// queued.
+	type appendJob struct {
+		ti, pi int
+		t      *topics.Meta
+		rp     *kmsg.ProduceRequestTopicPartition
+	}
+	var jobs []appendJob
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := kmsg.NewProduceResponseTopic()
@@ -130,24 +139,35 @@ func handleProduce(ctx context.Context, gw *Gateway, r *request, req *kmsg.Produ
 			case !gw.ownsPartition(rt.Topic, rp.Partition):
 				gw.produceNotLeader(r, resp, &sp, rt.Topic)
 			default:
-				before := budget.Charged()
-				op, owned := gw.startAppend(qctx, r, req, t, rp, &sp, budget)
-				if t.Format != FormatKafka {
-					// Raw records alias what was decompressed until written;
-					// kafka batches keep only the bytes as sent.
-					held += budget.Charged() - before
-				}
-				if op != nil {
-					waits = append(waits, producePending{topic: ti, part: len(st.Partitions), op: op, owned: owned})
-				} else if req.Acks == 0 && sp.ErrorCode == kerr.RequestTimedOut.Code {
-					gw.metrics.ProduceDropped.Inc()
-					r.Log().Warn().Str("topic", rt.Topic).Int32("partition", rp.Partition).
-						Msg("acks=0 produce not written: the connection closed while it waited for write-queue room")
-				}
+				jobs = append(jobs, appendJob{ti: ti, pi: len(st.Partitions), t: t, rp: rp})
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	var txns txnVerdicts
+	for _, j := range jobs {
+		if j.t.Format == FormatKafka {
+			txns.want(j.t.Name, j.rp)
+		}
+	}
+	gw.verifyTxnBatches(ctx, r, req, &txns)
+	for _, j := range jobs {
+		sp := &resp.Topics[j.ti].Partitions[j.pi]
+		before := budget.Charged()
+		op, owned := gw.startAppend(qctx, r, j.t, j.rp, sp, budget, &txns)
+		if j.t.Format != FormatKafka {
+			// Raw records alias what was decompressed until written;
+			// kafka batches keep only the bytes as sent.
+			held += budget.Charged() - before
+		}
+		if op != nil {
+			waits = append(waits, producePending{topic: j.ti, part: j.pi, op: op, owned: owned})
+		} else if req.Acks == 0 && sp.ErrorCode == kerr.RequestTimedOut.Code {
+			gw.metrics.ProduceDropped.Inc()
+			r.Log().Warn().Str("topic", j.t.Name).Int32("partition", j.rp.Partition).
+				Msg("acks=0 produce not written: the connection closed while it waited for write-queue room")
+		}
 	}
 	gw.holdDecompressed(waits, held)
 	if req.Acks == 0 {
@@ -363,7 +383,7 @@ func refuseAppend(sp *kmsg.ProduceResponseTopicPartition, code int16, msg string
 // op is queued. It returns the op to wait for and
 // whether this request queued it (false for the original of a retried
 // idempotent batch), or nil with sp's error set.
-func (gw *Gateway) startAppend(ctx context.Context, r *request, req *kmsg.ProduceRequest, t *topics.Meta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *protocol.DecompressBudget) (*plog.Append, bool) {
+func (gw *Gateway) startAppend(ctx context.Context, r *request, t *topics.Meta, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *protocol.DecompressBudget, txns *txnVerdicts) (*plog.Append, bool) {
 	decode := protocol.DecodeBatches
 	if t.Format == FormatKafka {
 		// Stored as sent: the records are checked, not kept.
@@ -394,7 +414,7 @@ func (gw *Gateway) startAppend(ctx context.Context, r *request, req *kmsg.Produc
 			return refuseAppend(sp, code, msg)
 		}
 		if op.Transactional {
-			if code, msg := gw.verifyTxnBatch(ctx, r, req, t.Name, rp.Partition, op); code != 0 {
+			if code, msg := txns.verdict(t.Name, rp.Partition, op); code != 0 {
 				return refuseAppend(sp, code, msg)
 			}
 		}
