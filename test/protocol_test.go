@@ -46,7 +46,12 @@ func TestApiVersionsUnknownVersion(t *testing.T) {
 	if got.ErrorCode != 0 || len(got.ApiKeys) == 0 {
 		t.Fatalf("ApiVersions v4 after the probe: error %d, %d keys", got.ErrorCode, len(got.ApiKeys))
 	}
-	want := map[int16][2]int16{0: {3, 11}, 1: {4, 16}, 2: {1, 11}, 3: {0, 12}, 18: {0, 4}, 19: {0, 7}, 22: {0, 5}}
+	// transaction.version 2 is finalized with Produce v12, EndTxn v5 and
+	// TxnOffsetCommit v5: a client that sees one without the others fails.
+	if f := got.FinalizedFeatures; len(f) != 1 || f[0].Name != "transaction.version" || f[0].MaxVersionLevel != 2 {
+		t.Errorf("finalized features %+v, want transaction.version at 2", f)
+	}
+	want := map[int16][2]int16{0: {3, 12}, 1: {4, 16}, 2: {1, 11}, 3: {0, 12}, 18: {0, 4}, 19: {0, 7}, 22: {0, 5}, 26: {0, 5}, 28: {0, 5}}
 	for _, k := range got.ApiKeys {
 		if w, ok := want[k.ApiKey]; ok && (k.MinVersion != w[0] || k.MaxVersion != w[1]) {
 			t.Errorf("key %d: versions %d-%d, want %d-%d", k.ApiKey, k.MinVersion, k.MaxVersion, w[0], w[1])
