@@ -54,6 +54,15 @@ type process struct {
 	kafka string
 	admin string
 	logs  *safeBuffer
+	// exited is closed once the process has ended and waitErr is how.
+	exited  chan struct{}
+	waitErr error
+}
+
+// wait waits for the process to end and returns how it ended.
+func (p *process) wait() error {
+	<-p.exited
+	return p.waitErr
 }
 
 type safeBuffer struct {
@@ -81,40 +90,71 @@ func startBinary(t *testing.T, dataDir string) *process {
 }
 
 // startBinaryAt is startBinary with the Kafka listener on kafkaAddr, so
-// that clients reconnect to a restarted disgw, and with further flags.
+// that clients reconnect to a restarted disgw, and with further flags. A
+// start whose listener finds its port taken is tried again for a while:
+// between freeAddr and the bind, another process's outbound connection
+// (a peer probing this gateway before it listens) may hold the port as
+// its source port for a moment.
 func startBinaryAt(t *testing.T, dataDir, kafkaAddr string, args ...string) *process {
 	t.Helper()
 	bin, err := disgwBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &process{kafka: kafkaAddr, admin: freeAddr(t), logs: &safeBuffer{}}
-	p.cmd = exec.Command(bin, append([]string{"--listen", p.kafka, "--log-format", "json"}, args...)...)
-	// The peer secret matters only with --peers; as an environment
-	// variable it is there for every gateway a test starts.
-	p.cmd.Env = append(os.Environ(), "DISGW_ADMIN_LISTEN="+p.admin, "DISGW_DATA_DIR="+dataDir, "DISGW_PEER_SECRET=test-peer-secret-0123456789")
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Kill()
-			_ = p.cmd.Wait()
-		}
-	})
+	admin := freeAddr(t)
 	deadline := time.Now().Add(20 * time.Second)
+	for {
+		p := &process{kafka: kafkaAddr, admin: admin, logs: &safeBuffer{}}
+		p.cmd = exec.Command(bin, append([]string{"--listen", p.kafka, "--log-format", "json"}, args...)...)
+		// The peer secret matters only with --peers; as an environment
+		// variable it is there for every gateway a test starts.
+		p.cmd.Env = append(os.Environ(), "DISGW_ADMIN_LISTEN="+p.admin, "DISGW_DATA_DIR="+dataDir, "DISGW_PEER_SECRET=test-peer-secret-0123456789")
+		p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p.exited = make(chan struct{})
+		go func() {
+			p.waitErr = p.cmd.Wait()
+			close(p.exited)
+		}()
+		t.Cleanup(func() {
+			select {
+			case <-p.exited:
+			default:
+				_ = p.cmd.Process.Kill()
+				<-p.exited
+			}
+		})
+		if healthy(p, deadline) {
+			return p
+		}
+		if !strings.Contains(p.logs.String(), "address already in use") || time.Now().After(deadline) {
+			t.Fatalf("disgw did not become healthy:\n%s", p.logs.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// healthy waits until p answers /healthz with ok, and reports whether it
+// did before it exited or the deadline passed.
+func healthy(p *process, deadline time.Time) bool {
 	for {
 		resp, err := http.Get("http://" + p.admin + "/healthz")
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == 200 && strings.TrimSpace(string(body)) == "ok" {
-				return p
+				return true
 			}
 		}
+		select {
+		case <-p.exited:
+			return false
+		default:
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("disgw did not become healthy: %v\n%s", err, p.logs.String())
+			return false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -161,7 +201,7 @@ func TestBinaryCrashAndRestart(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = p.cmd.Wait()
+	_ = p.wait()
 
 	p = startBinary(t, dataDir)
 	consumer, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"crash": {0: kgo.NewOffset().AtStart()}}))
@@ -190,7 +230,7 @@ func TestBinaryCrashAndRestart(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.wait(); err != nil {
 		t.Fatalf("disgw exited with %v after SIGTERM\n%s", err, p.logs.String())
 	}
 	sc := bufio.NewScanner(strings.NewReader(p.logs.String()))
@@ -231,7 +271,7 @@ func TestBinaryIdempotentProducerAcrossKills(t *testing.T) {
 		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		_ = p.cmd.Wait()
+		_ = p.wait()
 		p = startBinaryAt(t, dataDir, addr)
 	}
 	if err := <-done; err != nil {

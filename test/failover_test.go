@@ -98,7 +98,7 @@ func (tr *gatewayTrio) kill(t *testing.T, i int) time.Time {
 	if err := tr.gws[i].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = tr.gws[i].cmd.Wait()
+	_ = tr.gws[i].wait()
 	return time.Now()
 }
 
