@@ -132,8 +132,13 @@ func (gw *Gateway) pendingTxnOffsets(ctx context.Context, tn *tenant, out *kmsg.
 	})
 }
 
-// stateReadBytes is how much of a state partition one read asks for.
-const stateReadBytes = 1 << 20
+// stateReadBytes is how much of a state partition one read asks for, and
+// stateEmptyReads how many empty reads in a row end a state partition
+// below its high watermark.
+const (
+	stateReadBytes  = 1 << 20
+	stateEmptyReads = 3
+)
 
 // Read returns every record of state partition p from its log start on.
 func (l txnStateLog) Read(ctx context.Context, tn *tenant, p int32) ([]txns.Entry, error) {
@@ -144,6 +149,7 @@ func (l txnStateLog) Read(ctx context.Context, tn *tenant, p int32) ([]txns.Entr
 	ps := l.gw.partitionFor(tn.key(t, p))
 	pm := t.Partitions[p]
 	var out []txns.Entry
+	empty := 0 // reads in a row that found nothing below the high watermark
 	for offset := int64(0); ; {
 		part := &plog.FetchPart{Partition: ps, Kafka: true, Offset: offset, Limit: stateReadBytes,
 			Earliest: pm.Earliest, Next: pm.Next, HighWatermark: -1, LogStartOffset: -1}
@@ -154,14 +160,23 @@ func (l txnStateLog) Read(ctx context.Context, tn *tenant, p int32) ([]txns.Entr
 			continue
 		case part.ErrorCode != 0:
 			return nil, kerr.ErrorForCode(part.ErrorCode)
+		case part.Throttled:
+			return nil, errors.New("DIS throttled reading the transaction state")
 		case len(part.Batches) == 0 && offset >= part.HighWatermark:
 			return out, nil
 		case len(part.Batches) == 0:
+			// Compaction may leave no batch between offset and the high
+			// watermark: after a few empty reads that is the end, rather
+			// than a spin until the deadline.
+			if empty++; empty == stateEmptyReads {
+				return out, nil
+			}
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 			continue
 		}
+		empty = 0
 		for _, b := range part.Batches {
 			data := b.Data
 			if b.File.Len > 0 {
