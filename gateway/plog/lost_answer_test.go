@@ -11,12 +11,13 @@ import (
 	"github.com/disgw/disgw/disclient"
 )
 
-// lostAnswerDIS stores the records of the PutRecords calls it is armed
-// for and then answers with an error, as when a connection drops after
+// lostAnswerDIS stores the records of the PutRecords call to stream it is
+// armed for and then answers with an error, as when a connection drops after
 // DIS took the call; while reads fail, every call that reads the
 // partition back fails too, so the writer cannot learn what landed.
 type lostAnswerDIS struct {
 	disclient.API
+	stream          string
 	lose, readsFail atomic.Bool
 }
 
@@ -24,7 +25,9 @@ var errLostAnswer = errors.New("connection reset: the answer was lost")
 
 func (d *lostAnswerDIS) PutRecords(ctx context.Context, req *disclient.PutRecordsRequest) (*disclient.PutRecordsResponse, error) {
 	resp, err := d.API.PutRecords(ctx, req)
-	if err == nil && d.lose.CompareAndSwap(true, false) {
+	// Only the data stream's write: the partition's own bookkeeping
+	// (transaction snapshots) may write elsewhere meanwhile.
+	if err == nil && req.StreamName == d.stream && d.lose.CompareAndSwap(true, false) {
 		return nil, errLostAnswer
 	}
 	return resp, err
@@ -72,7 +75,7 @@ func TestLostAnswerRetryNotStoredTwice(t *testing.T) {
 		{"transaction's later batch", true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dis := &lostAnswerDIS{API: localDIS(t)}
+			dis := &lostAnswerDIS{API: localDIS(t), stream: "tx"}
 			f := newTxnFixtureOver(t, dis)
 			f.mustProduce(tc.before, 2, tc.txn && tc.before >= 0)
 			dis.lose.Store(true)
