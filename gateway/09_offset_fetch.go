@@ -63,6 +63,11 @@ type offsetFetchGroup struct {
 
 func handleOffsetFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	tn := r.Tenant()
+	if r.Peer() && hasTag(&req.UnknownTags, peerPendingTag) {
+		// A group's coordinator asks which partitions a transaction
+		// coordinated here holds offsets pending for.
+		return gw.answerPendingOffsets(ctx, tn, req), nil
+	}
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	var groups []offsetFetchGroup
 	if req.Version >= 8 {

@@ -14,8 +14,9 @@ import (
 // and key types (2, share groups). A group's coordinator is its owner in
 // the Membership (docs/design.md §6), at the address Metadata lists for it
 // (docs/kafka-compat.md item 5). A transactional id's coordinator is the
-// gateway that serves transactions (docs/design.md §13); one that does not
-// answers a non-retriable error with a message, not an endless retry loop.
+// owner of its state partition (docs/design.md §13); a client the gateway
+// serves no transactions answers a non-retriable error with a message, not
+// an endless retry loop.
 
 func init() {
 	regKey(10, 0, 6, api[*kmsg.FindCoordinatorRequest]{Ordered: handleFindCoordinator, Errors: findCoordinatorError})
@@ -62,16 +63,17 @@ func handleFindCoordinator(gw *Gateway, r *request, req *kmsg.FindCoordinatorReq
 			c.Host, c.Port = gw.peerAddr(r.Listener(), owner)
 		case coordinatorKeyTransaction:
 			switch {
-			case !gw.transactional():
+			case !gw.transactional(r.Tenant()):
 				c.NodeID, c.Port = -1, -1
 				c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-				c.ErrorMessage = kmsg.StringPtr("disgw serves transactions from a gateway alone, not one with peers")
+				c.ErrorMessage = kmsg.StringPtr("disgw gateways with peers serve transactions to clients of their own DIS credentials, not to passthrough clients")
 			case !gw.authorize(r, authz.OpDescribe, authz.ResourceTransactionalID, key):
 				c.NodeID, c.Port = -1, -1
 				c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			default:
-				c.NodeID = gw.cfg.NodeID
-				c.Host, c.Port = r.Listener().Host(), r.Listener().Port()
+				owner := gw.txnCoordinator(key)
+				c.NodeID = owner.ID
+				c.Host, c.Port = gw.peerAddr(r.Listener(), owner)
 			}
 		default:
 			c.NodeID, c.Port = -1, -1

@@ -47,14 +47,13 @@ func addPartitionsToTxnError(req *kmsg.AddPartitionsToTxnRequest, code int16) km
 func handleAddPartitionsToTxn(ctx context.Context, gw *Gateway, r *request, req *kmsg.AddPartitionsToTxnRequest) (kmsg.Response, error) {
 	fail := func(code int16) kmsg.Response { return addPartitionsToTxnError(req, code) }
 	switch {
-	case !gw.transactional():
+	case !gw.transactional(r.Tenant()):
 		return fail(kerr.TransactionalIDAuthorizationFailed.Code), nil
 	case req.Version >= 4 && !gw.authorizeCluster(r, authz.OpClusterAction):
 		return fail(clusterDenied), nil
 	case req.Version >= 4:
-		// Another broker's calls: this gateway is alone, so there are
-		// none, but answer them as Kafka would, one transaction at a
-		// time.
+		// Another gateway's verification of a produce (KIP-890 part
+		// 1), one transaction at a time.
 		return gw.addPartitionsBatched(ctx, r, req), nil
 	}
 	if code := gw.txnRefusal(r, req.TransactionalID); code != 0 {
@@ -65,7 +64,7 @@ func handleAddPartitionsToTxn(ctx context.Context, gw *Gateway, r *request, req 
 	for _, t := range req.Topics {
 		st := gw.serveTopic(ctx, r, authz.OpWrite, t.Topic, false)
 		for _, p := range t.Partitions {
-			code := gw.partitionCode(st, p)
+			code := existingPartitionCode(st, p)
 			if code == 0 && (st.internal || t.Topic == txnStateTopic) {
 				code = kerr.InvalidTopicException.Code
 			}

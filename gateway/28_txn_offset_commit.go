@@ -18,7 +18,9 @@ import (
 // flexible; v5 is transaction version 2, where the group joins the
 // transaction implicitly. The offsets stay pending in the transaction's
 // state until it commits, when the coordinator writes them to the group's
-// DIS checkpoints; an abort drops them (docs/design.md §13).
+// DIS checkpoints; an abort drops them (docs/design.md §13). The client
+// sends it to the group's coordinator, which forwards it to the
+// transaction's when that is another gateway.
 
 func init() {
 	regKey(28, 0, 5, api[*kmsg.TxnOffsetCommitRequest]{Concurrent: handleTxnOffsetCommit, Errors: txnOffsetCommitError})
@@ -41,6 +43,12 @@ func txnOffsetCommitError(req *kmsg.TxnOffsetCommitRequest, code int16) kmsg.Res
 
 func handleTxnOffsetCommit(ctx context.Context, gw *Gateway, r *request, req *kmsg.TxnOffsetCommitRequest) (kmsg.Response, error) {
 	fail := func(code int16) kmsg.Response { return txnOffsetCommitError(req, code) }
+	if v, ok := forwardedVersion(&req.UnknownTags); ok && r.Peer() {
+		// The group's coordinator checked it and forwarded it here, to
+		// the transaction's; the answer goes at the forward's version.
+		req.Version = v
+		return gw.stepTxn(ctx, r, req.TransactionalID, req, fail), nil
+	}
 	switch code := gw.txnRefusal(r, req.TransactionalID); {
 	case code != 0:
 		return fail(code), nil
@@ -52,7 +60,7 @@ func handleTxnOffsetCommit(ctx context.Context, gw *Gateway, r *request, req *km
 	for _, t := range req.Topics {
 		st := gw.serveTopic(ctx, r, authz.OpRead, t.Topic, false)
 		for _, p := range t.Partitions {
-			if code := gw.partitionCode(st, p.Partition); code != 0 && code != kerr.NotLeaderForPartition.Code {
+			if code := existingPartitionCode(st, p.Partition); code != 0 {
 				return fail(code), nil
 			}
 		}
@@ -67,6 +75,9 @@ func handleTxnOffsetCommit(ctx context.Context, gw *Gateway, r *request, req *km
 		if code != 0 {
 			return fail(code), nil
 		}
+	}
+	if owner := gw.txnCoordinator(req.TransactionalID); owner.ID != gw.cfg.NodeID {
+		return gw.forwardTxnOffsetCommit(ctx, owner, req), nil
 	}
 	return gw.stepTxn(ctx, r, req.TransactionalID, req, fail), nil
 }

@@ -36,7 +36,7 @@ func handleDescribeTransactions(ctx context.Context, gw *Gateway, r *request, re
 	for i := range resp.TransactionStates {
 		st := &resp.TransactionStates[i]
 		switch {
-		case !gw.transactional() || st.TransactionalID == "":
+		case !gw.transactional(r.Tenant()) || st.TransactionalID == "":
 			st.ErrorCode = kerr.TransactionalIDNotFound.Code
 			continue
 		case !gw.authorize(r, authz.OpDescribe, authz.ResourceTransactionalID, st.TransactionalID):

@@ -52,10 +52,15 @@ func handleListTransactions(ctx context.Context, gw *Gateway, r *request, req *k
 			resp.UnknownStateFilters = append(resp.UnknownStateFilters, s)
 		}
 	}
-	if !gw.transactional() {
+	if !gw.transactional(r.Tenant()) {
 		return resp, nil
 	}
-	if resp.ErrorCode = gw.txns.LoadAll(ctx, r.Tenant()); resp.ErrorCode != 0 {
+	load := gw.txns.LoadAll
+	if r.Peer() {
+		// Another gateway found transactions open (loadTxnStateEverywhere).
+		load = gw.loadOwnedTxnState
+	}
+	if resp.ErrorCode = load(ctx, r.Tenant()); resp.ErrorCode != 0 {
 		return resp, nil
 	}
 	match := func(id string) bool {

@@ -80,8 +80,13 @@ type Config struct {
 	NodeID int32
 	// PeerSecret is the secret the gateways of one cluster share: this one
 	// proves it holds it to the peers that probe it (cluster.PeerProof),
-	// so that they count it as a peer. Nil answers no probe's challenge.
+	// so that they count it as a peer, and other gateways sign in with it
+	// (cluster.MechPeer). Nil answers no probe's challenge.
 	PeerSecret []byte
+	// Peers sends this gateway's calls to the others (transactions
+	// between gateways, docs/design.md §13); nil without peers, when
+	// only a gateway alone serves transactions.
+	Peers PeerCaller
 	// Membership is the cluster of gateways this one belongs to
 	// (docs/design.md §6); nil means a gateway alone, which owns every
 	// partition and group.

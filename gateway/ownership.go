@@ -65,9 +65,15 @@ func (gw *Gateway) coordinates(group string) bool {
 const movedRetryInterval = 50 * time.Millisecond
 
 // followMembership runs until the gateway closes, letting go of the
-// partitions and groups that moved away whenever the live set changes.
+// partitions, groups and transaction state partitions that moved away
+// whenever the live set changes, and taking over the transaction state
+// partitions it now coordinates (at start too), once its peers let go.
 func (gw *Gateway) followMembership() {
 	var retry <-chan time.Time
+	take := gw.cfg.Membership.Changed() != nil
+	if take {
+		retry = time.After(0)
+	}
 	for {
 		changed := gw.cfg.Membership.Changed()
 		if changed == nil && retry == nil {
@@ -77,11 +83,17 @@ func (gw *Gateway) followMembership() {
 		case <-gw.ctx.Done():
 			return
 		case <-changed:
+			take = true
 		case <-retry:
 		}
 		retry = nil
 		gw.groups.UnloadMoved()
-		if !gw.releaseMovedPartitions() {
+		gw.txns.UnloadMoved()
+		if take && gw.handover.over(gw.cfg.NodeID, gw.cfg.Membership.Live()) {
+			gw.takeTxnState()
+			take = false
+		}
+		if !gw.releaseMovedPartitions() || take {
 			retry = time.After(movedRetryInterval)
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/disgw/disgw/gateway/keep"
 	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/gateway/topics"
@@ -106,13 +104,12 @@ func (gw *Gateway) plogDeps(tn *tenant) plog.Deps {
 		Cache:     gw.readCache,
 		Go:        gw.panics.Go,
 		Recover:   gw.panics.Recover,
+		Owns:      gw.ownsPartition,
 		TxnsOpen: func() {
 			gw.panics.Go("transaction state load", func() {
 				ctx, cancel := context.WithTimeout(gw.ctx, cfg.RequestTimeout)
 				defer cancel()
-				if code := gw.txns.LoadAll(ctx, tn); code != 0 {
-					gw.log.Warn().Str("error", kerr.ErrorForCode(code).Error()).Msg("loading transaction state for a partition's open transactions failed; it loads on first use")
-				}
+				gw.loadTxnStateEverywhere(ctx, tn)
 			})
 		},
 		Produced: func(k plog.Key, records, bytes int) {

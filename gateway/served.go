@@ -51,6 +51,19 @@ func (gw *Gateway) serveTopic(ctx context.Context, r *request, op authz.Operatio
 // partition cannot be read, or another gateway owns it. It is 0 when this
 // gateway serves p.
 func (gw *Gateway) partitionCode(st servedTopic, p int32) int16 {
+	if code := existingPartitionCode(st, p); code != 0 {
+		return code
+	}
+	if !gw.ownsPartition(st.name, p) {
+		return kerr.NotLeaderForPartition.Code
+	}
+	return 0
+}
+
+// existingPartitionCode is partitionCode for a request that names a
+// partition without serving it, whichever gateway owns it (a
+// transaction's partitions and offsets).
+func existingPartitionCode(st servedTopic, p int32) int16 {
 	switch {
 	case st.denied:
 		return topicDenied
@@ -60,8 +73,6 @@ func (gw *Gateway) partitionCode(st servedTopic, p int32) int16 {
 		return kafkaCodeForDIS(st.err)
 	case !st.t.Readable(p):
 		return kerr.UnknownTopicOrPartition.Code
-	case !gw.ownsPartition(st.name, p):
-		return kerr.NotLeaderForPartition.Code
 	}
 	return 0
 }

@@ -27,19 +27,12 @@ import (
 // in, under Kafka's name, so admin tools show it as they show Kafka's.
 const txnStateTopic = "__transaction_state"
 
-// transactional reports whether this gateway serves transactions. For now
-// a gateway alone does (docs/design.md §13, "Built"): between gateways the
-// markers and KIP-890's verification need calls to the partitions' owners,
-// which are not built, and a transaction whose partitions another gateway
-// owns must not be half served. A gateway with peers refuses transactional
-// ids as before.
-func (gw *Gateway) transactional() bool { return gw.cfg.Membership.Changed() == nil }
-
 // newTxnDriver makes the driver of every tenant's transactions.
 func newTxnDriver(gw *Gateway) *txns.Driver[*tenant] {
 	return txns.New(txns.Deps[*tenant]{
 		Coord:          txncoord.Config{MaxTimeout: gw.cfg.TransactionMaxTimeout, NewProducerID: gw.producers.next},
 		Partitions:     gw.cfg.TransactionStatePartitions,
+		Owns:           gw.coordinatesTxnPartition,
 		Log:            gw.log,
 		Tenant:         func(tn *tenant) string { return tn.id },
 		Go:             gw.panics.Go,
@@ -83,10 +76,12 @@ func (l txnStateLog) topic(ctx context.Context, tn *tenant) (*topics.Meta, error
 			return nil, err
 		}
 		err = tn.catalog.Create(ctx, txnStateTopic, gw.cfg.TransactionStatePartitions, &spec, FormatKafka)
-		if err != nil && !disclient.IsCode(err, disclient.CodeStreamExists) {
+		switch {
+		case err == nil:
+			gw.log.Info().Str("topic", txnStateTopic).Int32("partitions", gw.cfg.TransactionStatePartitions).Msg("created the transaction state topic")
+		case !disclient.IsCode(err, disclient.CodeStreamExists):
 			return nil, err
 		}
-		gw.log.Info().Str("topic", txnStateTopic).Int32("partitions", gw.cfg.TransactionStatePartitions).Msg("created the transaction state topic")
 		t, err = tn.catalog.Refresh(ctx, txnStateTopic)
 	}
 	if err != nil {
@@ -111,9 +106,10 @@ func (l txnStateLog) Exists(ctx context.Context, tn *tenant) (bool, error) {
 // pending in an open transaction UNSTABLE_OFFSET_COMMIT, for an
 // OffsetFetch with require_stable: the consumer asks again once the
 // transaction ends, and a transaction cannot stay open past
-// --transaction-max-timeout.
+// --transaction-max-timeout. The transactions this gateway coordinates
+// are looked at here, the others at the gateways that coordinate them.
 func (gw *Gateway) pendingTxnOffsets(ctx context.Context, tn *tenant, out *kmsg.OffsetFetchResponseGroup) {
-	if !gw.transactional() || out.ErrorCode != 0 {
+	if !gw.transactional(tn) || out.ErrorCode != 0 {
 		return
 	}
 	if code := gw.txns.LoadAll(ctx, tn); code != 0 {
@@ -121,15 +117,11 @@ func (gw *Gateway) pendingTxnOffsets(ctx context.Context, tn *tenant, out *kmsg.
 		return
 	}
 	gw.txns.With(tn, func(c *txncoord.Coordinator) {
-		for i := range out.Topics {
-			t := &out.Topics[i]
-			for j := range t.Partitions {
-				if p := &t.Partitions[j]; p.ErrorCode == 0 && c.PendingOffsets(out.Group, t.Topic, p.Partition) {
-					p.ErrorCode, p.Offset, p.LeaderEpoch, p.Metadata = kerr.UnstableOffsetCommit.Code, -1, -1, nil
-				}
-			}
-		}
+		markUnstable(out, func(topic string, partition int32) bool { return c.PendingOffsets(out.Group, topic, partition) })
 	})
+	if gw.cfg.Membership.Changed() != nil {
+		gw.pendingAtPeers(ctx, out)
+	}
 }
 
 // stateReadBytes is how much of a state partition one read asks for, and
@@ -234,9 +226,9 @@ func (l txnStateLog) Append(ctx context.Context, tn *tenant, p int32, key, value
 }
 
 // writeMarker writes a transaction's marker into one data partition
-// (plog.Partition.WriteMarker). A deleted topic counts as written; a raw
-// topic holds no transactional batches (Produce refuses them), so there
-// is nothing to end.
+// (plog.Partition.WriteMarker), here or at the peer that owns it. A
+// deleted topic counts as written; a raw topic holds no transactional
+// batches (Produce refuses them), so there is nothing to end.
 func (gw *Gateway) writeMarker(ctx context.Context, tn *tenant, tp txncoord.TopicPartition, m plog.Marker) int16 {
 	t, err := tn.catalog.Get(ctx, tp.Topic)
 	switch {
@@ -248,6 +240,9 @@ func (gw *Gateway) writeMarker(ctx context.Context, tn *tenant, tp txncoord.Topi
 		return kerr.UnknownTopicOrPartition.Code
 	case t.Format != FormatKafka:
 		return 0
+	}
+	if owner := gw.partitionOwner(tp.Topic, tp.Partition); owner.ID != gw.cfg.NodeID {
+		return gw.peerMarker(ctx, owner, tp, m)
 	}
 	code, msg := gw.partitionFor(tn.key(t, tp.Partition)).WriteMarker(ctx, m)
 	if code != 0 {
@@ -269,13 +264,13 @@ func (gw *Gateway) commitTxnOffsets(ctx context.Context, tn *tenant, c txncoord.
 }
 
 // txnRefusal is the error a request for transactional id gets before it
-// reaches the coordinator, or 0: a gateway with peers serves no
-// transactions, an empty id is invalid, and every transactional API needs
-// WRITE on its id, as in Kafka.
+// reaches the coordinator, or 0: a passthrough client of gateways with
+// peers is served no transactions (transactional), an empty id is
+// invalid, and every transactional API needs WRITE on its id, as in Kafka.
 func (gw *Gateway) txnRefusal(r *request, id string) int16 {
 	switch {
-	case !gw.transactional():
-		r.Log().Info().Str("transactional_id", id).Msg("refused a transactional request: transactions are served by a gateway alone")
+	case !gw.transactional(r.Tenant()):
+		r.Log().Info().Str("transactional_id", id).Msg("refused a transactional request: gateways with peers serve transactions to clients of their own DIS credentials, not passthrough ones")
 		return kerr.TransactionalIDAuthorizationFailed.Code
 	case id == "":
 		return kerr.InvalidRequest.Code

@@ -114,7 +114,7 @@ func (gw *Gateway) verifyTxnBatches(ctx context.Context, r *request, req *kmsg.P
 			txn.Topics = append(txn.Topics, tt)
 		}
 		add.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{txn}
-		codes, code := gw.askTxnCoordinator(ctx, r, id, add)
+		codes, code := gw.verifyWithCoordinator(ctx, r, id, add)
 		for _, i := range parts {
 			c := code
 			if c == 0 {
@@ -125,14 +125,15 @@ func (gw *Gateway) verifyTxnBatches(ctx context.Context, r *request, req *kmsg.P
 	}
 }
 
-// askTxnCoordinator sends a produce's verification to the coordinator and
-// returns each partition's answer, or one code for all. While the
+// verifyWithCoordinator sends a produce's verification to the
+// coordinator, here or at a peer, and returns each partition's answer, or
+// one code for all. While the
 // coordinator writes the last transaction's markers, a
 // transaction-version-2 producer's first batches of the next one wait
 // here, as Kafka's leaders wait, rather than fail and back off.
-func (gw *Gateway) askTxnCoordinator(ctx context.Context, r *request, id string, add *kmsg.AddPartitionsToTxnRequest) (map[txnPartKey]int16, int16) {
+func (gw *Gateway) verifyWithCoordinator(ctx context.Context, r *request, id string, add *kmsg.AddPartitionsToTxnRequest) (map[txnPartKey]int16, int16) {
 	for pause := verifyRetryPause; ; pause = min(2*pause, 8*verifyRetryPause) {
-		resp, code := gw.txns.Step(ctx, r.Tenant(), id, add)
+		resp, code := gw.askTxnCoordinator(ctx, r.Tenant(), id, add)
 		if resp != nil {
 			ar := resp.(*kmsg.AddPartitionsToTxnResponse)
 			code = ar.ErrorCode

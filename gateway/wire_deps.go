@@ -43,6 +43,7 @@ func (gw *Gateway) wireDeps() wire.Deps[*tenant] {
 			AuthFailuresPerMinute:   cfg.AuthFailuresPerMinute,
 			AuthFailureBurst:        cfg.AuthFailureBurst,
 			SignInChecksPerSecond:   cfg.SignInChecksPerSecond,
+			PeerSecret:              cfg.PeerSecret,
 		},
 		Ctx:      gw.ctx,
 		Log:      gw.log,

@@ -97,6 +97,10 @@ type Cluster struct {
 	Addrs    []string
 	Members  []*Membership
 
+	peers []*cluster.PeerClients
+	// firstCfg is the first gateway's configuration, with its node id,
+	// Membership and peer clients when there are several.
+	firstCfg  gateway.Config
 	dis       *dislocaltest.Server
 	cfg       gateway.Config
 	api       disclient.API
@@ -169,9 +173,12 @@ func Start(o Options) (*Cluster, error) {
 	return c, nil
 }
 
+// testPeerSecret is the secret the gateways of a test cluster share.
+var testPeerSecret = []byte("disgw-test-peer-secret")
+
 // startGateways starts n gateways with the cluster's configuration; with
-// more than one, each gets its node id and Membership, and once all are
-// bound every Membership learns their addresses.
+// more than one, each gets its node id, Membership and peer clients, and
+// once all are bound every Membership learns their addresses.
 func (c *Cluster) startGateways(n int) error {
 	peers := make([]cluster.Peer, n)
 	for i := range peers {
@@ -182,7 +189,12 @@ func (c *Cluster) startGateways(n int) error {
 		if n > 1 {
 			m := newMembership(slices.Clone(peers))
 			c.Members = append(c.Members, m)
-			cfg.NodeID, cfg.Membership = int32(i), m
+			pc := &cluster.PeerClients{Secret: testPeerSecret, From: int32(i)}
+			c.peers = append(c.peers, pc)
+			cfg.NodeID, cfg.Membership, cfg.PeerSecret, cfg.Peers = int32(i), m, testPeerSecret, pc
+		}
+		if i == 0 {
+			c.firstCfg = cfg
 		}
 		gw, err := gateway.New(cfg, c.api)
 		if err == nil {
@@ -202,8 +214,8 @@ func (c *Cluster) startGateways(n int) error {
 	return nil
 }
 
-// RestartGateway stops the gateway and starts a new one with the same
-// configuration in front of the same embedded DIS server, on the same
+// RestartGateway stops the (first) gateway and starts a new one with the
+// same configuration in front of the same embedded DIS server, on the same
 // address, so clients reconnect to it: what a gateway restart leaves, the
 // DIS data, is all the new one has.
 func (c *Cluster) RestartGateway() error {
@@ -212,7 +224,7 @@ func (c *Cluster) RestartGateway() error {
 	if err := c.Gateway.Close(ctx); err != nil {
 		return err
 	}
-	cfg := c.cfg
+	cfg := c.firstCfg
 	cfg.Listen = c.Addr
 	gw, err := gateway.New(cfg, c.api)
 	if err == nil {
@@ -248,6 +260,9 @@ func (c *Cluster) close() error {
 	for _, gw := range c.Gateways {
 		// Close returns its first result again for a gateway CloseGateway stopped.
 		err = errors.Join(err, gw.Close(ctx))
+	}
+	for _, pc := range c.peers {
+		pc.Close()
 	}
 	_ = c.dis.Close()
 	if errors.Is(err, context.DeadlineExceeded) {

@@ -308,21 +308,6 @@ func TestProducerIDsUniqueAcrossRestart(t *testing.T) {
 	}
 }
 
-// A gateway with peers refuses a transactional producer at InitProducerId
-// with a clear error: transactions are served by a gateway alone
-// (docs/design.md §13).
-func TestTransactionalProducerRefusedWithPeers(t *testing.T) {
-	c := startGateways(t, 2)
-	rc := dialRaw(t, c.Addr)
-	req := kmsg.NewPtrInitProducerIDRequest()
-	req.TransactionalID = kmsg.StringPtr("txn")
-	req.TransactionTimeoutMillis = 1000
-	resp := rc.roundTrip(req).(*kmsg.InitProducerIDResponse)
-	if resp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
-		t.Fatalf("got %v", kerr.ErrorForCode(resp.ErrorCode))
-	}
-}
-
 func TestProduceRecordLimits(t *testing.T) {
 	c := startCluster(t, nil)
 	createTopic(t, c, "big", 1, nil)

@@ -45,8 +45,14 @@ func txnProduce(t *testing.T, ctx context.Context, p *kgo.Client, topic string, 
 // and returns the values sorted.
 func readValues(t *testing.T, c *Cluster, topic string, iso kgo.IsolationLevel, want int) []string {
 	t.Helper()
+	return readValuesAt(t, []string{c.Addr}, topic, iso, want)
+}
+
+// readValuesAt is readValues through the gateways at addrs.
+func readValuesAt(t *testing.T, addrs []string, topic string, iso kgo.IsolationLevel, want int) []string {
+	t.Helper()
 	ctx := testContext(t, 30*time.Second)
-	cl := newClient(t, c, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	cl := clientAt(t, addrs, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(200*time.Millisecond))
 	defer cl.Close()
 	var got []string

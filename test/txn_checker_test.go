@@ -15,12 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/disclient"
+	"github.com/disgw/disgw/gateway/cluster"
 	"github.com/disgw/disgw/test/faultproxy"
 )
 
@@ -116,10 +118,15 @@ type chkReading struct {
 // chkRun is one run's history: the transactions, the nemesis' doings and
 // what the last stable offset poller saw.
 type chkRun struct {
-	t     *testing.T
-	seed  int64
-	addr  string
-	parts []chkPart
+	t    *testing.T
+	seed int64
+	// addrs are the gateways' addresses as they were at the start:
+	// Cluster.Addr is rewritten by every restart, and the nemesis
+	// restarts the gateway while producers make clients.
+	addrs []string
+	// members are the gateways' memberships, with several.
+	members []*Membership
+	parts   []chkPart
 
 	mu         sync.Mutex
 	txns       map[string]*chkTxn
@@ -146,11 +153,9 @@ func (r *chkRun) violation(format string, args ...any) {
 	r.violations = append(r.violations, fmt.Sprintf(format, args...))
 }
 
-// client makes a franz-go client for the gateway's address as it was at
-// the start: Cluster.Addr is rewritten by every restart, and the nemesis
-// restarts the gateway while producers make clients.
+// client makes a franz-go client bootstrapped at every gateway.
 func (r *chkRun) client(opts ...kgo.Opt) (*kgo.Client, error) {
-	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(r.addr),
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(r.addrs...),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond })}, opts...)...)
 }
 
@@ -194,13 +199,37 @@ func txnCheckDuration(t *testing.T) time.Duration {
 // last committed transaction. DISGW_TXN_SEED replays a seed's choices,
 // DISGW_TXN_CHECK_DURATION runs longer.
 func TestTransactionsChecker(t *testing.T) {
+	c, proxy := startFaultyCluster(t)
+	checkTransactions(t, c, proxy)
+}
+
+// The checker over three gateways: every transaction's coordinator,
+// partitions and group coordinator are spread over them, so markers,
+// verifications and offset commits cross gateways, and the nemesis also
+// takes a gateway out of the live set for a while and puts it back, which
+// moves a third of the coordinators and partitions away and back.
+func TestTransactionsCheckerAcrossGateways(t *testing.T) {
+	proxy := faultproxy.New()
+	log := zerolog.New(zerolog.NewTestWriter(t)).With().Timestamp().Logger().Level(zerolog.ErrorLevel)
+	c, err := Start(Options{Dir: t.TempDir(), Logger: log, DISHandler: proxy.Wrap, Gateways: 3})
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		proxy.Close()
+		_ = c.Close()
+	})
+	checkTransactions(t, c, proxy)
+}
+
+// checkTransactions runs the checker's history against c.
+func checkTransactions(t *testing.T, c *Cluster, proxy *faultproxy.Proxy) {
 	seed, duration := txnCheckSeed(t), txnCheckDuration(t)
 	t.Logf("seed %d (DISGW_TXN_SEED=%d), history of %v", seed, seed, duration)
-	c, proxy := startFaultyCluster(t)
 	for topic, n := range chkTopics {
 		createTopic(t, c, topic, n, nil)
 	}
-	r := &chkRun{t: t, seed: seed, addr: c.Addr, parts: chkParts(), txns: map[string]*chkTxn{}, events: map[string]int{},
+	r := &chkRun{t: t, seed: seed, addrs: slices.Clone(c.Addrs), members: c.Members, parts: chkParts(), txns: map[string]*chkTxn{}, events: map[string]int{},
 		lso: map[chkPart]int64{}, hwm: map[chkPart]int64{}}
 
 	readCtx, stopReading := context.WithCancel(context.Background())
@@ -435,12 +464,17 @@ func (r *chkRun) nemesis(ctx context.Context, c *Cluster, proxy *faultproxy.Prox
 		}
 	}
 	for sleep(time.Second + time.Duration(rng.IntN(2000))*time.Millisecond) {
+		if len(r.members) > 1 && rng.IntN(2) == 0 {
+			r.takeAway(rng, sleep)
+			continue
+		}
 		if rng.IntN(3) == 0 {
 			if err := c.RestartGateway(); err != nil {
 				r.violation("restart the gateway: %v", err)
 				return
 			}
 			r.event("restart")
+			r.t.Logf("%v: gateway restarted", time.Now().Format("15:04:05.000"))
 			continue
 		}
 		f := chkFaults[rng.IntN(len(chkFaults))]
@@ -448,6 +482,29 @@ func (r *chkRun) nemesis(ctx context.Context, c *Cluster, proxy *faultproxy.Prox
 		r.event(f.name)
 		sleep(500*time.Millisecond + time.Duration(rng.IntN(1500))*time.Millisecond)
 		proxy.Clear()
+	}
+}
+
+// takeAway takes one gateway out of every gateway's live set, itself
+// included, for one to three seconds, and puts it back: its partitions,
+// groups and transaction coordinators move to the others and back.
+func (r *chkRun) takeAway(rng *rand.Rand, sleep func(time.Duration) bool) {
+	away := int32(rng.IntN(len(r.members)))
+	var live, all []int32
+	for i := range int32(len(r.members)) {
+		all = append(all, i)
+		if i != away {
+			live = append(live, i)
+		}
+	}
+	for _, m := range r.members {
+		m.SetLive(live...)
+	}
+	r.event("gateway taken away")
+	r.t.Logf("%v: gateway %d taken away", time.Now().Format("15:04:05.000"), away)
+	sleep(time.Second + time.Duration(rng.IntN(2000))*time.Millisecond)
+	for _, m := range r.members {
+		m.SetLive(all...)
 	}
 }
 
@@ -764,8 +821,9 @@ func txnBatch(producerID int64, epoch int16, seq int32, values ...string) []byte
 // that its requests can be sent again later, as a network that delays a
 // request delivers it after its producer moved on.
 type rawTxnProducer struct {
-	t     *testing.T
-	rc    *rawConn
+	t *testing.T
+	// route is the connection to the gateway a request goes to.
+	route func(kmsg.Request) *rawConn
 	id    string
 	pid   int64
 	epoch int16
@@ -777,7 +835,8 @@ type rawTxnProducer struct {
 func (p *rawTxnProducer) retry(build func() kmsg.Request, code func(kmsg.Response) int16) int16 {
 	p.t.Helper()
 	for range 100 {
-		switch c := code(p.rc.roundTrip(build())); c {
+		req := build()
+		switch c := code(p.route(req).roundTrip(req)); c {
 		case kerr.ConcurrentTransactions.Code, kerr.CoordinatorLoadInProgress.Code, kerr.NotEnoughReplicas.Code:
 			time.Sleep(100 * time.Millisecond)
 		default:
@@ -867,6 +926,37 @@ func (p *rawTxnProducer) end(req *kmsg.EndTxnRequest) int16 {
 	return p.retry(func() kmsg.Request { return req }, func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode })
 }
 
+// router routes a raw producer's requests: with several gateways a
+// Produce goes to its partition's owner and the rest to the transaction's
+// coordinator, as a client would send them once every gateway is live.
+func (r *chkRun) router(t *testing.T) func(kmsg.Request) *rawConn {
+	conns := map[string]*rawConn{}
+	conn := func(addr string) *rawConn {
+		if conns[addr] == nil {
+			conns[addr] = dialRaw(t, addr)
+		}
+		return conns[addr]
+	}
+	if len(r.members) < 2 {
+		return func(kmsg.Request) *rawConn { return conn(r.addrs[0]) }
+	}
+	owner := func(key string) *rawConn { return conn(r.addrs[r.members[0].Owner(key).ID]) }
+	return func(req kmsg.Request) *rawConn {
+		switch req := req.(type) {
+		case *kmsg.ProduceRequest:
+			return owner(cluster.PartitionKey(req.Topics[0].Topic, req.Topics[0].Partitions[0].Partition))
+		case *kmsg.InitProducerIDRequest:
+			return owner(txnStateKey(*req.TransactionalID))
+		case *kmsg.AddPartitionsToTxnRequest:
+			return owner(txnStateKey(req.TransactionalID))
+		case *kmsg.EndTxnRequest:
+			return owner(txnStateKey(req.TransactionalID))
+		}
+		t.Fatalf("no route for %s", kmsg.NameForKey(req.Key()))
+		return nil
+	}
+}
+
 // refused says whether code refuses a replayed request of an ended
 // transaction or an older epoch.
 func refused(code int16) bool {
@@ -888,7 +978,7 @@ func refused(code int16) bool {
 func (r *chkRun) replay(t *testing.T) {
 	t.Run("delayed replay", func(t *testing.T) {
 		a0, a1, b0 := chkPart{"chk-a", 0}, chkPart{"chk-a", 1}, chkPart{"chk-b", 0}
-		p := &rawTxnProducer{t: t, rc: dialRaw(t, r.addr), id: "chk-replay"}
+		p := &rawTxnProducer{t: t, route: r.router(t), id: "chk-replay"}
 		p.init()
 		first := &chkTxn{name: "rp-t0", values: map[string]chkPart{"rp-t0-r0": a0, "rp-t0-r1": a0, "rp-t0-r2": b0}, outcome: chkAborted}
 		r.addTxn(first)
@@ -958,7 +1048,7 @@ func (r *chkRun) replay(t *testing.T) {
 		// end the open transaction, whose abort then succeeds and whose
 		// value the checker must never see committed.
 		a0, a1 := chkPart{"chk-a", 0}, chkPart{"chk-a", 1}
-		p := &rawTxnProducer{t: t, rc: dialRaw(t, r.addr), id: "chk-replay-v2"}
+		p := &rawTxnProducer{t: t, route: r.router(t), id: "chk-replay-v2"}
 		p.init()
 		first := &chkTxn{name: "rp2-t0", values: map[string]chkPart{"rp2-t0-r0": a0}, outcome: chkAborted}
 		r.addTxn(first)

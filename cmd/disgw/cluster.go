@@ -52,7 +52,9 @@ func newCluster(o *options, cfg *gateway.Config, log zerolog.Logger) (*cluster.C
 		first := &cfg.Listeners[0]
 		listen, advertised, protocol = &first.Addr, &first.AdvertisedAddr, first.Protocol
 	}
-	prober := &cluster.KafkaProber{TLS: protocol == gateway.SSL || protocol == gateway.SASLSSL, Secret: cfg.PeerSecret}
+	tls := protocol == gateway.SSL || protocol == gateway.SASLSSL
+	prober := &cluster.KafkaProber{TLS: tls, Secret: cfg.PeerSecret}
+	peers := &cluster.PeerClients{TLS: tls, Secret: cfg.PeerSecret}
 	ccfg := cluster.Config{
 		ProbeInterval: o.peerProbeInterval,
 		DeadAfter:     o.peerDeadAfter,
@@ -96,7 +98,8 @@ func newCluster(o *options, cfg *gateway.Config, log zerolog.Logger) (*cluster.C
 	cfg.NodeID, cfg.Membership = c.Self().ID, c
 	// Set before the cluster starts probing: only then is Self's id known
 	// with --peers-dns.
-	prober.From = cfg.NodeID
+	prober.From, peers.From = cfg.NodeID, cfg.NodeID
+	cfg.Peers = peers
 	cfg.GroupHandoverWait = o.peerDeadAfter + o.peerProbeInterval
 	log.Info().Int32("node_id", cfg.NodeID).Int("peers", len(ccfg.Peers)).Str("peers_dns", o.peersDNS).
 		Dur("probe_interval", o.peerProbeInterval).Dur("dead_after", o.peerDeadAfter).Msg("cluster of gateways")

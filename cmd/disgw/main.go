@@ -461,6 +461,9 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 	if r.cluster, err = newCluster(o, &cfg, log.With().Str("component", "cluster").Logger()); err != nil {
 		return err
 	}
+	if r.cluster != nil {
+		r.peers = cfg.Peers.(*cluster.PeerClients)
+	}
 	gw, err := gateway.New(cfg, api)
 	if err != nil {
 		return err
@@ -485,6 +488,7 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 type running struct {
 	gw        *gateway.Gateway
 	cluster   *cluster.Cluster
+	peers     *cluster.PeerClients
 	local     *dislocal.Server
 	localHTTP *http.Server
 }
@@ -533,6 +537,7 @@ func (r *running) serveUntilDone(ctx context.Context, o *options, reg *prometheu
 func (r *running) closeCluster() {
 	if r.cluster != nil {
 		r.cluster.Close()
+		r.peers.Close()
 	}
 }
 

@@ -86,6 +86,12 @@ type Deps struct {
 	// in the goroutine, so it must call recover itself.
 	Go      func(what string, fn func())
 	Recover func(what string, cleanup func())
+	// Owns reports whether this gateway leads a partition now: a state
+	// made while another gateway led it (to map a committed offset, say)
+	// is borrowed, never written from, and dropped once the partition
+	// comes here (Tenant.ReleaseMoved), since its owner wrote on without
+	// it knowing. Nil owns everything.
+	Owns func(topic string, partition int32) bool
 	// TxnsOpen is called when a partition's rebuilt transaction state
 	// holds open transactions: their coordinator, which may not have
 	// loaded its state since a restart, must finish or time them out, or

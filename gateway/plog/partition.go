@@ -109,6 +109,10 @@ type Partition struct {
 	// this state was busy: it is dropped once idle, even if the partition
 	// came back meanwhile (Tenant.ReleaseMoved).
 	moved atomic.Bool
+	// borrowed is set when the state was made while another gateway led
+	// the partition (Deps.Owns): it is dropped once the partition comes
+	// here, and meanwhile it is read, never written.
+	borrowed bool
 	// gone is set when DIS answered that the partition's stream does not
 	// exist: the topic was deleted (one created again under its name is
 	// another stream, so another Key), and its transaction state, which
@@ -162,6 +166,7 @@ func (b *Batch) Records() int64 { return b.last - b.base + 1 }
 // newPartition makes the state of partition k of tn.
 func newPartition(tn *Tenant, k Key) *Partition {
 	ps := &Partition{t: tn, d: &tn.d, key: k, earliestSeq: -1, watermark: -1, maxTSSeq: -1, unsettledSeq: -1}
+	ps.borrowed = !tn.d.Owns(k.Topic, k.Partition)
 	ps.writer = &partitionWriter{d: &tn.d, key: k, state: ps, producers: make(map[int64]*producerState)}
 	ps.reader = &partitionReader{d: &tn.d, key: k, state: ps, hwm: -1}
 	ps.reads.init(readFormat[Batch]{
@@ -187,22 +192,26 @@ func newPartition(tn *Tenant, k Key) *Partition {
 // Key is the partition's key.
 func (ps *Partition) Key() Key { return ps.key }
 
-// idle reports whether nothing runs on the state, so that eviction may drop
-// it; called under the partition map lock.
-func (ps *Partition) idle() bool {
+// idle reports whether nothing runs on the state and, with keepTxnState,
+// it holds no transaction state, so that it may be dropped; called under
+// the partition map lock.
+func (ps *Partition) idle(keepTxnState bool) bool {
 	w := ps.writer
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.running || len(w.queue) > 0 || w.completing || ps.reads.loading.Load() || ps.reader.reads.loading.Load() || ps.busy.Load() > 0 {
 		return false
 	}
-	// Transaction state stays, and its snapshot is written again before
-	// it expires (txn_snapshot.go).
-	ps.mu.Lock()
-	keepTxn := !ps.txnEmptyLocked() && !ps.gone.Load()
-	ps.mu.Unlock()
-	if keepTxn {
-		return false
+	// Transaction state stays while the partition is this gateway's,
+	// and its snapshot is written again before it expires
+	// (txn_snapshot.go); once it moved, the new owner keeps it.
+	if keepTxnState {
+		ps.mu.Lock()
+		keep := !ps.txnEmptyLocked() && !ps.gone.Load()
+		ps.mu.Unlock()
+		if keep {
+			return false
+		}
 	}
 	w.evicted = true
 	return true
@@ -678,8 +687,12 @@ func (ps *Partition) cachedLocked(offset int64, maxBytes int) []Batch {
 
 // readBack reads the partition from the record before wantSeq to its end,
 // learns where everything is, and returns the sequence numbers of the
-// stale batches among them (see labelRecords).
-func (ps *Partition) readBack(ctx context.Context, wantSeq int64) (map[int64]bool, error) {
+// stale batches among them (see labelRecords). The batches someone else
+// wrote past what this gateway knew (all but the stale ones and mine, the
+// writer's own, which it publishes itself) change the transaction state
+// as if published here: a marker another gateway wrote after this one
+// recovered the partition must not leave a transaction open here.
+func (ps *Partition) readBack(ctx context.Context, wantSeq int64, mine map[int64]bool) (map[int64]bool, error) {
 	earliest, nextSeq, ok, err := ps.d.Refresh(ctx, ps.key.Topic, ps.key.Partition)
 	if err != nil {
 		return nil, err
@@ -700,11 +713,13 @@ func (ps *Partition) readBack(ctx context.Context, wantSeq int64) (map[int64]boo
 		return nil, err
 	}
 	stale := make(map[int64]bool)
+	var foreign []Batch
 	ps.mu.Lock()
-	defer ps.mu.Unlock()
 	for i := range labels {
 		if labels[i].Data == nil {
 			stale[labels[i].seq] = true
+		} else if labels[i].base >= next && !mine[labels[i].seq] {
+			foreign = append(foreign, labels[i])
 		}
 		ps.learnLocked(labels[i].batchLoc)
 	}
@@ -713,5 +728,15 @@ func (ps *Partition) readBack(ctx context.Context, wantSeq int64) (map[int64]boo
 	}
 	ps.nextSeq = max(ps.nextSeq, nextSeq)
 	ps.recovered = true
+	version := ps.txn.version
+	ps.applyBatchesLocked(foreign)
+	changed := ps.txn.version != version
+	if changed {
+		ps.wakeLocked()
+	}
+	ps.mu.Unlock()
+	if changed {
+		ps.scheduleTxnSnapshot()
+	}
 	return stale, nil
 }

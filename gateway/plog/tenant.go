@@ -39,6 +39,9 @@ type entry struct {
 
 // NewTenant makes the partition log of a tenant.
 func NewTenant(d Deps) *Tenant {
+	if d.Owns == nil {
+		d.Owns = func(string, int32) bool { return true } // a gateway alone
+	}
 	return &Tenant{d: d, m: make(map[Key]*entry)}
 }
 
@@ -103,7 +106,7 @@ func (tn *Tenant) evict(cutoff time.Time, drop func(*Partition) bool) int {
 // records at its next poll of DIS rather than at once.
 func (tn *Tenant) EvictIdle(cutoff time.Time) bool {
 	return tn.evict(cutoff, func(ps *Partition) bool {
-		if !ps.idle() {
+		if !ps.idle(true) {
 			return false
 		}
 		ps.dropped()
@@ -121,10 +124,10 @@ func (tn *Tenant) ReleaseMoved(owns func(topic string, partition int32) bool) bo
 	done := true
 	tn.evict(time.Now().Add(time.Hour), func(ps *Partition) bool {
 		owned := owns(ps.key.Topic, ps.key.Partition)
-		if owned && !ps.moved.Load() {
+		if owned && !ps.moved.Load() && !ps.borrowed {
 			return false
 		}
-		if !ps.idle() {
+		if !ps.idle(false) {
 			// Still writing or reading: look again soon. If the
 			// partition comes back meanwhile the state is stale
 			// all the same, so it goes as soon as it is idle.

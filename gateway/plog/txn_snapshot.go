@@ -314,8 +314,8 @@ func (ps *Partition) scheduleTxnSnapshot() {
 			ps.mu.Lock()
 			ps.txnSnapDo = false
 			ps.mu.Unlock()
-			if ps.d.Ctx.Err() != nil || ps.gone.Load() {
-				return
+			if cur, ok := ps.t.Peek(ps.key); !ok || cur != ps || ps.d.Ctx.Err() != nil || ps.gone.Load() {
+				return // dropped (moved to another gateway) or gone
 			}
 			ctx, cancel := context.WithTimeout(ps.d.Ctx, ps.d.RequestTimeout)
 			defer cancel()
@@ -394,7 +394,8 @@ func (ps *Partition) writeTxnSnapshot(ctx context.Context, refresh bool) error {
 // refreshTxnSnapshotLater writes the snapshot again txnSnapshotRefresh
 // from now while the partition is still this gateway's (not dropped), so
 // that the record its pointer names outlives DIS's retention. A partition
-// with transaction state is never dropped as idle (Partition.idle).
+// with transaction state is never dropped as idle (Partition.idle), only
+// when it moves to another gateway, which then keeps the snapshot.
 func (ps *Partition) refreshTxnSnapshotLater() {
 	time.AfterFunc(txnSnapshotRefresh, func() {
 		if cur, ok := ps.t.Peek(ps.key); !ok || cur != ps || ps.d.Ctx.Err() != nil {

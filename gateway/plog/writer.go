@@ -224,10 +224,33 @@ func (w *partitionWriter) run() {
 			return
 		}
 		w.skip(cancelled)
+		if len(ops) > 0 && (w.state.moved.Load() || w.state.borrowed) {
+			w.refuseMoved(ops)
+			ops = nil
+		}
 		if len(ops) > 0 {
 			w.write(ops)
 		}
 	}
+}
+
+// refuseMoved completes ops that were queued when the partition moved to
+// another gateway (Tenant.ReleaseMoved), or on a borrowed state, without
+// writing them:
+// NOT_LEADER_OR_FOLLOWER sends their producers, and a coordinator's
+// markers, to the new owner, so that only it writes the partition from
+// then on and its state holds everything written (docs/design.md §6).
+func (w *partitionWriter) refuseMoved(ops []*Append) {
+	var cost int64
+	for _, op := range ops {
+		cost += op.queueCost()
+		op.fail(kerr.NotLeaderForPartition.Code, "the partition moved to another gateway before this batch was written")
+		if op.ProducerID >= 0 {
+			w.producerFailed(op)
+		}
+		op.finish()
+	}
+	w.d.Queues.release(w, cost)
 }
 
 // abandon completes, after a panic in run, the ops of the call that

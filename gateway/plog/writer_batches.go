@@ -382,7 +382,11 @@ func (w *partitionWriter) fence(deadline time.Time, written []Batch, owners []*A
 	for attempt := 0; ; attempt++ {
 		// From the record before the call each time, so that every
 		// batch is judged against all that precedes it.
-		stale, err := ps.readBack(ctx, wantSeq)
+		mine := make(map[int64]bool, len(written))
+		for i := range written {
+			mine[written[i].seq] = true
+		}
+		stale, err := ps.readBack(ctx, wantSeq, mine)
 		if err != nil {
 			logf().Err(err).Msg("reading back a partition someone else wrote failed; its offsets are recovered again before the next write")
 			ps.forget()

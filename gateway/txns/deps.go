@@ -28,6 +28,11 @@ type Deps[T comparable] struct {
 	// Partitions is the number of state partitions of every tenant
 	// (--transaction-state-partitions).
 	Partitions int32
+	// Owns reports whether this gateway coordinates the ids of state
+	// partition p (the partition's owner among the live gateways): the
+	// driver loads only those, answers NOT_COORDINATOR for the others, and
+	// lets go of the ones that moved away (UnloadMoved).
+	Owns func(p int32) bool
 	// Log is the gateway's logger; the coordinators log through it with
 	// component=txncoord.
 	Log zerolog.Logger

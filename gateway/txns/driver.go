@@ -145,10 +145,10 @@ func (d *Driver[T]) Loaded(ctx context.Context, tn T, txnID string) int16 {
 	return d.ensureLoaded(ctx, tn, PartitionOf(txnID, d.deps.Partitions))
 }
 
-// LoadAll loads every state partition of tn that has a state log, for
-// the queries over all of a tenant's transactions, and so that a starting
-// gateway finishes what its predecessor left prepared; it returns the
-// first error code.
+// LoadAll loads every state partition of tn this gateway coordinates, if
+// tn has a state log, for the queries over all of a tenant's transactions,
+// and so that a gateway taking partitions over finishes what its
+// predecessor left prepared; it returns the first error code.
 func (d *Driver[T]) LoadAll(ctx context.Context, tn T) int16 {
 	if ok, err := d.deps.State.Exists(ctx, tn); err != nil {
 		d.deps.Log.Warn().Err(err).Msg("looking for the transaction state log in DIS failed")
@@ -157,6 +157,9 @@ func (d *Driver[T]) LoadAll(ctx context.Context, tn T) int16 {
 		return 0
 	}
 	for p := range d.deps.Partitions {
+		if !d.deps.Owns(p) {
+			continue
+		}
 		if code := d.ensureLoaded(ctx, tn, p); code != 0 {
 			return code
 		}
@@ -174,11 +177,12 @@ const loadRecordKey = ""
 // takes a coordinator epoch one above every epoch it read, writes that in
 // a load record so a coordinator that loaded before is fenced by it, and
 // hands the records to the coordinator. Concurrent callers wait for the
-// one load.
+// one load. A partition this gateway does not coordinate is
+// NOT_COORDINATOR, and one that moved away while it loaded is not loaded.
 func (d *Driver[T]) ensureLoaded(ctx context.Context, tn T, p int32) int16 {
 	for {
 		d.mu.Lock()
-		if d.closed {
+		if d.closed || !d.deps.Owns(p) {
 			d.mu.Unlock()
 			return kerr.NotCoordinator.Code
 		}
@@ -205,7 +209,7 @@ func (d *Driver[T]) ensureLoaded(ctx context.Context, tn T, p int32) int16 {
 		d.mu.Lock()
 		delete(tt.loading, p)
 		close(ch)
-		if err == nil && !d.closed {
+		if err == nil && !d.closed && d.deps.Owns(p) {
 			tt.c.Load(time.Now(), p, epoch, records)
 			d.deps.Log.Info().Int32("partition", p).Int32("coordinator_epoch", epoch).Int("records", len(records)).Msg("loaded transaction state")
 		}
@@ -437,6 +441,27 @@ func (d *Driver[T]) tick() {
 		now := time.Now()
 		for _, tt := range d.coords {
 			tt.c.Tick(now)
+		}
+	})
+}
+
+// UnloadMoved lets go of every loaded state partition this gateway no
+// longer coordinates: its requests waiting on a state write are answered
+// NOT_COORDINATOR, and its records not yet written are dropped, so only the
+// new coordinator writes the partition from now on (design.md §13).
+func (d *Driver[T]) UnloadMoved() {
+	d.step(func() {
+		for _, tt := range d.coords {
+			for p := range d.deps.Partitions {
+				if !tt.c.Loaded(p) || d.deps.Owns(p) {
+					continue
+				}
+				tt.c.Unload(p)
+				if _, running := tt.queues[p]; running {
+					tt.queues[p] = nil
+				}
+				d.deps.Log.Info().Int32("partition", p).Msg("let go of transaction state that moved to another gateway")
+			}
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,6 +72,13 @@ func (m *markerLog) all() []plog.Marker {
 
 func newTestDriver(t *testing.T, log *memLog, markers *markerLog) *Driver[string] {
 	t.Helper()
+	return newOwningDriver(t, log, markers, func(int32) bool { return true })
+}
+
+// newOwningDriver is newTestDriver coordinating the state partitions owns
+// says it owns.
+func newOwningDriver(t *testing.T, log *memLog, markers *markerLog, owns func(int32) bool) *Driver[string] {
+	t.Helper()
 	var next int64 = 1000
 	var mu sync.Mutex
 	d := New(Deps[string]{
@@ -81,6 +89,7 @@ func newTestDriver(t *testing.T, log *memLog, markers *markerLog) *Driver[string
 			return next
 		}},
 		Partitions:     1,
+		Owns:           owns,
 		Log:            zerolog.Nop(),
 		Tenant:         func(tn string) string { return tn },
 		Go:             func(_ string, fn func()) { go fn() },
@@ -208,5 +217,45 @@ func TestDriverCommitWritesMarkers(t *testing.T) {
 		if !m.Commit || m.ProducerID != p.ProducerID || m.Epoch != p.ProducerEpoch || m.CoordinatorEpoch != 1 {
 			t.Errorf("marker %+v, want a commit of producer %d epoch %d at coordinator epoch 1", m, p.ProducerID, p.ProducerEpoch)
 		}
+	}
+}
+
+// A state partition that moved to another gateway is let go of: its ids
+// are NOT_COORDINATOR here, nothing more is written to it from here, and
+// the new coordinator loads it with a higher coordinator epoch and finds
+// what was persisted.
+func TestDriverUnloadsMovedPartition(t *testing.T) {
+	log, markers := &memLog{}, &markerLog{}
+	var owned atomic.Bool
+	owned.Store(true)
+	d := newOwningDriver(t, log, markers, func(int32) bool { return owned.Load() })
+	first := initProducer(t, d, "m")
+	owned.Store(false)
+	d.UnloadMoved()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.Version, req.TransactionalID, req.TransactionTimeoutMillis = 4, kmsg.StringPtr("m"), 10000
+	if _, code := d.Step(context.Background(), "tenant", "m", req); code != kerr.NotCoordinator.Code {
+		t.Fatalf("InitProducerId after the partition moved: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
+	}
+	if code := d.LoadAll(context.Background(), "tenant"); code != 0 {
+		t.Fatalf("LoadAll with nothing owned: %v", kerr.ErrorForCode(code))
+	}
+	log.mu.Lock()
+	written := len(log.parts[0])
+	log.mu.Unlock()
+	d.With("tenant", func(c *txncoord.Coordinator) {
+		if c.Loaded(0) {
+			t.Error("the moved partition is still loaded")
+		}
+	})
+	next := initProducer(t, newTestDriver(t, log, markers), "m")
+	if next.ProducerID != first.ProducerID || next.ProducerEpoch != first.ProducerEpoch+1 {
+		t.Fatalf("the new coordinator: producer %d epoch %d, want %d epoch %d", next.ProducerID, next.ProducerEpoch, first.ProducerID, first.ProducerEpoch+1)
+	}
+	log.mu.Lock()
+	got := len(log.parts[0])
+	log.mu.Unlock()
+	if got <= written {
+		t.Fatalf("the new coordinator wrote nothing (%d records)", got)
 	}
 }

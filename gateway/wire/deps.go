@@ -42,6 +42,9 @@ type Config struct {
 	AuthFailuresPerMinute int
 	AuthFailureBurst      int
 	SignInChecksPerSecond int
+	// PeerSecret is the secret of the gateway's peers, nil without
+	// peers: another gateway signs in with it (cluster.MechPeer).
+	PeerSecret []byte
 }
 
 // maxBufferedBytes is how much unconsumed input a paused connection may hold.

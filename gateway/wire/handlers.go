@@ -222,6 +222,10 @@ func (r *Call[T]) Principal() string {
 	return authz.Anonymous
 }
 
+// Peer reports whether the client is another gateway, signed in with
+// cluster.MechPeer: it may do what only brokers do, whatever the ACLs say.
+func (r *Call[T]) Peer() bool { return r.s.auth.authenticated && r.s.auth.peer }
+
 // ClientHost is the client's IP address as ACL hosts name it.
 func (r *Call[T]) ClientHost() string {
 	if host, _, err := net.SplitHostPort(r.s.remote); err == nil {

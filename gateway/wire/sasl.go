@@ -5,12 +5,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/xdg-go/scram"
+
+	"github.com/disgw/disgw/gateway/cluster"
 )
 
 // SASL mechanisms the gateway serves.
@@ -64,8 +67,11 @@ func ParsePlain(msg []byte) (name string, password []byte, err error) {
 type saslState struct {
 	mech          string
 	scram         *scram.ServerConversation
+	peerSignIn    *cluster.PeerSignIn
 	authenticated bool
 	principal     string
+	// peer is set once another gateway signed in (cluster.MechPeer).
+	peer bool
 }
 
 // saslStep runs one SASL exchange for the chosen mechanism and returns the
@@ -147,6 +153,20 @@ func (s *session[T]) saslExchange(token []byte) ([]byte, bool, error) {
 			return []byte(out), true, nil
 		}
 		return []byte(out), false, nil
+	case cluster.MechPeer:
+		if s.auth.peerSignIn == nil {
+			s.auth.peerSignIn = cluster.NewPeerSignIn(s.srv.d.PeerSecret)
+		}
+		out, done, err := s.auth.peerSignIn.Step(token)
+		if err != nil {
+			s.log.Warn().Str("mechanism", cluster.MechPeer).Str("reason", err.Error()).Msg("a peer's sign-in failed")
+			return nil, false, errAuthFailed
+		}
+		if done {
+			s.auth.principal = "disgw-peer-" + strconv.Itoa(int(s.auth.peerSignIn.From()))
+			s.auth.peer = true
+		}
+		return out, done, nil
 	}
 	return nil, false, errors.New("no SASL mechanism chosen: SaslHandshake comes first")
 }
@@ -197,15 +217,17 @@ func (s *session[T]) plainPassthrough(token []byte) (bool, error) {
 
 // SASLHandshake is what SaslHandshake does to r's connection: it chooses
 // the mechanism, one of offered, and after v0 takes the next frames for bare
-// SASL tokens. It returns the answer's error code; on an error the
-// connection closes after the answer.
+// SASL tokens. Another gateway may choose cluster.MechPeer on any
+// listener, when the gateway has peers. It returns the answer's error
+// code; on an error the connection closes after the answer.
 func (r *Call[T]) SASLHandshake(mechanism string, version int16, offered []string) int16 {
 	s := r.s
 	var code int16
+	peer := mechanism == cluster.MechPeer && len(s.srv.d.PeerSecret) > 0
 	switch {
-	case !s.lis.Protocol.UsesSASL() || s.auth.authenticated || s.auth.mech != "":
+	case !s.lis.Protocol.UsesSASL() && !peer || s.auth.authenticated || s.auth.mech != "":
 		code = kerr.IllegalSaslState.Code
-	case !slices.Contains(offered, mechanism):
+	case !peer && !slices.Contains(offered, mechanism):
 		code = kerr.UnsupportedSaslMechanism.Code
 		s.log.Warn().Str("mechanism", mechanism).Msg("SASL handshake with an unsupported mechanism")
 	default:
@@ -245,7 +267,7 @@ func (r *Call[T]) SASLAuthenticate(token []byte) ([]byte, int16, *string) {
 // authenticated records a completed authentication.
 func (s *session[T]) authenticated() {
 	s.auth.authenticated = true
-	s.auth.scram = nil
+	s.auth.scram, s.auth.peerSignIn = nil, nil
 	s.rawSASL.Store(false)
 	s.authed.Store(true)
 	s.log.Info().Str("principal", s.auth.principal).Str("mechanism", s.auth.mech).Msg("SASL authentication succeeded")
@@ -285,12 +307,16 @@ func allowedBeforeAuth(key int16) bool {
 	return key == kmsg.ApiVersions.Int16() || key == kmsg.SASLHandshake.Int16() || key == kmsg.SASLAuthenticate.Int16()
 }
 
-// saslEnabled reports whether any of listeners uses SASL: only then are
-// the SASL APIs advertised. New asks it of the configuration, which never
-// changes, so connections of a listener that is already serving know it
-// while Listen is still binding the others.
-func saslEnabled(listeners []Listener) bool {
-	for _, l := range listeners {
+// saslEnabled reports whether any listener uses SASL or the gateway has
+// peers, which sign in with cluster.MechPeer: only then are the SASL APIs
+// advertised. New asks it of the configuration, which never changes, so
+// connections of a listener that is already serving know it while Listen
+// is still binding the others.
+func saslEnabled(cfg *Config) bool {
+	if len(cfg.PeerSecret) > 0 {
+		return true
+	}
+	for _, l := range cfg.Listeners {
 		if l.Protocol.UsesSASL() {
 			return true
 		}

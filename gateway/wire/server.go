@@ -25,7 +25,7 @@ type Server[T any] struct {
 
 // New makes the connections of a gateway; Listen binds its listeners.
 func New[T any](d Deps[T]) *Server[T] {
-	return &Server[T]{d: d, conns: newConnTable[T](), sasl: saslEnabled(d.Listeners), authLimit: newAuthLimiter(&d.Config)}
+	return &Server[T]{d: d, conns: newConnTable[T](), sasl: saslEnabled(&d.Config), authLimit: newAuthLimiter(&d.Config)}
 }
 
 // Listen binds every listener of the Config and serves in the background.
