@@ -1,11 +1,14 @@
 package test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -230,4 +233,150 @@ func TestTransactionsPreparedFinishedByNewCoordinator(t *testing.T) {
 	if got := readValuesAt(t, addrs, topic, kgo.ReadCommitted(), 1); !slices.Equal(got, []string{"prepared"}) {
 		t.Fatalf("read_committed read %q, want the prepared transaction's record", got)
 	}
+}
+
+// Three gateway processes; a transactional producer commits transactions
+// over three partitions, one per gateway, and the gateway that coordinates
+// its id is killed with SIGKILL mid-way. The producer, made again when a
+// transaction fails, commits again through the new coordinator, every
+// partition's last stable offset reaches its high watermark, and
+// read_committed consumers read each committed transaction whole and once,
+// and of a transaction whose commit failed all or nothing.
+func TestTransactionsKillCoordinator(t *testing.T) {
+	tr := startGatewayTrio(t)
+	ctx := testContext(t, 3*time.Minute)
+	const topic = "txn-kill"
+	adm := kadm.NewClient(clientAt(t, tr.addrs))
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	// An id whose coordinator does not lead partition 0, so that the kill
+	// moves the coordinator apart from some of the partitions.
+	id := ""
+	for i := 0; id == "" || txnCoordinatorAmong(id, 3) == ownerAmong(cluster.PartitionKey(topic, 0), 3); i++ {
+		id = fmt.Sprintf("txn-kill-%d", i)
+	}
+	victim := txnCoordinatorAmong(id, 3)
+	type txn struct {
+		values    []string
+		committed bool // else unknown: the commit failed
+	}
+	var txns []txn
+	var producer *kgo.Client
+	defer func() {
+		if producer != nil {
+			producer.Close()
+		}
+	}()
+	run := func(until time.Time) (committed int) {
+		for n := len(txns); time.Now().Before(until); n++ {
+			if producer == nil {
+				var err error
+				producer, err = kgo.NewClient(kgo.SeedBrokers(tr.addrs...), kgo.TransactionalID(id),
+					kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(5*time.Second),
+					kgo.RecordDeliveryTimeout(10*time.Second), kgo.RetryTimeout(10*time.Second))
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			tx := txn{}
+			tctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			err := producer.BeginTransaction()
+			if err == nil {
+				var recs []*kgo.Record
+				for p := range int32(3) {
+					v := fmt.Sprintf("t%d-p%d", n, p)
+					tx.values = append(tx.values, v)
+					recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(v)})
+				}
+				err = producer.ProduceSync(tctx, recs...).FirstErr()
+				err = errors.Join(err, producer.EndTransaction(tctx, kgo.TransactionEndTry(err == nil)))
+			}
+			cancel()
+			tx.committed = err == nil
+			if len(tx.values) > 0 {
+				txns = append(txns, tx)
+			}
+			if err != nil {
+				producer.Close()
+				producer = nil
+				continue
+			}
+			committed++
+		}
+		return committed
+	}
+	if n := run(time.Now().Add(3 * time.Second)); n == 0 {
+		t.Fatal("no transaction committed before the kill")
+	}
+	tr.kill(t, int(victim))
+	if n := run(time.Now().Add(failoverBudget)); n == 0 {
+		t.Fatalf("no transaction committed in the %v after the coordinator (gateway %d) was killed", failoverBudget, victim)
+	}
+	var live []string
+	for i, addr := range tr.addrs {
+		if int32(i) != victim {
+			live = append(live, addr)
+		}
+	}
+	var wantAll []string
+	for _, tx := range txns {
+		if tx.committed {
+			wantAll = append(wantAll, tx.values...)
+		}
+	}
+	waitUntil(t, "every last stable offset at its high watermark", time.Minute, func() bool {
+		a := kadm.NewClient(clientAt(t, live))
+		stable, err1 := a.ListCommittedOffsets(ctx, topic)
+		ends, err2 := a.ListEndOffsets(ctx, topic)
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		for p := range int32(3) {
+			s, _ := stable.Lookup(topic, p)
+			e, _ := ends.Lookup(topic, p)
+			if s.Err != nil || e.Err != nil || s.Offset != e.Offset {
+				return false
+			}
+		}
+		return true
+	})
+	got := readValuesAt(t, live, topic, kgo.ReadCommitted(), len(wantAll))
+	seen := map[string]int{}
+	for _, v := range got {
+		seen[v]++
+	}
+	for i, tx := range txns {
+		n := 0
+		for _, v := range tx.values {
+			if seen[v] > 1 {
+				t.Errorf("%s read %d times", v, seen[v])
+			}
+			if seen[v] > 0 {
+				n++
+			}
+		}
+		switch {
+		case tx.committed && n != len(tx.values):
+			t.Errorf("committed transaction %d: %d of its %d records read", i, n, len(tx.values))
+		case !tx.committed && n != 0 && n != len(tx.values):
+			t.Errorf("transaction %d whose commit failed: %d of its %d records read, want all or none", i, n, len(tx.values))
+		}
+	}
+	t.Logf("%d transactions, %d records read committed; gateway %d (the coordinator) killed", len(txns), len(got), victim)
+}
+
+// txnCoordinatorAmong is the coordinator of transactional id among n live
+// gateway processes with node ids 0 to n-1 and the default state
+// partitions.
+func txnCoordinatorAmong(id string, n int32) int32 { return ownerAmong(txnStateKey(id), n) }
+
+// ownerAmong is the owner of key among n live gateways with node ids 0 to
+// n-1.
+func ownerAmong(key string, n int32) int32 {
+	var peers []cluster.Peer
+	for id := range n {
+		peers = append(peers, cluster.Peer{ID: id})
+	}
+	return cluster.Owner(key, peers).ID
 }
