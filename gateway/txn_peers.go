@@ -222,18 +222,7 @@ func (gw *Gateway) answerPendingOffsets(ctx context.Context, tn *tenant, req *km
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	code := gw.txns.LoadAll(ctx, tn)
 	for _, g := range req.Groups {
-		out := kmsg.NewOffsetFetchResponseGroup()
-		out.Group, out.ErrorCode = g.Group, code
-		for _, t := range g.Topics {
-			rt := kmsg.NewOffsetFetchResponseGroupTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-				rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			out.Topics = append(out.Topics, rt)
-		}
+		out := offsetFetchGroupError(offsetFetchGroup{g.Group, g.Topics, g.MemberID, g.MemberEpoch}, code)
 		if code == 0 {
 			gw.txns.With(tn, func(c *txncoord.Coordinator) {
 				markUnstable(&out, func(topic string, partition int32) bool { return c.PendingOffsets(g.Group, topic, partition) })

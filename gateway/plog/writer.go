@@ -225,32 +225,17 @@ func (w *partitionWriter) run() {
 		}
 		w.skip(cancelled)
 		if len(ops) > 0 && (w.state.moved.Load() || w.state.borrowed) {
-			w.refuseMoved(ops)
+			// NOT_LEADER_OR_FOLLOWER sends their producers, and a
+			// coordinator's markers, to the new owner, so that only it
+			// writes the partition from then on and its state holds
+			// everything written (docs/design.md §6).
+			w.unwritten(ops, kerr.NotLeaderForPartition.Code, "the partition moved to another gateway before this batch was written")
 			ops = nil
 		}
 		if len(ops) > 0 {
 			w.write(ops)
 		}
 	}
-}
-
-// refuseMoved completes ops that were queued when the partition moved to
-// another gateway (Tenant.ReleaseMoved), or on a borrowed state, without
-// writing them:
-// NOT_LEADER_OR_FOLLOWER sends their producers, and a coordinator's
-// markers, to the new owner, so that only it writes the partition from
-// then on and its state holds everything written (docs/design.md §6).
-func (w *partitionWriter) refuseMoved(ops []*Append) {
-	var cost int64
-	for _, op := range ops {
-		cost += op.queueCost()
-		op.fail(kerr.NotLeaderForPartition.Code, "the partition moved to another gateway before this batch was written")
-		if op.ProducerID >= 0 {
-			w.producerFailed(op)
-		}
-		op.finish()
-	}
-	w.d.Queues.release(w, cost)
 }
 
 // abandon completes, after a panic in run, the ops of the call that
@@ -347,24 +332,32 @@ func (w *partitionWriter) take() (ops, cancelled []*Append) {
 }
 
 // skip completes ops whose producers were answered before they were
-// written: they are not written. An idempotent producer's sequence goes
-// back to before such an op and its later queued batches fail, as after a
-// failed write (producerFailed), so that its retry is in sequence and
-// nothing of the producer is written before it.
+// written: they are not written.
 func (w *partitionWriter) skip(ops []*Append) {
+	if w.unwritten(ops, kerr.RequestTimedOut.Code, "the produce request timed out before its records were written") {
+		w.d.ProduceCancelled(len(ops))
+	}
+}
+
+// unwritten completes ops that are not to be written with code, and
+// reports whether they held queue room, which it releases. An idempotent
+// producer's sequence goes back to before such an op and its later queued
+// batches fail, as after a failed write (producerFailed), so that its
+// retry is in sequence and nothing of the producer is written before it.
+func (w *partitionWriter) unwritten(ops []*Append, code int16, msg string) bool {
 	var cost int64
 	for _, op := range ops {
 		cost += op.queueCost()
-		op.fail(kerr.RequestTimedOut.Code, "the produce request timed out before its records were written")
+		op.fail(code, msg)
 		if op.ProducerID >= 0 {
 			w.producerFailed(op)
 		}
 		op.finish()
 	}
 	if cost > 0 {
-		w.d.ProduceCancelled(len(ops))
 		w.d.Queues.release(w, cost)
 	}
+	return cost > 0
 }
 
 // write sends ops in one PutRecords call, or several when one op alone is
