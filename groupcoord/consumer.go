@@ -153,11 +153,14 @@ func (g *group) makeConsumer() {
 	g.protocolType, g.protocol, g.leader = "", "", ""
 }
 
-// empty reports whether a group of either type has no members (and, for a
+// empty reports whether a group of any type has no members (and, for a
 // classic group, no pending member ids).
 func (g *group) empty() bool {
-	if g.cg != nil {
+	switch {
+	case g.cg != nil:
 		return len(g.cg.members) == 0
+	case g.sg != nil:
+		return len(g.sg.members) == 0
 	}
 	return g.state == stateEmpty && len(g.pending) == 0
 }
@@ -271,7 +274,7 @@ func (c *Coordinator) consumerHeartbeat(now time.Time, clientID, clientHost stri
 	}
 	g := c.groups[req.Group]
 	switch {
-	case g != nil && g.cg == nil && !g.empty():
+	case g != nil && g.sg != nil, g != nil && g.cg == nil && !g.empty():
 		return kerr.GroupIDNotFound.Code, "Group " + req.Group + " is not a consumer group."
 	case req.MemberEpoch < 0 && (g == nil || g.cg == nil):
 		return kerr.GroupIDNotFound.Code, "Consumer group " + req.Group + " not found."
@@ -319,7 +322,7 @@ func (c *Coordinator) consumerHeartbeat(now time.Time, clientID, clientHost stri
 	if changed {
 		cg.assignor = cg.chooseAssignor()
 	}
-	if g.refreshTopics(topics) || changed {
+	if cg.refreshTopics(topics) || changed {
 		g.bumpEpoch(now, "member "+m.id+" joined or changed its subscription")
 	}
 	oldEpoch, oldAssigned := m.epoch, m.assigned
@@ -439,13 +442,10 @@ func (m *consumerMember) checkEpoch(req *kmsg.ConsumerGroupHeartbeatRequest) int
 func (m *consumerMember) updateSubscription(req *kmsg.ConsumerGroupHeartbeatRequest, re *regexp.Regexp) bool {
 	changed := false
 	if req.SubscribedTopicNames != nil {
-		names := slices.Clone(req.SubscribedTopicNames)
-		slices.Sort(names)
-		names = slices.Compact(names)
-		if !slices.Equal(names, m.names) || m.regex != "" {
+		if m.setNames(req.SubscribedTopicNames) || m.regex != "" {
 			changed = true
 		}
-		m.names, m.regex, m.re = names, "", nil
+		m.regex, m.re = "", nil
 	}
 	if req.SubscribedTopicRegex != nil {
 		if *req.SubscribedTopicRegex != m.regex || len(m.names) > 0 {
@@ -472,8 +472,7 @@ func (m *consumerMember) subscribes(topic string) bool {
 // refreshTopics recomputes the subscribed topics from the members'
 // subscriptions and the caller's lookup, and reports whether they changed:
 // a topic subscribed or unsubscribed, created, deleted or grown.
-func (g *group) refreshTopics(topics Topics) bool {
-	cg := g.cg
+func (cg *consumerGroup) refreshTopics(topics Topics) bool {
 	next := make(map[string]TopicInfo)
 	consider := func(name string) {
 		if _, done := next[name]; done {
@@ -654,7 +653,7 @@ func (g *group) removeConsumerMember(now time.Time, m *consumerMember, reason st
 	if len(cg.members) == 0 {
 		g.emptySince = now
 	}
-	g.refreshTopics(Topics{})
+	cg.refreshTopics(Topics{})
 	g.bumpEpoch(now, reason)
 }
 

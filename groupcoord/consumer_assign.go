@@ -43,17 +43,23 @@ func (cg *consumerGroup) assign() map[string]assignment {
 	for _, m := range cg.members {
 		out[m.id] = assignment{}
 	}
-	names := make([]string, 0, len(cg.topics))
-	for n := range cg.topics {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := cg.topicNames()
 	if cg.assignorName() == "range" {
 		cg.assignRange(names, out)
 	} else {
 		cg.assignUniform(names, out)
 	}
 	return out
+}
+
+// topicNames lists the subscribed topics that exist, in order.
+func (cg *consumerGroup) topicNames() []string {
+	names := make([]string, 0, len(cg.topics))
+	for n := range cg.topics {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // subscribers lists the members subscribed to topic, by member id.

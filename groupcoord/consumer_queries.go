@@ -39,10 +39,15 @@ func (g *group) checkConsumerCommit(now time.Time, asMember bool, memberID strin
 // negative epoch (an admin client, or a classic client) reads freely; a
 // member must exist (UNKNOWN_MEMBER_ID) and send its current member epoch
 // (STALE_MEMBER_EPOCH), so a fenced member cannot resume from offsets its
-// successor is committing. Classic groups and groups this coordinator does
-// not hold are not checked. Returns 0 or a Kafka error code.
+// successor is committing. A share group has no committed offsets to
+// fetch: GROUP_ID_NOT_FOUND, as Kafka answers. Classic groups and groups
+// this coordinator does not hold are not checked. Returns 0 or a Kafka
+// error code.
 func (c *Coordinator) CheckOffsetFetch(group string, memberID *string, epoch int32) int16 {
 	g := c.groups[group]
+	if g != nil && g.sg != nil {
+		return kerr.GroupIDNotFound.Code
+	}
 	if g == nil || g.cg == nil || (memberID == nil && epoch < 0) {
 		return 0
 	}
@@ -81,15 +86,9 @@ func (cg *consumerGroup) state() string {
 func (c *Coordinator) DescribeConsumer(group string) kmsg.ConsumerGroupDescribeResponseGroup {
 	d := kmsg.NewConsumerGroupDescribeResponseGroup()
 	d.Group = group
-	g := c.groups[group]
-	switch {
-	case g == nil || g.commitOnly:
-		d.ErrorCode = kerr.GroupIDNotFound.Code
-		d.ErrorMessage = kmsg.StringPtr("Group " + group + " not found.")
-		return d
-	case g.cg == nil:
-		d.ErrorCode = kerr.GroupIDNotFound.Code
-		d.ErrorMessage = kmsg.StringPtr("Group " + group + " is not a consumer group.")
+	g, missing := c.describable(group, "consumer")
+	if g == nil {
+		d.ErrorCode, d.ErrorMessage = kerr.GroupIDNotFound.Code, kmsg.StringPtr(missing)
 		return d
 	}
 	cg := g.cg
@@ -97,10 +96,7 @@ func (c *Coordinator) DescribeConsumer(group string) kmsg.ConsumerGroupDescribeR
 	d.Epoch = cg.epoch
 	d.AssignmentEpoch = cg.assignmentEpoch
 	d.AssignorName = cg.assignorName()
-	names := make(map[[16]byte]string, len(cg.topics))
-	for n, info := range cg.topics {
-		names[info.ID] = n
-	}
+	names := cg.topicsByID()
 	for _, m := range cg.members {
 		dm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 		dm.MemberID = m.id
@@ -122,6 +118,30 @@ func (c *Coordinator) DescribeConsumer(group string) kmsg.ConsumerGroupDescribeR
 		d.Members = append(d.Members, dm)
 	}
 	return d
+}
+
+// describable is the group a ConsumerGroupDescribe or ShareGroupDescribe
+// of group describes (kind "consumer" or "share"), or, when there is none
+// of that kind, Kafka's message for its GROUP_ID_NOT_FOUND.
+func (c *Coordinator) describable(group, kind string) (*group, string) {
+	g := c.groups[group]
+	switch {
+	case g == nil || g.commitOnly:
+		return nil, "Group " + group + " not found."
+	case kind == "consumer" && g.cg == nil, kind == "share" && g.sg == nil:
+		return nil, "Group " + group + " is not a " + kind + " group."
+	}
+	return g, ""
+}
+
+// topicsByID names the subscribed topics by id, for describing
+// assignments.
+func (cg *consumerGroup) topicsByID() map[[16]byte]string {
+	names := make(map[[16]byte]string, len(cg.topics))
+	for n, info := range cg.topics {
+		names[info.ID] = n
+	}
+	return names
 }
 
 // describeAssignment spells an assignment for ConsumerGroupDescribe.

@@ -85,6 +85,18 @@ type Config struct {
 	// what ConsumerGroupHeartbeat tells members: how soon a member learns
 	// of a new assignment. Default 5s.
 	ConsumerHeartbeatInterval time.Duration
+	// ShareSessionTimeout is group.share.session.timeout.ms: a share group
+	// member not heard from for this long is removed, and its acquired
+	// records are released (Ready.ShareDepartures). Default 45s.
+	ShareSessionTimeout time.Duration
+	// ShareHeartbeatInterval is group.share.heartbeat.interval.ms, what
+	// ShareGroupHeartbeat tells members: how soon a member learns of a new
+	// assignment. Default 5s.
+	ShareHeartbeatInterval time.Duration
+	// ShareMaxGroupSize is group.share.max.size: a new member joining a
+	// share group that already has this many gets GROUP_MAX_SIZE_REACHED.
+	// Default 200, Kafka's.
+	ShareMaxGroupSize int
 	// Logger receives rebalance and membership events; the zero Logger
 	// discards them.
 	Logger zerolog.Logger
@@ -102,6 +114,7 @@ type Coordinator struct {
 	out        []Response
 	removed    []Removed
 	rebalances []Rebalance
+	departures []ShareDeparture
 	nextID     uint64 // suffix of the default member ids
 	// stamps numbers group incarnations and generations, so a fence taken
 	// at commit time tells whether the group moved on.
@@ -122,16 +135,21 @@ type Ready struct {
 	// Rebalances are the rebalances completed since the last Ready, for
 	// the caller's metrics: the coordinator keeps no counters itself.
 	Rebalances []Rebalance
+	// ShareDepartures are the share group members that left or were
+	// removed since the last Ready: the partition logs release what they
+	// hold (sharestate.Partition.ReleaseMember), so their records are
+	// delivered again without waiting for the locks to expire.
+	ShareDepartures []ShareDeparture
 }
 
 // Rebalance is one completed rebalance: a classic group's join phase
-// ending in a new generation, or a consumer group's new epoch.
+// ending in a new generation, or a consumer or share group's new epoch.
 type Rebalance struct {
 	Group      string
 	Generation int32
 	// Took is how long the classic group's join phase lasted, from the
-	// rebalance starting to the new generation; zero for a consumer
-	// group, whose members keep consuming while their epoch moves.
+	// rebalance starting to the new generation; zero for a consumer or
+	// share group, whose members keep consuming while their epoch moves.
 	Took time.Duration
 }
 
@@ -179,6 +197,15 @@ func New(cfg Config) *Coordinator {
 	}
 	if cfg.ConsumerHeartbeatInterval <= 0 {
 		cfg.ConsumerHeartbeatInterval = defaultConsumerHeartbeatInterval
+	}
+	if cfg.ShareSessionTimeout <= 0 {
+		cfg.ShareSessionTimeout = defaultShareSessionTimeout
+	}
+	if cfg.ShareHeartbeatInterval <= 0 {
+		cfg.ShareHeartbeatInterval = defaultShareHeartbeatInterval
+	}
+	if cfg.ShareMaxGroupSize <= 0 {
+		cfg.ShareMaxGroupSize = defaultShareMaxGroupSize
 	}
 	c := &Coordinator{cfg: cfg, log: cfg.Logger, groups: make(map[string]*group)}
 	if c.cfg.NewMemberID == nil {
@@ -256,10 +283,11 @@ func (c *Coordinator) Step(now time.Time, id uint64, clientID, clientHost string
 func (c *Coordinator) Tick(now time.Time) { c.advance(now) }
 
 // Ready returns and clears everything to do: responses (in the order they
-// became ready), groups forgotten, and when to call Tick next.
+// became ready), groups forgotten, share group members gone, and when to
+// call Tick next.
 func (c *Coordinator) Ready() Ready {
-	rd := Ready{Responses: c.out, Removed: c.removed, Rebalances: c.rebalances}
-	c.out, c.removed, c.rebalances = nil, nil, nil
+	rd := Ready{Responses: c.out, Removed: c.removed, Rebalances: c.rebalances, ShareDepartures: c.departures}
+	c.out, c.removed, c.rebalances, c.departures = nil, nil, nil, nil
 	if len(c.timers) > 0 {
 		rd.NextTick = c.timers[0].next.at
 	}

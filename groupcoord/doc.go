@@ -23,4 +23,9 @@
 // takes ConsumerGroupHeartbeat with the topic metadata the caller looked up,
 // and the coordinator assigns partitions itself. A group id is either type,
 // never both; an empty group may change type.
+//
+// Share groups (KIP-932, share.go) are a third type: StepShare takes
+// ShareGroupHeartbeat, and the simple assignor lets several members share
+// a partition. As in Kafka, a share group never changes type and no other
+// group becomes one while it is in memory.
 package groupcoord

@@ -89,6 +89,9 @@ type group struct {
 	// the classic fields then stay empty. A group id is one type at a
 	// time, as in Kafka.
 	cg *consumerGroup
+	// sg is set while the group is a share group (KIP-932); then cg is
+	// nil and the classic fields stay empty.
+	sg *shareGroup
 
 	next       timer // earliest deadline, as placed in the heap
 	timerIndex int   // position in the heap, -1 when not in it

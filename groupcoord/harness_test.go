@@ -31,6 +31,8 @@ type harness struct {
 	removed  []Removed // every Ready's, in order
 	// rebalances are every Ready's, in order.
 	rebalances []Rebalance
+	// departures are every Ready's share departures, in order.
+	departures []ShareDeparture
 }
 
 func newHarness(t *testing.T, cfg Config) *harness {
@@ -62,6 +64,7 @@ func (h *harness) collect() {
 	rd := h.c.Ready()
 	h.removed = append(h.removed, rd.Removed...)
 	h.rebalances = append(h.rebalances, rd.Rebalances...)
+	h.departures = append(h.departures, rd.ShareDepartures...)
 	for _, r := range rd.Responses {
 		req, ok := h.sent[r.ID]
 		if !ok {

@@ -48,6 +48,12 @@ func (c *Coordinator) join(now time.Time, id uint64, clientID, clientHost string
 		return
 	}
 	g := c.groups[req.Group]
+	if g != nil && g.sg != nil {
+		// Kafka never converts a share group, empty or not.
+		c.log.Info().Str("group", req.Group).Msg("refusing a classic join to a share group")
+		c.failJoin(j, "", kerr.InconsistentGroupProtocol.Code)
+		return
+	}
 	if g != nil && g.cg != nil {
 		// A classic member cannot join a consumer-protocol group (this
 		// coordinator does not run Kafka's mixed groups); an empty one

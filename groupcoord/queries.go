@@ -44,6 +44,10 @@ func (c *Coordinator) CheckCommit(now time.Time, group, memberID string, instanc
 		return kerr.UnknownMemberID.Code
 	case g.cg != nil:
 		return g.checkConsumerCommit(now, asMember, memberID, instanceID, generation)
+	case g.sg != nil:
+		// A share group's progress is its share-partition state, never
+		// committed offsets; Kafka refuses the commit so.
+		return kerr.GroupIDNotFound.Code
 	case !asMember && g.state != stateEmpty:
 		return kerr.UnknownMemberID.Code
 	case !asMember:
@@ -84,9 +88,10 @@ func (c *Coordinator) Describe(group string) (g kmsg.DescribeGroupsResponseGroup
 	}
 	g = kmsg.NewDescribeGroupsResponseGroup()
 	g.Group = gr.id
-	if gr.cg != nil {
-		// Kafka's DescribeGroups before v6 describes a group of the other
-		// type as Dead; ConsumerGroupDescribe is the one for it.
+	if gr.cg != nil || gr.sg != nil {
+		// Kafka's DescribeGroups before v6 describes a group of another
+		// type as Dead; ConsumerGroupDescribe or ShareGroupDescribe is the
+		// one for it.
 		g.State = "Dead"
 		return g, true
 	}
@@ -112,7 +117,7 @@ func (c *Coordinator) Describe(group string) (g kmsg.DescribeGroupsResponseGroup
 }
 
 // List returns the groups in memory (group id, protocol type, state, type:
-// "classic" or "consumer") for ListGroups, ordered by group id.
+// "classic", "consumer" or "share") for ListGroups, ordered by group id.
 func (c *Coordinator) List() []kmsg.ListGroupsResponseGroup {
 	out := make([]kmsg.ListGroupsResponseGroup, 0, len(c.groups))
 	for _, g := range c.groups {
@@ -124,8 +129,11 @@ func (c *Coordinator) List() []kmsg.ListGroupsResponseGroup {
 		lg.ProtocolType = g.protocolType
 		lg.GroupState = g.state.String()
 		lg.GroupType = "classic"
-		if g.cg != nil {
+		switch {
+		case g.cg != nil:
 			lg.ProtocolType, lg.GroupState, lg.GroupType = "consumer", g.cg.state(), "consumer"
+		case g.sg != nil:
+			lg.ProtocolType, lg.GroupState, lg.GroupType = "share", g.sg.state(), "share"
 		}
 		out = append(out, lg)
 	}
@@ -142,7 +150,11 @@ func (c *Coordinator) Delete(group string) int16 {
 	if g == nil {
 		return 0
 	}
-	if g.cg != nil && !g.empty() || g.cg == nil && g.state != stateEmpty {
+	busy := g.state != stateEmpty
+	if g.cg != nil || g.sg != nil {
+		busy = !g.empty()
+	}
+	if busy {
 		return kerr.NonEmptyGroup.Code
 	}
 	c.forget(g, false)

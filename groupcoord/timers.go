@@ -17,6 +17,7 @@ const (
 	timerExpire                    // an Empty group's retention passed
 	timerConsumerSession           // a consumer-protocol member has been silent for its session timeout
 	timerConsumerRevoke            // a consumer-protocol member did not revoke within its rebalance timeout
+	timerShareSession              // a share group member has been silent for its session timeout
 )
 
 // timer is a group's earliest deadline and what to do when it passes.
@@ -36,7 +37,8 @@ func (t *timer) offer(at time.Time, kind timerKind, m *member, p *pendingMember)
 	}
 }
 
-// offerConsumer is offer for a consumer-protocol member's deadline.
+// offerConsumer is offer for a consumer-protocol or share group member's
+// deadline.
 func (t *timer) offerConsumer(at time.Time, kind timerKind, m *consumerMember) {
 	if t.kind == timerNone || at.Before(t.at) {
 		*t = timer{at: at, kind: kind, cmember: m}
@@ -70,6 +72,11 @@ func (g *group) nextTimer() timer {
 			}
 		}
 	}
+	if g.sg != nil {
+		for _, m := range g.sg.members {
+			t.offerConsumer(m.lastHeard.Add(m.sessionTimeout), timerShareSession, m)
+		}
+	}
 	if g.empty() {
 		t.offer(g.expiresAt(), timerExpire, nil, nil)
 	}
@@ -97,6 +104,9 @@ func (g *group) fire(t timer) {
 	case timerConsumerRevoke:
 		g.c.log.Info().Str("group", g.id).Str("member", t.cmember.id).Msg("consumer group member did not revoke its partitions in time")
 		g.removeConsumerMember(t.at, t.cmember, "rebalance timeout of "+t.cmember.id)
+	case timerShareSession:
+		g.c.log.Info().Str("group", g.id).Str("member", t.cmember.id).Msg("share group member session expired")
+		g.removeShareMember(t.at, t.cmember, "session timeout of "+t.cmember.id)
 	}
 }
 
