@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -213,26 +212,9 @@ func TestKafkaTransactionsDescribeProducers(t *testing.T) {
 	}
 }
 
-// kafkaToolsCP caches the class path kafkaToolsClasspath resolves: every
-// test of Kafka's tools runs with the same jars, and Maven takes seconds.
-var kafkaToolsCP struct {
-	sync.Mutex
-	cp string
-}
-
 // kafkaToolsClasspath resolves Apache Kafka's tools with Maven (once per
 // test binary) and returns their class path.
 func kafkaToolsClasspath(ctx context.Context, t *testing.T) string {
 	t.Helper()
-	kafkaToolsCP.Lock()
-	defer kafkaToolsCP.Unlock()
-	if kafkaToolsCP.cp != "" {
-		return kafkaToolsCP.cp
-	}
-	cp, err := MavenClasspath(ctx, "kafkatools")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kafkaToolsCP.cp = cp
-	return kafkaToolsCP.cp
+	return mavenClasspath(ctx, t, "kafkatools")
 }

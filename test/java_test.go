@@ -38,10 +38,7 @@ func runJava(t *testing.T, tweak func(*gateway.Config), class, ok string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp, err := MavenClasspath(ctx, dir, "compile")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp := mavenClasspath(ctx, t, dir, "compile")
 	c := startCluster(t, tweak)
 	run := exec.CommandContext(ctx, "java", "-cp", filepath.Join(dir, "target", "classes")+string(os.PathListSeparator)+cp,
 		class, c.Addr)

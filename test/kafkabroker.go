@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -53,10 +54,17 @@ func KafkaTools() error {
 	return nil
 }
 
+// maven lets one Maven run at a time: the end-to-end tests run in
+// parallel, and Maven runs at once would download into the one local
+// repository together.
+var maven sync.Mutex
+
 // MavenClasspath runs Maven on the module in dir (this module's apps,
 // java, kafka or kafkatools directory), with goals first (compile, or
 // none), and returns the class path of its dependencies.
 func MavenClasspath(ctx context.Context, dir string, goals ...string) (string, error) {
+	maven.Lock()
+	defer maven.Unlock()
 	tmp, err := os.MkdirTemp("", "disgw-classpath")
 	if err != nil {
 		return "", err
