@@ -164,6 +164,7 @@ func healthy(p *process, deadline time.Time) bool {
 // restarts it on the same data directory and reads every acknowledged record
 // back; then it stops disgw with SIGTERM and checks a clean exit.
 func TestBinaryCrashAndRestart(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	p := startBinary(t, dataDir)
 	if !strings.Contains(p.logs.String(), dataDir) {
@@ -249,6 +250,7 @@ func TestBinaryCrashAndRestart(t *testing.T) {
 // producer's retries of batches it had already written from the producer
 // state it rebuilt from the partition's tail.
 func TestBinaryIdempotentProducerAcrossKills(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	addr := freeAddr(t)
 	p := startBinaryAt(t, dataDir, addr)

@@ -194,6 +194,7 @@ func txnCheckDuration(t *testing.T) time.Duration {
 // last committed transaction. DISGW_TXN_SEED replays a seed's choices,
 // DISGW_TXN_CHECK_DURATION runs longer.
 func TestTransactionsChecker(t *testing.T) {
+	t.Parallel()
 	seed, duration := txnCheckSeed(t), txnCheckDuration(t)
 	t.Logf("seed %d (DISGW_TXN_SEED=%d), history of %v", seed, seed, duration)
 	c, proxy := startFaultyCluster(t)
