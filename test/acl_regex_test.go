@@ -15,6 +15,7 @@ import (
 // the topic it may describe, never the others the regex would match. By
 // name, __consumer_offsets goes through the same DESCRIBE check.
 func TestACLRegexSubscriptionSeesOnlyDescribable(t *testing.T) {
+	t.Parallel()
 	c := startACLCluster(t)
 	ctx := context.Background()
 	adm := kadm.NewClient(aclClient(t, c, "admin"))

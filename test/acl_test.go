@@ -80,6 +80,7 @@ func isTopicDenied(err error) bool { return errors.Is(err, kerr.TopicAuthorizati
 // allow lets it write, a deny wins over the allow, Metadata hides what it
 // may not describe, and only a super user may change ACLs.
 func TestACLs(t *testing.T) {
+	t.Parallel()
 	c := startACLCluster(t)
 	ctx := context.Background()
 	adm := kadm.NewClient(aclClient(t, c, "admin"))
@@ -204,6 +205,7 @@ func metadataCode(t *testing.T, addr, topic string) int16 {
 // Both serve PLAINTEXT clients, User:ANONYMOUS, and allow what no ACL
 // decides, so the client may create the ACL that then denies it.
 func TestACLsReachOtherGateways(t *testing.T) {
+	t.Parallel()
 	c, err := Start(Options{Dir: t.TempDir(), Gateways: 2, Gateway: func(cfg *gateway.Config) {
 		cfg.Authorizer = gateway.AuthorizerACL
 		cfg.AllowEveryoneIfNoACLFound = true
@@ -236,6 +238,7 @@ func TestACLsReachOtherGateways(t *testing.T) {
 // TestACLAPIsWithoutAuthorizer: without --authorizer=acl the ACL APIs
 // answer SECURITY_DISABLED, as a Kafka broker without an authorizer does.
 func TestACLAPIsWithoutAuthorizer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	adm := kadm.NewClient(newClient(t, c))
 	described, err := adm.DescribeACLs(context.Background(), kadm.NewACLs().Allow().AllowHosts().AnyResource().ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny))
@@ -252,6 +255,7 @@ func TestACLAPIsWithoutAuthorizer(t *testing.T) {
 // without the group ACL its JoinGroup gets GROUP_AUTHORIZATION_FAILED, and
 // ListGroups and OffsetFetch show it only what it may describe.
 func TestACLsForGroups(t *testing.T) {
+	t.Parallel()
 	c := startACLCluster(t)
 	ctx := context.Background()
 	adm := kadm.NewClient(aclClient(t, c, "admin"))
@@ -316,6 +320,7 @@ func TestACLsForGroups(t *testing.T) {
 // class) adds, lists and removes ACLs, and a SASL client is held to them.
 // The tool connects over PLAINTEXT as User:ANONYMOUS, made a super user.
 func TestKafkaAclsTool(t *testing.T) {
+	t.Parallel()
 	skipWithoutJava(t)
 	ctx := testContext(t, 5*time.Minute)
 	cp := kafkaToolsClasspath(ctx, t)
@@ -360,6 +365,7 @@ func TestKafkaAclsTool(t *testing.T) {
 // TestSaramaACLs: sarama's cluster admin creates, lists and deletes ACLs,
 // and a sarama producer without them gets TOPIC_AUTHORIZATION_FAILED.
 func TestSaramaACLs(t *testing.T) {
+	t.Parallel()
 	c := startACLCluster(t)
 	addr := []string{c.Gateway.ListenerAddr(gateway.SASLPlaintext).String()}
 	conf := func(user string) *sarama.Config {
@@ -420,6 +426,7 @@ func TestSaramaACLs(t *testing.T) {
 // TOPIC_AUTHORIZATION_FAILED with the id and no name, as Kafka answers; with
 // DESCRIBE but not DELETE it gets the name and the refusal. The topic stays.
 func TestACLsHideNamesOfTopicIDs(t *testing.T) {
+	t.Parallel()
 	c := startACLCluster(t)
 	ctx := context.Background()
 	admin := aclClient(t, c, "admin")
@@ -478,6 +485,7 @@ func TestACLsHideNamesOfTopicIDs(t *testing.T) {
 // the highest version granting bob everything. The gateway takes none of
 // it: bob stays denied, and a super user's CreateAcls still works.
 func TestACLRecordsForgedInDISAreRefused(t *testing.T) {
+	t.Parallel()
 	c := startACLCluster(t)
 	ctx := context.Background()
 	adm := kadm.NewClient(aclClient(t, c, "admin"))
@@ -519,6 +527,7 @@ func TestACLRecordsForgedInDISAreRefused(t *testing.T) {
 // on its transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED without
 // it) and WRITE on the topics, and lists only the ids it may describe.
 func TestACLsForTransactionalIDs(t *testing.T) {
+	t.Parallel()
 	c := startACLCluster(t)
 	ctx := testContext(t, time.Minute)
 	adm := kadm.NewClient(aclClient(t, c, "admin"))

@@ -18,6 +18,7 @@ import (
 // TestKadmTopicLifecycle creates, describes, grows and deletes topics with
 // franz-go's admin client and checks each result.
 func TestKadmTopicLifecycle(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	adm := kadm.NewClient(newClient(t, c))
 	ctx := testContext(t, 60*time.Second)
@@ -108,6 +109,7 @@ func TestKadmTopicLifecycle(t *testing.T) {
 // A topic deleted and created again through the gateway never serves the
 // old records, even from the gateway's caches.
 func TestRecreatedTopicStartsEmpty(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	adm := kadm.NewClient(newClient(t, c))
 	ctx := testContext(t, 60*time.Second)
@@ -128,6 +130,7 @@ func TestRecreatedTopicStartsEmpty(t *testing.T) {
 
 // TestKadmOffsetsForTimes looks offsets up by timestamp.
 func TestKadmOffsetsForTimes(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "times2", 1, nil)
 	cl := newClient(t, c, kgo.DefaultProduceTopic("times2"))
@@ -164,6 +167,7 @@ func TestKadmOffsetsForTimes(t *testing.T) {
 
 // TestSaramaClusterAdmin drives the same operations through sarama.
 func TestSaramaClusterAdmin(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	adm, err := sarama.NewClusterAdmin([]string{c.Addr}, saramaConfig())
 	if err != nil {
@@ -211,6 +215,7 @@ func TestSaramaClusterAdmin(t *testing.T) {
 // topic; after DIS scales it in, the closed partition stays readable and is
 // never written.
 func TestStreamsCreatedOutsideDisgw(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	ctx := testContext(t, 60*time.Second)
 	if err := c.Client.CreateStream(ctx, &disclient.CreateStreamRequest{StreamName: "native", PartitionCount: 2}); err != nil {

@@ -13,11 +13,33 @@ import (
 	"time"
 )
 
-// appsCP caches the class path appsClasspath builds: every test of Kafka's
-// applications runs with the same jars, and Maven takes seconds.
-var appsCP struct {
+// classpaths caches, by Maven module directory, the class paths
+// mavenClasspath builds: tests run in parallel with the same jars, Maven
+// takes seconds, and two builds of one module at once would write its
+// target directory together, under a JVM reading it.
+var classpaths struct {
 	sync.Mutex
-	cp string
+	byDir map[string]string
+}
+
+// mavenClasspath is MavenClasspath(ctx, dir, goals...) run once per module
+// directory and test binary; it fails the test if Maven fails.
+func mavenClasspath(ctx context.Context, t *testing.T, dir string, goals ...string) string {
+	t.Helper()
+	classpaths.Lock()
+	defer classpaths.Unlock()
+	if cp, ok := classpaths.byDir[dir]; ok {
+		return cp
+	}
+	cp, err := MavenClasspath(ctx, dir, goals...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if classpaths.byDir == nil {
+		classpaths.byDir = map[string]string{}
+	}
+	classpaths.byDir[dir] = cp
+	return cp
 }
 
 // appsClasspath skips the test without Java or Maven, compiles test/apps
@@ -26,21 +48,11 @@ var appsCP struct {
 func appsClasspath(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	skipWithoutJava(t)
-	appsCP.Lock()
-	defer appsCP.Unlock()
-	if appsCP.cp != "" {
-		return appsCP.cp
-	}
 	dir, err := filepath.Abs("apps")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp, err := MavenClasspath(ctx, dir, "compile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	appsCP.cp = filepath.Join(dir, "target", "classes") + string(os.PathListSeparator) + cp
-	return appsCP.cp
+	return filepath.Join(dir, "target", "classes") + string(os.PathListSeparator) + mavenClasspath(ctx, t, dir, "compile")
 }
 
 // skipWithoutJava skips the test where Java or Maven is not installed.

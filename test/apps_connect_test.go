@@ -243,6 +243,7 @@ func sourcePosition(ctx context.Context, t *testing.T, addr, topic, connector st
 // the status topic say. DISGW_APPS_TARGET=kafka runs it against Apache
 // Kafka instead.
 func TestAppsConnectFileStream(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 3*time.Minute)
 	cp := appsClasspath(ctx, t)
 	var addr string
@@ -440,6 +441,7 @@ func waitCtx(ctx context.Context, t *testing.T, p *javaProcess, what string, con
 // changed on Kafka follows; and MirrorMaker's topics on the gateway are
 // compacted.
 func TestAppsMirrorMakerFromKafka(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 3*time.Minute)
 	cp := appsClasspath(ctx, t)
 	k := startKafkaBroker(ctx, t)

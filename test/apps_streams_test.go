@@ -228,6 +228,7 @@ func restored(t *testing.T, p *javaProcess) map[string]int64 {
 // last count in the output is the number of times it was produced, and a
 // word's counts go up by one, none written twice.
 func TestAppsStreamsWordCount(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	w := newWordCount(t, c, "wordcount")
 	w.produce(200)
@@ -274,6 +275,7 @@ func TestAppsStreamsWordCount(t *testing.T) {
 // counted twice, nothing skipped, however much the killed instances had
 // read, counted and written.
 func TestAppsStreamsExactlyOnce(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	w := newWordCount(t, c, "eos", kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	dir := filepath.Join(t.TempDir(), "state")
@@ -327,6 +329,7 @@ func TestAppsStreamsExactlyOnce(t *testing.T) {
 // and records below it are gone for readers; the counts stay right, so
 // nothing Streams had still to read was purged.
 func TestAppsStreamsPurgesRepartition(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	w := newWordCount(t, c, "purging")
 	app := w.start("purging", filepath.Join(t.TempDir(), "state"), "repartition.purge.interval.ms=1000")

@@ -112,6 +112,7 @@ func batchWithTimestamps(stamps ...int64) []byte {
 // reaches the target, and in it the first record that does; -3 names the
 // record with the largest timestamp.
 func TestKafkaListOffsetsByTimestampOutOfOrder(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	cl := newClient(t, c)
 	createTopic(t, c, "stamps", 1, nil)
@@ -145,6 +146,7 @@ func TestKafkaListOffsetsByTimestampOutOfOrder(t *testing.T) {
 // A consumer can start at every offset inside a compressed batch: it gets
 // the whole stored batch and skips the records before its offset.
 func TestKafkaFetchEveryOffsetInCompressedBatch(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -186,6 +188,7 @@ func TestKafkaFetchEveryOffsetInCompressedBatch(t *testing.T) {
 // they come from DIS alone, never reused, never going back. An idempotent
 // producer's retry after a restart is answered with its original offset.
 func TestKafkaOffsetsSurviveRestartAndRetention(t *testing.T) {
+	t.Parallel()
 	var skew atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
@@ -276,6 +279,7 @@ func TestKafkaOffsetsSurviveRestartAndRetention(t *testing.T) {
 // once and in order: retries of batches written before a restart are
 // answered from the producer state rebuilt from the partition's tail.
 func TestKafkaIdempotentProducerAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -320,6 +324,7 @@ func TestKafkaIdempotentProducerAcrossRestarts(t *testing.T) {
 // records, and says so in max.message.bytes; a batch over it is refused
 // with MESSAGE_TOO_LARGE and not written.
 func TestKafkaBatchSizeLimit(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	cl := newClient(t, c)
 	createTopic(t, c, "sized", 1, nil)
@@ -358,6 +363,7 @@ func TestKafkaBatchSizeLimit(t *testing.T) {
 // Every kind of batch a Kafka broker refuses is refused with Kafka's error
 // on a kafka-format topic, and none of them is stored.
 func TestKafkaMalformedBatchesRefused(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	cl := newClient(t, c)
 	createTopic(t, c, "malformed", 1, nil)

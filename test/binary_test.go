@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -38,14 +37,15 @@ var disgwBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
+// freeAddr is a loopback address whose port was free a moment ago, for a
+// disgw binary to listen on (FreePorts).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return fmt.Sprintf("127.0.0.1:%d", ports[0])
 }
 
 // process is a running disgw binary.
@@ -164,6 +164,7 @@ func healthy(p *process, deadline time.Time) bool {
 // restarts it on the same data directory and reads every acknowledged record
 // back; then it stops disgw with SIGTERM and checks a clean exit.
 func TestBinaryCrashAndRestart(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	p := startBinary(t, dataDir)
 	if !strings.Contains(p.logs.String(), dataDir) {
@@ -249,6 +250,7 @@ func TestBinaryCrashAndRestart(t *testing.T) {
 // producer's retries of batches it had already written from the producer
 // state it rebuilt from the partition's tail.
 func TestBinaryIdempotentProducerAcrossKills(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	addr := freeAddr(t)
 	p := startBinaryAt(t, dataDir, addr)

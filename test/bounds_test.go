@@ -19,6 +19,7 @@ import (
 // A 61-byte Produce payload, a v2 batch with a valid CRC and no records, is
 // refused with an error and the gateway keeps serving.
 func TestZeroRecordBatchProduce(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "empty", 1, nil)
 	rc := dialRaw(t, c.Addr)
@@ -41,6 +42,7 @@ func TestZeroRecordBatchProduce(t *testing.T) {
 // partition with INVALID_REQUEST (docs/errors.md): none of its batches is
 // written, and the request's other partitions are served.
 func TestDuplicatePartitionInRequest(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "dup", 2, nil)
 	rc := dialRaw(t, c.Addr)
@@ -113,6 +115,7 @@ func batchValues(t *testing.T, raw []byte) []string {
 // FetchMaxBytes bounds a fetch whatever max_bytes the client asks, and a
 // record larger than the bound still comes back alone.
 func TestFetchResponseCap(t *testing.T) {
+	t.Parallel()
 	const limit = 16 << 10
 	c := startCluster(t, func(cfg *gateway.Config) { cfg.FetchMaxBytes = limit })
 	createTopic(t, c, "capped", 1, nil)
@@ -161,6 +164,7 @@ func (d slowDIS) PutRecords(ctx context.Context, req *disclient.PutRecordsReques
 // make the gateway queue without limit: the write queues stay within their
 // bound, the heap stays small, and the gateway keeps serving.
 func TestAcksZeroFloodStaysBounded(t *testing.T) {
+	// Not parallel: it measures the process's heap.
 	const queueBytes = 1 << 20
 	reg := prometheus.NewRegistry()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)

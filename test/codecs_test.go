@@ -13,6 +13,7 @@ import (
 // Sarama's batches of every codec are stored as sent and come back byte
 // for byte, headers included, also to a consumer starting inside a batch.
 func TestSaramaAllCodecs(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	codecs := map[string]sarama.CompressionCodec{"gzip": sarama.CompressionGZIP, "snappy": sarama.CompressionSnappy,
 		"lz4": sarama.CompressionLZ4, "zstd": sarama.CompressionZSTD}
@@ -69,6 +70,7 @@ func TestSaramaAllCodecs(t *testing.T) {
 // kcat (librdkafka) produces with every codec and reads the batches back
 // unchanged, headers included, from the start and from inside a batch.
 func TestKcatAllCodecs(t *testing.T) {
+	t.Parallel()
 	kcatPath(t)
 	c := startCluster(t, nil)
 	for _, codec := range []string{"gzip", "snappy", "lz4", "zstd"} {

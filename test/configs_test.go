@@ -49,6 +49,7 @@ func streamRetention(t *testing.T, c *Cluster, topic string) int32 {
 }
 
 func TestDescribeTopicConfigs(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "described", 2, map[string]*string{"retention.ms": kadm.StringPtr("172800000"), "dis.record.format": kadm.StringPtr("raw")})
 	createTopic(t, c, "plain", 1, nil)
@@ -94,6 +95,7 @@ func TestDescribeTopicConfigs(t *testing.T) {
 }
 
 func TestAlterTopicConfigs(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "altered", 1, map[string]*string{"dis.record.format": kadm.StringPtr("raw")})
 	adm := kadm.NewClient(newClient(t, c))
@@ -165,6 +167,7 @@ func TestAlterTopicConfigs(t *testing.T) {
 }
 
 func TestBrokerConfigs(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	adm := kadm.NewClient(newClient(t, c))
 	ctx := testContext(t, 10*time.Second)
@@ -200,6 +203,7 @@ func TestBrokerConfigs(t *testing.T) {
 }
 
 func TestSaramaDescribeConfigs(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "sarama-configs", 1, map[string]*string{"retention.ms": kadm.StringPtr("259200000")})
 	admin, err := sarama.NewClusterAdmin([]string{c.Addr}, saramaConfig())
@@ -238,6 +242,7 @@ func TestSaramaDescribeConfigs(t *testing.T) {
 // TestConfigsEveryVersion describes and alters a topic at every version of
 // keys 32, 33 and 44, through the raw connection.
 func TestConfigsEveryVersion(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "versions", 1, nil)
 	rc := dialRaw(t, c.Addr)

@@ -71,6 +71,7 @@ func checkOffsetFetchMember(t *testing.T, c *Cluster, group string, m kmsg.Consu
 // record is consumed once, and the group is a consumer group to
 // ConsumerGroupDescribe and ListGroups.
 func TestConsumerProtocolGroup(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, fastConsumerGroups)
 	topic, group := "cp-topic", "cp-group"
 	createTopic(t, c, topic, 6, nil)
@@ -145,6 +146,7 @@ func TestConsumerProtocolGroup(t *testing.T) {
 // classic commits, and while they run a classic JoinGroup on the group id
 // is refused.
 func TestConsumerProtocolMigration(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, fastConsumerGroups)
 	topic, group := "mig-topic", "mig-group"
 	createTopic(t, c, topic, 4, nil)

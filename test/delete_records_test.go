@@ -45,6 +45,7 @@ func fetchAt(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, of
 // consumer from the start begins there, an offset past the end is refused,
 // and a restarted gateway still knows it.
 func TestDeleteRecords(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	ctx := testContext(t, 2*time.Minute)
 	const topic = "delrec"
@@ -129,6 +130,7 @@ func TestDeleteRecords(t *testing.T) {
 // numbers) gets POLICY_VIOLATION and the internal offsets topic
 // INVALID_TOPIC_EXCEPTION; nothing moves.
 func TestDeleteRecordsRefused(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	ctx := testContext(t, time.Minute)
 	createTopic(t, c, "delrec-raw", 1, map[string]*string{"dis.record.format": kmsg.StringPtr("raw")})
@@ -161,6 +163,7 @@ func TestDeleteRecordsRefused(t *testing.T) {
 // consumer from the start all begin there. An offset past the end is
 // reported as the tool reports errors, and moves nothing.
 func TestKafkaToolDeleteRecords(t *testing.T) {
+	t.Parallel()
 	k, c := startKafkaTools(t)
 	const plain, kept = "tools-delrec", "tools-delrec-kept"
 	createTopic(t, c, plain, 1, nil)

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -112,6 +111,7 @@ func checkProducer(t *testing.T, p int32, ps []kadm.DescribedProducer, id int64,
 // none (raw producer state is in memory only); unknown topics and
 // partitions are UNKNOWN_TOPIC_OR_PARTITION.
 func TestDescribeProducers(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "producers", 2, nil)
 	createTopic(t, c, "producers-raw", 1, map[string]*string{"dis.record.format": kadm.StringPtr("raw")})
@@ -152,6 +152,7 @@ func TestDescribeProducers(t *testing.T) {
 // producer; another gateway answers NOT_LEADER_OR_FOLLOWER, so admin
 // clients go to the leader Metadata names.
 func TestMultiGatewayDescribeProducers(t *testing.T) {
+	t.Parallel()
 	c := startGateways(t, 3)
 	const p = 0
 	topic := nameOwnedBy(c, "multi-producers", 1, func(name string) string { return cluster.PartitionKey(name, p) })
@@ -176,6 +177,7 @@ func TestMultiGatewayDescribeProducers(t *testing.T) {
 // (None). It needs Java 17 and Maven, and is skipped where either is
 // missing.
 func TestKafkaTransactionsDescribeProducers(t *testing.T) {
+	t.Parallel()
 	skipWithoutJava(t)
 	ctx := testContext(t, 5*time.Minute)
 	cp := kafkaToolsClasspath(ctx, t)
@@ -213,26 +215,9 @@ func TestKafkaTransactionsDescribeProducers(t *testing.T) {
 	}
 }
 
-// kafkaToolsCP caches the class path kafkaToolsClasspath resolves: every
-// test of Kafka's tools runs with the same jars, and Maven takes seconds.
-var kafkaToolsCP struct {
-	sync.Mutex
-	cp string
-}
-
 // kafkaToolsClasspath resolves Apache Kafka's tools with Maven (once per
 // test binary) and returns their class path.
 func kafkaToolsClasspath(ctx context.Context, t *testing.T) string {
 	t.Helper()
-	kafkaToolsCP.Lock()
-	defer kafkaToolsCP.Unlock()
-	if kafkaToolsCP.cp != "" {
-		return kafkaToolsCP.cp
-	}
-	cp, err := MavenClasspath(ctx, "kafkatools")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kafkaToolsCP.cp = cp
-	return kafkaToolsCP.cp
+	return mavenClasspath(ctx, t, "kafkatools")
 }

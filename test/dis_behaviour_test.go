@@ -25,6 +25,7 @@ import (
 // than the largest record even when the client asks for less. The gateway
 // restarts in between so that it reads from DIS, not from its cache.
 func TestRecordNearDISLimitRoundTrips(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	for _, format := range []string{"raw", "kafka"} {
 		t.Run(format, func(t *testing.T) {
@@ -69,6 +70,7 @@ func TestRecordNearDISLimitRoundTrips(t *testing.T) {
 // although the embedded DIS, as DIS, refuses the AT_TIMESTAMP cursor
 // with DIS.4300.
 func TestListOffsetsExpiredTimestampIsEarliest(t *testing.T) {
+	t.Parallel()
 	var skew atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
@@ -135,6 +137,7 @@ func TestListOffsetsExpiredTimestampIsEarliest(t *testing.T) {
 // exactly, on raw and kafka topics, and the checkpoint DIS holds is inside
 // the range.
 func TestCommitOutsideDISRange(t *testing.T) {
+	t.Parallel()
 	var skew atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
@@ -226,6 +229,7 @@ func TestCommitOutsideDISRange(t *testing.T) {
 // the retriable COORDINATOR_NOT_AVAILABLE on commit, never
 // UNKNOWN_SERVER_ERROR.
 func TestDISAccountQuotas(t *testing.T) {
+	t.Parallel()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	c, err := Start(Options{Dir: t.TempDir(), Logger: log, DISConfig: func(cfg *dislocal.Config) {
 		cfg.Limits = dislocal.DISLimits()

@@ -49,6 +49,7 @@ func produceOne(t *testing.T, rc *rawConn, topic string, timeout time.Duration) 
 // stream does not hold up the others; once DIS is well again the gateway
 // works again without a restart.
 func TestFailingDISProduceAnswersInTime(t *testing.T) {
+	t.Parallel()
 	c, proxy := startFaultyCluster(t)
 	createTopic(t, c, "slow", 1, nil)
 	createTopic(t, c, "fine", 1, nil)
@@ -113,6 +114,7 @@ func TestFailingDISProduceAnswersInTime(t *testing.T) {
 // DIS throttling reaches the client as throttle_time_ms on a retriable
 // error, never as loss.
 func TestFailingDISThrottleHint(t *testing.T) {
+	t.Parallel()
 	c, proxy := startFaultyCluster(t)
 	createTopic(t, c, "throttled", 1, nil)
 	rc := dialRaw(t, c.Addr)
@@ -133,6 +135,7 @@ func TestFailingDISThrottleHint(t *testing.T) {
 // turn is read back once DIS is well again: a failing DIS costs retries,
 // never an acknowledged record.
 func TestFailingDISLosesNoAcknowledgedRecord(t *testing.T) {
+	t.Parallel()
 	c, proxy := startFaultyCluster(t)
 	const topic = "acked"
 	createTopic(t, c, topic, 2, nil)
@@ -204,6 +207,7 @@ func TestFailingDISLosesNoAcknowledgedRecord(t *testing.T) {
 // after its max wait, not when a client would have given up, and reads the
 // records once DIS is well again.
 func TestFailingDISFetchAnswersInTime(t *testing.T) {
+	t.Parallel()
 	c, proxy := startFaultyCluster(t)
 	createTopic(t, c, "reads", 1, nil)
 	rc := dialRaw(t, c.Addr)

@@ -12,6 +12,7 @@ import (
 // batch whose record count is not positive with INVALID_RECORD; so does
 // disgw, and the connection and the gateway carry on.
 func TestProduceEmptyBatch(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "empty-batch", 1, nil)
 	rc := dialRaw(t, c.Addr)

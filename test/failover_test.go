@@ -483,6 +483,8 @@ func groupStable(t *testing.T, adm *freshAdmin, group, topic string) bool {
 // partition twice, and reading the topic back finds every acknowledged
 // record exactly once at the offset it was acknowledged with.
 func TestFailoverKillOneOfThree(t *testing.T) {
+	// Not parallel: its 15 s failover budget, 9 to 14 s on a quiet machine,
+	// leaves no room for other tests' load.
 	phase, cycles := 4*time.Second, 1
 	if *failoverLong {
 		phase, cycles = time.Minute, 3
@@ -682,6 +684,7 @@ func verifyReadBack(t *testing.T, ctx context.Context, addrs []string, topic str
 // their default timings, one SIGKILL of the gateway that coordinates the
 // group and leads partitions, and no restart.
 func TestFailoverSarama(t *testing.T) {
+	// Not parallel: TestFailoverKillOneOfThree's budget.
 	const topic = "failover-sarama"
 	group, victim := failoverGroup(topic)
 	tr := startGatewayTrio(t)

@@ -26,6 +26,7 @@ type sentRecord struct {
 // three partitions, then consumes everything back and compares each record
 // and the per-partition order.
 func TestFranzGoBulkAllCodecs(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	const topic = "bulk"
 	createTopic(t, c, topic, 3, nil)
@@ -133,6 +134,7 @@ func TestFranzGoBulkAllCodecs(t *testing.T) {
 // TestFranzGoNullsAndEmpties checks that the kafka record format keeps null
 // and empty keys, values and header values apart.
 func TestFranzGoNullsAndEmpties(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	const topic = "nulls"
 	createTopic(t, c, topic, 1, nil)
@@ -171,6 +173,7 @@ func TestFranzGoNullsAndEmpties(t *testing.T) {
 
 // acks=0 gets no response, and the records are still written.
 func TestFranzGoAcksZero(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "acks0", 1, nil)
 	ctx := testContext(t, 30*time.Second)

@@ -32,6 +32,7 @@ func joinCode(rc *rawConn, group, member string) (int16, string) {
 // client sending only first joins pushes out the oldest ids, never grows
 // the group's memory.
 func TestGroupLimitsOverRawJoins(t *testing.T) {
+	t.Parallel()
 	const maxPending = 5
 	c := startCluster(t, func(cfg *gateway.Config) {
 		cfg.GroupMaxSize = 2

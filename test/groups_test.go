@@ -123,6 +123,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // of franz-go's balancers, then has one member leave and a new one join;
 // every record is consumed exactly once across the group.
 func TestFranzGoGroupBalancers(t *testing.T) {
+	t.Parallel()
 	balancers := map[string]kgo.GroupBalancer{
 		"range":              kgo.RangeBalancer(),
 		"roundrobin":         kgo.RoundRobinBalancer(),
@@ -166,6 +167,7 @@ func TestFranzGoGroupBalancers(t *testing.T) {
 // gateway, restarts both on the same data, and resumes exactly at the
 // committed offsets.
 func TestGroupResumesAfterRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := startClusterIn(t, dir, nil)
 	createTopic(t, c, "resume", 3, nil)
@@ -207,6 +209,7 @@ func TestGroupResumesAfterRestart(t *testing.T) {
 // session timeout keeps its partitions, and the other member sees no
 // rebalance.
 func TestStaticMemberRestart(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "static", 4, nil)
 	var mu sync.Mutex
@@ -266,6 +269,7 @@ func TestStaticMemberRestart(t *testing.T) {
 // (no live members, nothing in memory) ListGroups and DescribeGroups still
 // show the real id, and its offsets and metadata come back.
 func TestEncodedGroupIDSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := startClusterIn(t, dir, nil)
 	createTopic(t, c, "enc", 2, nil)
@@ -317,6 +321,7 @@ func TestEncodedGroupIDSurvivesRestart(t *testing.T) {
 
 // Offset metadata beyond DIS's 1000 characters is refused per partition.
 func TestOffsetMetadataTooLarge(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "meta", 1, nil)
 	adm := kadm.NewClient(newClient(t, c))
@@ -335,6 +340,7 @@ func TestOffsetMetadataTooLarge(t *testing.T) {
 // Deleting a group with live members is refused; once they are gone its
 // offsets go with it.
 func TestDeleteGroup(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "del", 2, nil)
 	produceValues(t, c, "del", 0, 20)
@@ -368,6 +374,7 @@ func TestDeleteGroup(t *testing.T) {
 // expires through the whole gateway: its DIS app goes, and OffsetFetch
 // reads no offset.
 func TestEmptyGroupOffsetsExpire(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, func(cfg *gateway.Config) { cfg.OffsetsRetention = 300 * time.Millisecond })
 	ctx := testContext(t, 30*time.Second)
 	createTopic(t, c, "expiring", 1, nil)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -217,7 +218,10 @@ func (c *Cluster) startGateways(n int) error {
 // RestartGateway stops the (first) gateway and starts a new one with the
 // same configuration in front of the same embedded DIS server, on the same
 // address, so clients reconnect to it: what a gateway restart leaves, the
-// DIS data, is all the new one has.
+// DIS data, is all the new one has. A start whose listener finds the
+// address taken is tried again for a while: between the stop and the
+// bind, an outbound connection of this process (tests run in parallel)
+// may hold the port as its source port for a moment.
 func (c *Cluster) RestartGateway() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -226,9 +230,16 @@ func (c *Cluster) RestartGateway() error {
 	}
 	cfg := c.firstCfg
 	cfg.Listen = c.Addr
-	gw, err := gateway.New(cfg, c.api)
-	if err == nil {
-		err = gw.Start()
+	var gw *gateway.Gateway
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		gw, err = gateway.New(cfg, c.api)
+		if err == nil {
+			err = gw.Start()
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			break
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("restart gateway: %w", err)

@@ -197,6 +197,7 @@ func peakHeap() (stop func() uint64) {
 // was ready (64 MiB of responses) and for garbage the collector has not
 // reached yet (the peak is sampled without collecting).
 func TestHostilePipelineNeverRead(t *testing.T) {
+	// Not parallel: it measures the process's heap.
 	const perResponse = 256 << 10
 	const heapBound = 256 << 20
 	h := startHostileCluster(t, func(cfg *gateway.Config) {
@@ -291,6 +292,7 @@ func raiseFileLimit(t *testing.T, n uint64) {
 // connection to the SSL listener that never starts its handshake is closed
 // by the handshake timeout.
 func TestHostileIdleConnections(t *testing.T) {
+	// Not parallel: it measures the process's heap and raises its file limit.
 	const perConnBound = 48 << 10
 	for _, tc := range []struct {
 		tr          transport
@@ -356,6 +358,7 @@ func TestHostileIdleConnections(t *testing.T) {
 // A size prefix claiming 100 MiB, then silence: the gateway allocates
 // nothing for the claim and closes the connection by the idle timeout.
 func TestHostileSizePrefixThenSilence(t *testing.T) {
+	// Not parallel: it measures the process's heap.
 	const heapBound = 16 << 20
 	h := startHostileCluster(t, func(cfg *gateway.Config) { cfg.IdleTimeout = 2 * time.Second })
 	for _, tr := range hostileTransports {
@@ -382,6 +385,7 @@ func TestHostileSizePrefixThenSilence(t *testing.T) {
 // Past MaxConnectionsPerIP a connection from the same address is closed at
 // once; when one of the others closes, a new one is admitted.
 func TestHostilePerIPLimit(t *testing.T) {
+	t.Parallel()
 	h := startHostileCluster(t, func(cfg *gateway.Config) { cfg.MaxConnectionsPerIP = 3 })
 	for i, tr := range hostileTransports {
 		t.Run(tr.name, func(t *testing.T) {

@@ -44,6 +44,7 @@ func offsetsTopicIn(t *testing.T, resp *kmsg.MetadataResponse) kmsg.MetadataResp
 // empty log; writing, creating, deleting and growing it are refused as
 // Kafka refuses them; and kadm's topic listing hides it as on Kafka.
 func TestOffsetsTopicMetadata(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "plain", 2, nil)
 	rc := dialRaw(t, c.Addr)
@@ -148,6 +149,7 @@ func TestOffsetsTopicMetadata(t *testing.T) {
 // consumes the user's topics and, as on Kafka, never subscribes to the
 // internal offsets topic.
 func TestRegexSkipsOffsetsTopic(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, func(cfg *gateway.Config) { cfg.InitialRebalanceDelay = -1 })
 	createTopic(t, c, "rx-a", 1, nil)
 	createTopic(t, c, "rx-b", 1, nil)

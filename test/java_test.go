@@ -16,6 +16,7 @@ import (
 // the unmodified Apache Kafka Java client. It needs Java 17 and Maven, which
 // fetches kafka-clients; it is skipped where either is missing.
 func TestJavaClient(t *testing.T) {
+	t.Parallel()
 	runJava(t, nil, "disgw.Compat", "java compat ok")
 }
 
@@ -24,6 +25,7 @@ func TestJavaClient(t *testing.T) {
 // consumer at its commits, two share a topic, a third joins and one
 // leaves, and every record is consumed once.
 func TestJavaConsumerProtocol(t *testing.T) {
+	t.Parallel()
 	runJava(t, fastConsumerGroups, "disgw.ConsumerProtocol", "java consumer protocol ok")
 }
 
@@ -38,10 +40,7 @@ func runJava(t *testing.T, tweak func(*gateway.Config), class, ok string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp, err := MavenClasspath(ctx, dir, "compile")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp := mavenClasspath(ctx, t, dir, "compile")
 	c := startCluster(t, tweak)
 	run := exec.CommandContext(ctx, "java", "-cp", filepath.Join(dir, "target", "classes")+string(os.PathListSeparator)+cp,
 		class, c.Addr)
@@ -56,5 +55,6 @@ func runJava(t *testing.T, tweak func(*gateway.Config), class, ok string) {
 // offsets; read_committed reads only what was committed; a second
 // producer of the id fences the first.
 func TestJavaTransactions(t *testing.T) {
+	t.Parallel()
 	runJava(t, nil, "disgw.Transactions", "java transactions ok")
 }

@@ -173,6 +173,7 @@ func describeTopicTool(k *kafkaTools, name string) describedTopic {
 // --delete. A replication factor other than 1 is refused: DIS keeps its
 // own replicas.
 func TestKafkaToolTopics(t *testing.T) {
+	t.Parallel()
 	k, c := startKafkaTools(t)
 	const topic = "tools-topic"
 	if out := k.run(topicCommand, "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "1", "--config", "retention.ms=172800000"); !strings.Contains(out, "Created topic "+topic+".") {
@@ -235,6 +236,7 @@ func TestKafkaToolTopics(t *testing.T) {
 // --from-beginning: every line comes back, each key's in the order sent
 // (one key, one partition).
 func TestKafkaToolConsole(t *testing.T) {
+	t.Parallel()
 	k, c := startKafkaTools(t)
 	const topic = "tools-console"
 	createTopic(t, c, topic, 3, nil)
@@ -289,6 +291,7 @@ func produceAt(t *testing.T, c *Cluster, topic string, p int32, stamps ...int64)
 // answer (an empty one, for a timestamp) is left out, as Kafka's tool does
 // for UNKNOWN_OFFSET; --topic-partitions picks partitions.
 func TestKafkaToolGetOffsets(t *testing.T) {
+	t.Parallel()
 	k, c := startKafkaTools(t)
 	const topic = "tools-offsets"
 	createTopic(t, c, topic, 3, nil)
@@ -331,6 +334,7 @@ func TestKafkaToolGetOffsets(t *testing.T) {
 // --shift-by -2 with --execute, each checked in --describe and in the
 // committed offsets franz-go reads; --delete of the empty group.
 func TestKafkaToolConsumerGroups(t *testing.T) {
+	t.Parallel()
 	k, c := startKafkaTools(t)
 	const topic, group = "tools-groups", "tools-group"
 	createTopic(t, c, topic, 2, nil)
@@ -426,6 +430,7 @@ func TestKafkaToolConsumerGroups(t *testing.T) {
 // dynamic configs; a group describes with the consumer protocol's
 // heartbeat interval and session timeout, which it cannot alter.
 func TestKafkaToolConfigs(t *testing.T) {
+	t.Parallel()
 	k, c := startKafkaTools(t)
 	const topic = "tools-configs"
 	createTopic(t, c, topic, 1, nil)

@@ -6,12 +6,14 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	mathrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -53,10 +55,17 @@ func KafkaTools() error {
 	return nil
 }
 
+// maven lets one Maven run at a time: the end-to-end tests run in
+// parallel, and Maven runs at once would download into the one local
+// repository together.
+var maven sync.Mutex
+
 // MavenClasspath runs Maven on the module in dir (this module's apps,
 // java, kafka or kafkatools directory), with goals first (compile, or
 // none), and returns the class path of its dependencies.
 func MavenClasspath(ctx context.Context, dir string, goals ...string) (string, error) {
+	maven.Lock()
+	defer maven.Unlock()
 	tmp, err := os.MkdirTemp("", "disgw-classpath")
 	if err != nil {
 		return "", err
@@ -159,18 +168,45 @@ func kafkaJavaArgs(classpath string, args ...string) []string {
 	return append(append(slices.Clone(kafkaJVMOptions), "-cp", classpath), args...)
 }
 
-// FreePorts returns n loopback TCP ports that were free a moment ago.
+// FreePorts returns n loopback TCP ports that were free a moment ago, for
+// another process to listen on. They are below the kernel's ephemeral port
+// range, from which it takes the ports of listeners on port 0 and of
+// outbound connections: the end-to-end tests run in parallel, and another
+// test could take a port from that range before the process binds it.
 func FreePorts(n int) ([]int, error) {
+	const lowest = 10000
+	below := ephemeralPortsFrom()
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		addr := "127.0.0.1:0"
+		if below > lowest && tries < 1000 {
+			addr = fmt.Sprintf("127.0.0.1:%d", lowest+mathrand.IntN(below-lowest))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			return nil, err
+			if addr == "127.0.0.1:0" {
+				return nil, err
+			}
+			continue // taken
 		}
 		defer l.Close()
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// ephemeralPortsFrom is the first port of Linux's ephemeral port range,
+// 32768 where it cannot be read (the Linux default; others start higher).
+func ephemeralPortsFrom() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var from, to int
+	if _, err := fmt.Sscan(string(b), &from, &to); err != nil {
+		return 32768
+	}
+	return from
 }
 
 // BrokersListed is how many brokers the Metadata answer of the Kafka

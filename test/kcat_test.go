@@ -47,6 +47,7 @@ func runKcat(t *testing.T, stdin string, args ...string) string {
 // TestKcat lists metadata, produces keyed records and consumes them back
 // with kcat (librdkafka).
 func TestKcat(t *testing.T) {
+	t.Parallel()
 	kcatPath(t)
 	c := startCluster(t, nil)
 	createTopic(t, c, "kcat", 2, nil)
@@ -68,6 +69,7 @@ func TestKcat(t *testing.T) {
 // TestKcatGroup consumes with a kcat balanced consumer (-G), then checks the
 // group committed its position: a second run finds nothing new.
 func TestKcatGroup(t *testing.T) {
+	t.Parallel()
 	kcatPath(t)
 	c := startCluster(t, nil)
 	createTopic(t, c, "kcat-group", 2, nil)

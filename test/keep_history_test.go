@@ -336,6 +336,7 @@ func compactConfigs() map[string]*string {
 // offsets only going up, tombstones until delete.retention.ms after their
 // compaction, and a restarted gateway serves the same and rewrites on.
 func TestKeptCompactedTopicOverTenRetentionPeriods(t *testing.T) {
+	t.Parallel()
 	k := startKeptCluster(t)
 	const topic = "kept-compact"
 	k.createKept(topic, compactConfigs())
@@ -401,6 +402,7 @@ func TestKeptCompactedTopicOverTenRetentionPeriods(t *testing.T) {
 // A topic with retention.ms -1 keeps every record from offset 0 across ten
 // DIS retention periods, also for a restarted gateway.
 func TestKeptForeverTopicOverTenRetentionPeriods(t *testing.T) {
+	t.Parallel()
 	k := startKeptCluster(t)
 	const topic = "kept-forever"
 	k.createKept(topic, map[string]*string{"cleanup.policy": kmsg.StringPtr("delete"), "retention.ms": kmsg.StringPtr("-1")})
@@ -457,6 +459,7 @@ func TestKeptForeverTopicOverTenRetentionPeriods(t *testing.T) {
 // generation replaced, each resumes where it committed and reads what a
 // fresh consumer reads from there on.
 func TestKeptGroupResumesAfterRewrite(t *testing.T) {
+	t.Parallel()
 	k := startKeptCluster(t)
 	const topic = "kept-group"
 	k.createKept(topic, compactConfigs())

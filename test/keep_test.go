@@ -55,6 +55,7 @@ func checkConfig(t *testing.T, got map[string]kmsg.DescribeConfigsResponseResour
 // APIs, Metadata, CreatePartitions and DeleteTopics make of them and of
 // their keep streams in DIS.
 func TestKeptTopics(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	adm := kadm.NewClient(newClient(t, c))
 	ctx := testContext(t, 60*time.Second)
@@ -164,6 +165,7 @@ func keyedBatch(keys ...[]byte) []byte {
 // A compacted topic refuses a record without a key as Kafka does, with
 // the record named in record_errors from Produce v8, and takes keyed ones.
 func TestCompactedTopicRefusesKeylessRecords(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "compacted", 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")})
 	createTopic(t, c, "deleting", 1, map[string]*string{"retention.ms": kadm.StringPtr("-1")})
@@ -204,6 +206,7 @@ func TestCompactedTopicRefusesKeylessRecords(t *testing.T) {
 
 // raw topics, whose offsets are DIS sequence numbers, cannot be kept.
 func TestRawTopicsRefuseKeptConfigs(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	adm := kadm.NewClient(newClient(t, c))
 	ctx := testContext(t, 20*time.Second)

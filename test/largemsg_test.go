@@ -55,6 +55,7 @@ func consumeLarge(t *testing.T, c *Cluster, topic string, n int) []*kgo.Record {
 // the small records after it; DescribeConfigs reports the topic's value.
 // A topic with the default refuses it with MESSAGE_TOO_LARGE.
 func TestLargeRecordRoundTrip(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "large", 1, map[string]*string{"max.message.bytes": kmsg.StringPtr("16777216")})
 	createTopic(t, c, "default-limit", 1, nil)
@@ -105,6 +106,7 @@ func hasConfig(rc kadm.ResourceConfig, name, value string) bool {
 // and consumers see only the records before it. The producer's retry then
 // succeeds, and the offsets go on after the record before it.
 func TestLargeRecordPartialWriteHidden(t *testing.T) {
+	t.Parallel()
 	proxy := faultproxy.New()
 	// Calls of 2 MiB: the batch's six fragments take three.
 	c, err := Start(Options{Dir: t.TempDir(), DISHandler: proxy.Wrap, Gateway: func(cfg *gateway.Config) { cfg.PutRecordsMaxBytes = 2 << 20 }})

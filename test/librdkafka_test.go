@@ -13,6 +13,7 @@ import (
 // consumer reads exactly the committed records. It is skipped where
 // python3 cannot import confluent_kafka; .ci/run installs it.
 func TestLibrdkafkaTransactions(t *testing.T) {
+	t.Parallel()
 	if err := exec.Command("python3", "-c", "import confluent_kafka").Run(); err != nil {
 		t.Skip("python3 with confluent-kafka is not installed: pip install confluent-kafka")
 	}

@@ -52,6 +52,7 @@ type localSent struct {
 // restarts gateway and DIS on the same data: records, offsets and commits
 // survive and new records continue the offsets.
 func TestLocalDISProduceConsumeRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := startLocalDIS(t, dir, dislocal.QuotasNone)
 	const topic, group = "local", "local-group"
@@ -197,6 +198,7 @@ func fetchLocal(t *testing.T, ctx context.Context, c *Cluster, topic string, off
 // partition's 1 MiB/s with no failed record (the gateway resends the
 // records DIS.4303 refused), and every record reads back once, in order.
 func TestLocalDISQuotasSlowProduce(t *testing.T) {
+	t.Parallel()
 	c := startLocalDIS(t, t.TempDir(), dislocal.QuotasCommon)
 	const topic = "localquota"
 	createTopic(t, c, topic, 1, nil)
@@ -222,6 +224,7 @@ func TestLocalDISQuotasSlowProduce(t *testing.T) {
 // the record data is read into the gateway's outbound buffer instead, and
 // must come out the same bytes as for a client that takes them at once.
 func TestLocalDISFetchSendsFromRecordLog(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	// A read cache much smaller than the data: consumers read what was

@@ -48,6 +48,7 @@ func seriesLines(text, name string, labels ...string) []string {
 // it. Deleting one tenant's group then drops its series and leaves the
 // other tenant's same-named group its own.
 func TestMetricsPerPassthroughTenant(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	c, _, _ := startPassthroughCluster(t, func(cfg *gateway.Config) { cfg.Registry = reg })
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

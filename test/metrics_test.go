@@ -74,6 +74,7 @@ func sample(text, name string, labels ...string) (float64, bool) {
 // above its COMMON quota. It then checks that every metric the Grafana
 // dashboard queries is registered.
 func TestMetricsScrapeAfterWorkload(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	c, err := Start(Options{Dir: t.TempDir(), Logger: log, Quotas: dislocal.QuotasCommon,

@@ -68,6 +68,7 @@ func nameOwnedBy(c *Cluster, prefix string, owner int32, keyOf func(string) stri
 // fetch NOT_LEADER_OR_FOLLOWER with the owner as current leader, and the
 // group APIs NOT_COORDINATOR.
 func TestMultiGatewayMetadataAndOwners(t *testing.T) {
+	t.Parallel()
 	c := startGateways(t, 3)
 	const topic = "multi-meta"
 	const partitions = 12
@@ -221,6 +222,7 @@ func TestMultiGatewayMetadataAndOwners(t *testing.T) {
 // TestMultiGatewayProduceConsume: records produced through each gateway's
 // bootstrap address are read back through another's, once and in order.
 func TestMultiGatewayProduceConsume(t *testing.T) {
+	t.Parallel()
 	c := startGateways(t, 3)
 	const topic = "multi-any"
 	createTopic(t, c, topic, 6, nil)
@@ -262,6 +264,7 @@ func TestMultiGatewayProduceConsume(t *testing.T) {
 // bootstrapped at another gateway, find the one coordinator, get disjoint
 // partitions that cover the topic, and consume every record once.
 func TestMultiGatewayGroupAssignment(t *testing.T) {
+	t.Parallel()
 	c := startGateways(t, 3)
 	const topic, group = "multi-group", "multi-group"
 	createTopic(t, c, topic, 6, nil)
@@ -302,6 +305,7 @@ func TestMultiGatewayGroupAssignment(t *testing.T) {
 // TestMultiGatewaySaramaGroup: sarama group members bootstrapped at
 // different gateways share the partitions and consume every record once.
 func TestMultiGatewaySaramaGroup(t *testing.T) {
+	t.Parallel()
 	c := startGateways(t, 3)
 	const topic = "multi-sarama"
 	createTopic(t, c, topic, 4, nil)
@@ -346,6 +350,7 @@ func TestMultiGatewaySaramaGroup(t *testing.T) {
 // offsets dense and used once, and every acknowledged record exactly once,
 // at the offset it was acknowledged with (docs/design.md §6, fencing).
 func TestMultiGatewaySplitBrain(t *testing.T) {
+	t.Parallel()
 	c := startGateways(t, 2)
 	const topic = "multi-split"
 	createTopic(t, c, topic, 1, nil)
@@ -441,6 +446,7 @@ func TestMultiGatewaySplitBrain(t *testing.T) {
 // stored once, at its acknowledged offset, and consumed; committed offsets
 // never go backwards.
 func TestMultiGatewayOwnershipMove(t *testing.T) {
+	t.Parallel()
 	c := startGateways(t, 3)
 	topic := nameOwnedBy(c, "move", 2, func(n string) string { return cluster.PartitionKey(n, 0) })
 	group := nameOwnedBy(c, "move-group", 2, cluster.GroupKey)

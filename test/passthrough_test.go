@@ -134,6 +134,7 @@ func consumeAll(t *testing.T, ctx context.Context, cl *kgo.Client, want int) []s
 // one project each write and read with their own keys rather than through
 // each other's writers and caches; no secret key reaches the logs.
 func TestSASLPassthrough(t *testing.T) {
+	t.Parallel()
 	c, clients, logs := startPassthroughCluster(t)
 	ctx := testContext(t, 45*time.Second)
 	atStart := kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"iso": {0: kgo.NewOffset().AtStart()}})
@@ -224,6 +225,7 @@ func TestSASLPassthrough(t *testing.T) {
 // In passthrough mode SaslHandshake offers PLAIN alone and refuses SCRAM:
 // the gateway holds no SCRAM credentials for DIS keys.
 func TestSASLPassthroughOffersPlainOnly(t *testing.T) {
+	t.Parallel()
 	c, _, _ := startPassthroughCluster(t)
 	rc := dialRaw(t, c.Gateway.ListenerAddr(gateway.SASLPlaintext).String())
 	req := kmsg.NewPtrSASLHandshakeRequest()
@@ -241,6 +243,7 @@ func TestSASLPassthroughOffersPlainOnly(t *testing.T) {
 // signatures, a real client signing in as the super user's access key
 // with a made-up secret is refused, and cannot grant itself ACLs.
 func TestSASLPassthroughNeedsSignatureChecks(t *testing.T) {
+	t.Parallel()
 	_, err := Start(Options{Dir: t.TempDir(), Gateway: func(cfg *gateway.Config) {
 		cfg.SASLPassthrough = true
 		cfg.Listeners = []gateway.Listener{{Addr: "127.0.0.1:0", Protocol: gateway.SASLPlaintext}}

@@ -50,6 +50,7 @@ func zstdBombBatch(t *testing.T, n int) []byte {
 // request budget in all rather than one per partition, and leaves the
 // gateway answering.
 func TestProduceZstdBombAcrossPartitions(t *testing.T) {
+	// Not parallel: it measures the process's allocations.
 	const budget = 32 << 20
 	c := startCluster(t, func(cfg *gateway.Config) { cfg.MaxDecompressedBytes = budget })
 	createTopic(t, c, "bombed", 50, nil)
@@ -99,6 +100,7 @@ func TestProduceZstdBombAcrossPartitions(t *testing.T) {
 // with its last offset delta, is refused with INVALID_RECORD before it
 // reaches a partition writer, and the gateway goes on answering.
 func TestProduceZeroRecordBatch(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "empty-batches", 1, nil)
 	rc := dialRaw(t, c.Addr)

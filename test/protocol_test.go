@@ -18,6 +18,7 @@ import (
 // answer with UNSUPPORTED_VERSION and our ranges, and the connection stays
 // usable (docs/kafka-compat.md item 1).
 func TestApiVersionsUnknownVersion(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	rc := dialRaw(t, c.Addr)
 
@@ -66,6 +67,7 @@ func TestApiVersionsUnknownVersion(t *testing.T) {
 // Requests for other keys at versions we do not serve close the connection,
 // as Kafka does; other connections are unaffected.
 func TestUnsupportedVersionClosesConnection(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	rc := dialRaw(t, c.Addr)
 	req := kmsg.NewPtrMetadataRequest()
@@ -82,6 +84,7 @@ func TestUnsupportedVersionClosesConnection(t *testing.T) {
 }
 
 func TestOversizedFrameClosesConnection(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, func(cfg *gateway.Config) { cfg.MaxFrameBytes = 1 << 20 })
 	rc := dialRaw(t, c.Addr)
 	rc.write(binary.BigEndian.AppendUint32(nil, 2<<20))
@@ -93,6 +96,7 @@ func TestOversizedFrameClosesConnection(t *testing.T) {
 }
 
 func TestTruncatedAndGarbledFrames(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 
 	// A body cut short inside the header.
@@ -120,6 +124,7 @@ func TestTruncatedAndGarbledFrames(t *testing.T) {
 
 // Responses leave in request order even when later requests finish first.
 func TestPipelinedResponsesInOrder(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "pipe", 1, nil)
 	rc := dialRaw(t, c.Addr)
@@ -147,6 +152,7 @@ func TestPipelinedResponsesInOrder(t *testing.T) {
 }
 
 func TestFetchOutOfRange(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "oor", 1, nil)
 	rc := dialRaw(t, c.Addr)
@@ -170,6 +176,7 @@ func TestFetchOutOfRange(t *testing.T) {
 }
 
 func TestProduceMissingTopicWithoutAutoCreate(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, func(cfg *gateway.Config) { cfg.AutoCreateTopics = false })
 	rc := dialRaw(t, c.Addr)
 	resp := rc.roundTrip(produceReq(9, "missing", 0, testBatch(-1, -1, -1, 1, "x"))).(*kmsg.ProduceResponse)
@@ -191,6 +198,7 @@ func TestProduceMissingTopicWithoutAutoCreate(t *testing.T) {
 // allow_auto_topic_creation=false is honoured even when the gateway creates
 // topics automatically.
 func TestMetadataHonoursNoAutoCreate(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	rc := dialRaw(t, c.Addr)
 	meta := kmsg.NewPtrMetadataRequest()
@@ -224,6 +232,7 @@ func TestMetadataHonoursNoAutoCreate(t *testing.T) {
 // A consumer that starts in the middle of what was one produce batch gets
 // the records from its offset on (docs/kafka-compat.md item 9).
 func TestFetchInsideBatch(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "inside", 1, nil)
 	rc := dialRaw(t, c.Addr)
@@ -249,6 +258,7 @@ func TestFetchInsideBatch(t *testing.T) {
 // A retried idempotent batch is answered with its original offset and not
 // written twice; a gap is refused.
 func TestIdempotentProduce(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "idem", 1, nil)
 	rc := dialRaw(t, c.Addr)
@@ -287,6 +297,7 @@ func TestIdempotentProduce(t *testing.T) {
 
 // Producer ids are not handed out twice across a gateway restart.
 func TestProducerIDsUniqueAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	first := func() int64 {
 		c, err := Start(Options{Dir: dir})
@@ -309,6 +320,7 @@ func TestProducerIDsUniqueAcrossRestart(t *testing.T) {
 }
 
 func TestProduceRecordLimits(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "big", 1, nil)
 	createTopic(t, c, "rawtopic", 1, map[string]*string{"dis.record.format": kmsg.StringPtr("raw"), "dis.raw.headers": kmsg.StringPtr("refuse")})
@@ -349,6 +361,7 @@ func rawBatch(b kmsg.RecordBatch) []byte {
 // A frame that arrives in pieces, and several frames in one write, are both
 // read correctly.
 func TestFramesSplitAndCoalesced(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	rc := dialRaw(t, c.Addr)
 	req := kmsg.NewPtrApiVersionsRequest()
@@ -378,6 +391,7 @@ func TestFramesSplitAndCoalesced(t *testing.T) {
 // A fetch waiting at the high watermark (max_wait 20 s, min_bytes 1) is
 // answered with records produced after it was sent.
 func TestFetchLongPollWakesOnProduce(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "poll", 1, nil)
 	rc := dialRaw(t, c.Addr)
@@ -402,6 +416,7 @@ func TestFetchLongPollWakesOnProduce(t *testing.T) {
 
 // ListOffsets finds offsets by timestamp with DIS's AT_TIMESTAMP cursor.
 func TestListOffsetsByTimestamp(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "times", 1, nil)
 	rc := dialRaw(t, c.Addr)

@@ -111,6 +111,7 @@ func readBackOnce(t *testing.T, ctx context.Context, c *Cluster, topic string, n
 // time out queued behind them (docs/record-formats.md, "Raw topics under
 // quotas").
 func TestQuotasRawTopicHeldToRecordRate(t *testing.T) {
+	t.Parallel()
 	c := startQuotaCluster(t, dislocal.QuotasCommon)
 	const topic = "rawquota"
 	createTopic(t, c, topic, 1, map[string]*string{"dis.record.format": kadm.StringPtr("raw")})
@@ -137,6 +138,7 @@ func TestQuotasRawTopicHeldToRecordRate(t *testing.T) {
 // DIS client once made before resending throttled batches brought it under
 // (docs/errors.md).
 func TestQuotasKafkaTopicFillsBytesQuota(t *testing.T) {
+	// Not parallel: it measures a rate, which other tests' load would lower.
 	c := startQuotaCluster(t, dislocal.QuotasCommon)
 	const topic = "kafkaquota"
 	createTopic(t, c, topic, 1, nil)

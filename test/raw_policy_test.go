@@ -112,6 +112,7 @@ func streamTag(t *testing.T, c *Cluster, stream, key string) string {
 // dis.raw.headers and then dis.raw.keys are altered to refuse, such
 // records fail with INVALID_RECORD.
 func TestRawTopicHeadersAndKeysFranzGo(t *testing.T) {
+	t.Parallel()
 	c, logs, metricsURL := startRawPolicyCluster(t)
 	const topic = "native-traced"
 	nativeStream(t, c, topic)
@@ -233,6 +234,7 @@ func TestRawTopicHeadersAndKeysFranzGo(t *testing.T) {
 // warning is given once per connection; a topic created with
 // dis.raw.headers=refuse and dis.raw.keys=refuse refuses such records.
 func TestRawTopicHeadersSarama(t *testing.T) {
+	t.Parallel()
 	c, logs, metricsURL := startRawPolicyCluster(t)
 	const topic = "native-sarama"
 	nativeStream(t, c, topic)
@@ -318,6 +320,7 @@ func TestRawTopicHeadersSarama(t *testing.T) {
 // that existed in DIS; the default policy writes the records without the
 // headers.
 func TestKcatHeadersOnRawTopic(t *testing.T) {
+	t.Parallel()
 	kcatPath(t)
 	c := startCluster(t, nil)
 	const topic = "native-kcat"

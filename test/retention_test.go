@@ -18,6 +18,7 @@ import (
 // DescribeConfigs reports the exact value, a restarted gateway keeps the
 // log start, and a raw topic cannot have it.
 func TestShortRetention(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	ctx := testContext(t, time.Minute)
 	const topic = "short-retention"

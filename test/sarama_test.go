@@ -27,6 +27,7 @@ func saramaConfig() *sarama.Config {
 // TestSaramaProduceConsume writes with sarama's sync producer (auto-creating
 // the topic through Metadata) and reads back with a partition consumer.
 func TestSaramaProduceConsume(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	const topic = "sarama"
 	const n = 500
@@ -111,6 +112,7 @@ func (h saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.
 // TestSaramaConsumerGroup runs two sarama group members over four
 // partitions; together they consume every record once.
 func TestSaramaConsumerGroup(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	createTopic(t, c, "sarama-group", 4, nil)
 	produceValues(t, c, "sarama-group", 0, 400)
@@ -168,6 +170,7 @@ func TestSaramaConsumerGroup(t *testing.T) {
 // version 1: AddPartitionsToTxn, EndTxn) commits one transaction and aborts
 // another; read_committed reads only the committed one.
 func TestSaramaTransactions(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	const topic = "sarama-txn"
 	createTopic(t, c, topic, 2, nil)

@@ -162,6 +162,7 @@ func secureClient(t *testing.T, c *Cluster, ca *testCA, proto gateway.SecurityPr
 // mechanism with good credentials; bad credentials read and write nothing;
 // and no password reaches the logs.
 func TestFranzGoSASL(t *testing.T) {
+	t.Parallel()
 	c, ca, logs := startSecureCluster(t)
 	for _, sc := range saslCases {
 		t.Run(sc.name, func(t *testing.T) {
@@ -234,6 +235,7 @@ func TestFranzGoSASL(t *testing.T) {
 // A SASL listener refuses requests before authentication by closing the
 // connection, as Kafka does.
 func TestSASLListenerRequiresAuthentication(t *testing.T) {
+	t.Parallel()
 	c, _, _ := startSecureCluster(t)
 	rc := dialRaw(t, c.Gateway.ListenerAddr(gateway.SASLPlaintext).String())
 	rc.send(produceReq(9, "secure", 0, testBatch(-1, -1, -1, 1, "sneaky")))
@@ -242,6 +244,7 @@ func TestSASLListenerRequiresAuthentication(t *testing.T) {
 
 // TestSSLListener: franz-go over plain TLS, and kcat over SSL.
 func TestSSLListener(t *testing.T) {
+	t.Parallel()
 	c, ca, _ := startSecureCluster(t)
 	ctx := testContext(t, 30*time.Second)
 	cl := secureClient(t, c, ca, gateway.SSL, nil, kgo.DefaultProduceTopic("secure"))
@@ -268,6 +271,7 @@ func TestSSLListener(t *testing.T) {
 // handshake (bare SASL tokens, as Kafka clients before 1.0 send them) and
 // over SASL_SSL with v1, good and bad passwords.
 func TestSaramaSASL(t *testing.T) {
+	t.Parallel()
 	c, ca, _ := startSecureCluster(t)
 	for _, proto := range []gateway.SecurityProtocol{gateway.SASLPlaintext, gateway.SASLSSL} {
 		addr := c.Gateway.ListenerAddr(proto).String()
@@ -324,6 +328,7 @@ func (s *saramaSCRAM) Done() bool                            { return s.conv.Don
 // TestSaramaSCRAM: sarama with SCRAM-SHA-256 over SASL_PLAINTEXT and
 // SCRAM-SHA-512 over SASL_SSL.
 func TestSaramaSCRAM(t *testing.T) {
+	t.Parallel()
 	c, ca, _ := startSecureCluster(t)
 	cases := []struct {
 		proto gateway.SecurityProtocol
@@ -365,6 +370,7 @@ func TestSaramaSCRAM(t *testing.T) {
 // Before authentication a SASL listener takes no request larger than
 // Kafka's sasl.server.max.receive.size (512 KiB); afterwards the usual limit.
 func TestSASLPreAuthFrameLimit(t *testing.T) {
+	t.Parallel()
 	c, _, _ := startSecureCluster(t)
 	rc := dialRaw(t, c.Gateway.ListenerAddr(gateway.SASLPlaintext).String())
 	rc.write(binary.BigEndian.AppendUint32(nil, 600<<10))

@@ -48,6 +48,7 @@ func (d holdDIS) PutRecords(ctx context.Context, req *disclient.PutRecordsReques
 // gateway 0 gone the member is assigned its partitions again by gateway 1
 // within seconds, far below its 45 s session timeout.
 func TestGracefulShutdownHandsGroupsOn(t *testing.T) {
+	t.Parallel()
 	const held = "held-0" // its partition's owner is checked below
 	hold := holdDIS{stream: held, armed: &atomic.Bool{}, entered: make(chan struct{}), release: make(chan struct{})}
 	var releaseOnce sync.Once

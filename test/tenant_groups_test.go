@@ -115,6 +115,7 @@ func assignedTopics(t *testing.T, m kmsg.DescribeGroupsResponseGroupMember) []st
 // topic gets DIS's answer on a fetch of it, even right after another
 // tenant produced to it through this gateway.
 func TestPassthroughTenantsGroupsIsolated(t *testing.T) {
+	t.Parallel()
 	c, _, _ := startPassthroughCluster(t)
 	ctx := testContext(t, 45*time.Second)
 	for _, tc := range []struct{ ak, sk, topic string }{{tenant1AK, tenant1SK, "a-topic"}, {tenant2AK, tenant2SK, "b-topic"}} {

@@ -24,6 +24,7 @@ import (
 // wrote. With MaxTenants held and all connected, new credentials are
 // refused with a clear message.
 func TestIdlePassthroughTenantEvicted(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	built := map[string]int{}
 	closed := map[string]int{}

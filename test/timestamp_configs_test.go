@@ -14,6 +14,7 @@ import (
 // The message.timestamp.* configs given at creation are kept by the stream,
 // reported by DescribeConfigs as alterable, and enforced by Produce.
 func TestTimestampConfigsAtCreation(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	cl := newClient(t, c)
 	adm := kadm.NewClient(cl)
@@ -124,6 +125,7 @@ func produceAppendTime(t *testing.T, c *Cluster, cl *kgo.Client, topic string) {
 // produce follows the new values; DescribeConfigs reports them. A raw
 // topic, which keeps no Kafka timestamps, refuses them.
 func TestTimestampConfigsAltered(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	cl := newClient(t, c)
 	adm := kadm.NewClient(cl)

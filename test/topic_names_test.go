@@ -27,6 +27,7 @@ var (
 // cannot hold, with kcat: orders.v1 auto-created by kcat's own Metadata
 // request, a 249-character name, and a name with '_' and '-'.
 func TestTopicNamesKcat(t *testing.T) {
+	t.Parallel()
 	kcatPath(t)
 	c := startCluster(t, nil)
 	if len(longTopic) != 249 {
@@ -56,6 +57,7 @@ func TestTopicNamesKcat(t *testing.T) {
 // stream names, checks what a DIS-native listing shows, and that Kafka's
 // '.' against '_' collision rule and name rules hold.
 func TestTopicNamesAdmin(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	cl := newClient(t, c)
 	adm := kadm.NewClient(cl)

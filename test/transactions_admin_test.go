@@ -20,6 +20,7 @@ const transactionsCommand = "org.apache.kafka.tools.TransactionsCommand"
 // filter that is no state comes back as unknown, a bad pattern is
 // INVALID_REGULAR_EXPRESSION.
 func TestListTransactions(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	rc := dialRaw(t, c.Addr)
 	for v := int16(0); v <= 2; v++ {
@@ -46,6 +47,7 @@ func TestListTransactions(t *testing.T) {
 // (the coordinator knows it), and once it commits list shows it
 // CompleteCommit.
 func TestKafkaTransactionsTool(t *testing.T) {
+	t.Parallel()
 	k, c := startKafkaTools(t)
 	const topic = "txn-tool"
 	createTopic(t, c, topic, 2, nil)
@@ -90,6 +92,7 @@ func TestKafkaTransactionsTool(t *testing.T) {
 // WriteTxnMarkers to the partition's leader, after which read_committed
 // consumers move past it.
 func TestKafkaTransactionsAbortHanging(t *testing.T) {
+	t.Parallel()
 	k, c := startKafkaTools(t)
 	const topic = "txn-hanging"
 	createTopic(t, c, topic, 1, nil)

@@ -107,6 +107,7 @@ func values(n int, prefixes ...string) []string {
 // records, read_uncommitted ones every record, and once every transaction
 // ended the last stable offset is the high watermark.
 func TestTransactionsCommitAndAbort(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	for _, tv := range txnVersions {
 		t.Run(tv.name, func(t *testing.T) { commitAndAbort(t, c, "txn-basic-"+tv.name, tv.opts) })
@@ -153,6 +154,7 @@ func commitAndAbort(t *testing.T, c *Cluster, topic string, opts []kgo.Opt) {
 // they read what was committed before it and nothing of it until it
 // commits; ListOffsets with read_committed answers that first offset.
 func TestTransactionsOpenHoldsLastStableOffset(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	const topic = "txn-open"
 	createTopic(t, c, topic, 1, nil)
@@ -190,6 +192,7 @@ func TestTransactionsOpenHoldsLastStableOffset(t *testing.T) {
 // first's open transaction is aborted and its next write or commit fails
 // as fenced, so a zombie cannot commit.
 func TestTransactionsZombieFenced(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	const topic = "txn-zombie"
 	createTopic(t, c, topic, 1, nil)
@@ -219,6 +222,7 @@ func TestTransactionsZombieFenced(t *testing.T) {
 // the last stable offset moves on without the producer, and its records
 // are never read committed.
 func TestTransactionsTimeoutAborts(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	const topic = "txn-timeout"
 	createTopic(t, c, topic, 1, nil)
@@ -256,6 +260,7 @@ func TestTransactionsTimeoutAborts(t *testing.T) {
 // input record comes out exactly once in the output, read committed, and
 // the group's offsets are committed with the transactions.
 func TestTransactionsGroupTransactSession(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, nil)
 	for _, tv := range txnVersions {
 		t.Run(tv.name, func(t *testing.T) { groupTransactSession(t, c, tv.name, tv.opts) })
@@ -331,6 +336,7 @@ func groupTransactSession(t *testing.T, c *Cluster, name string, opts []kgo.Opt)
 // coordinator's state, which writes the markers, and read_committed
 // consumers get the committed records.
 func TestTransactionsMarkersAfterRestart(t *testing.T) {
+	t.Parallel()
 	c, proxy := startFaultyCluster(t)
 	const topic = "txn-restart"
 	createTopic(t, c, topic, 2, nil)
@@ -364,6 +370,7 @@ func TestTransactionsMarkersAfterRestart(t *testing.T) {
 // The transaction metrics count what happened: one commit and one abort
 // over two partitions end two transactions and write four markers.
 func TestTransactionsMetrics(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	c := startCluster(t, func(cfg *gateway.Config) { cfg.Registry = reg })
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

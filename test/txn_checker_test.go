@@ -199,6 +199,7 @@ func txnCheckDuration(t *testing.T) time.Duration {
 // last committed transaction. DISGW_TXN_SEED replays a seed's choices,
 // DISGW_TXN_CHECK_DURATION runs longer.
 func TestTransactionsChecker(t *testing.T) {
+	t.Parallel()
 	c, proxy := startFaultyCluster(t)
 	checkTransactions(t, c, proxy)
 }
@@ -209,6 +210,7 @@ func TestTransactionsChecker(t *testing.T) {
 // takes a gateway out of the live set for a while and puts it back, which
 // moves a third of the coordinators and partitions away and back.
 func TestTransactionsCheckerAcrossGateways(t *testing.T) {
+	t.Parallel()
 	proxy := faultproxy.New()
 	log := zerolog.New(zerolog.NewTestWriter(t)).With().Timestamp().Logger().Level(zerolog.ErrorLevel)
 	c, err := Start(Options{Dir: t.TempDir(), Logger: log, DISHandler: proxy.Wrap, Gateways: 3})

@@ -49,6 +49,7 @@ func spreadName(c *Cluster, prefix string, distinct func(name string) []int32) s
 // every marker and KIP-890 verification crosses gateways, and
 // read_committed consumers see exactly the committed records.
 func TestTransactionsAcrossGateways(t *testing.T) {
+	t.Parallel()
 	c := startGateways(t, 3)
 	for _, tv := range txnVersions {
 		t.Run(tv.name, func(t *testing.T) {
@@ -65,6 +66,7 @@ func TestTransactionsAcrossGateways(t *testing.T) {
 // the group's coordinator, which forwards it to the transaction's, and the
 // offsets land with the commits.
 func TestTransactionsGroupSessionAcrossGateways(t *testing.T) {
+	t.Parallel()
 	c := startGateways(t, 3)
 	for _, tv := range txnVersions {
 		t.Run(tv.name, func(t *testing.T) {
@@ -82,6 +84,7 @@ func TestTransactionsGroupSessionAcrossGateways(t *testing.T) {
 // although another gateway coordinates the transaction; once it commits,
 // the offsets are there.
 func TestTransactionsPendingOffsetsAcrossGateways(t *testing.T) {
+	t.Parallel()
 	c := startGateways(t, 3)
 	const topic = "txn-peers-pending"
 	createTopic(t, c, topic, 1, nil)
@@ -158,6 +161,7 @@ func TestTransactionsPendingOffsetsAcrossGateways(t *testing.T) {
 // last stable offset moves on, read_committed consumers never see the
 // open transaction's record, and the old producer is fenced.
 func TestTransactionsOpenTakenOverByNewCoordinator(t *testing.T) {
+	t.Parallel()
 	c := startGateways(t, 3)
 	const topic = "txn-move-open"
 	createTopic(t, c, topic, 1, nil)
@@ -202,6 +206,7 @@ func TestTransactionsOpenTakenOverByNewCoordinator(t *testing.T) {
 // partition over, finds the transaction prepared, writes the marker, and
 // read_committed consumers get the committed record.
 func TestTransactionsPreparedFinishedByNewCoordinator(t *testing.T) {
+	t.Parallel()
 	c := startGateways(t, 3)
 	const topic = "txn-move-prepared"
 	createTopic(t, c, topic, 1, nil)
@@ -243,6 +248,8 @@ func TestTransactionsPreparedFinishedByNewCoordinator(t *testing.T) {
 // read_committed consumers read each committed transaction whole and once,
 // and of a transaction whose commit failed all or nothing.
 func TestTransactionsKillCoordinator(t *testing.T) {
+	// Not parallel: like the failover tests, it needs commits again within
+	// a failover budget.
 	tr := startGatewayTrio(t)
 	ctx := testContext(t, 3*time.Minute)
 	const topic = "txn-kill"

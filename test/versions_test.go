@@ -16,6 +16,7 @@ import (
 // decodes at that version and carries no error. The gateway runs the ACL
 // authorizer, allowing what no ACL decides, so the ACL APIs answer too.
 func TestEveryAdvertisedVersion(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, func(cfg *gateway.Config) {
 		cfg.Authorizer, cfg.AllowEveryoneIfNoACLFound = gateway.AuthorizerACL, true
 	})

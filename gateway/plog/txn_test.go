@@ -353,9 +353,13 @@ func TestTxnRecoveryRandomized(t *testing.T) {
 				f.restart()
 				check("after a restart")
 				restarts++
+				// Under the lock: the restarted partition's scheduled
+				// snapshot may be writing the pointer meanwhile.
+				f.ps.mu.Lock()
 				if f.ps.txn.ptr.Seq >= 0 {
 					fromSnapshot++
 				}
+				f.ps.mu.Unlock()
 			}
 		}
 		check("at the end")
