@@ -199,6 +199,77 @@ func (ps *Partition) loadTxn(ctx context.Context) error {
 	}
 	if open {
 		ps.d.TxnsOpen()
+		ps.catchUpLater()
+	}
+	return nil
+}
+
+// catchUpDelays are when, after a recovery that found transactions open,
+// the partition looks in DIS for records written after it read its end: a
+// write another gateway had in flight when the partition moved here (a
+// marker among them) lands up to a request timeout later, and must not
+// keep a transaction open here on a partition nobody writes again.
+var catchUpDelays = []time.Duration{time.Second, 0}
+
+// catchUpLater looks for such late records once a second after recovery
+// and once a request timeout after it.
+func (ps *Partition) catchUpLater() {
+	for _, d := range catchUpDelays {
+		if d == 0 {
+			d = ps.d.RequestTimeout
+		}
+		time.AfterFunc(d, func() {
+			if cur, ok := ps.t.Peek(ps.key); !ok || cur != ps || ps.d.Ctx.Err() != nil {
+				return
+			}
+			ps.d.Go("partition catch-up", func() {
+				ctx, cancel := context.WithTimeout(ps.d.Ctx, ps.d.RequestTimeout)
+				defer cancel()
+				if err := ps.catchUp(ctx); err != nil {
+					ps.d.Log.Warn().Err(err).Str("topic", ps.key.Topic).Int32("partition", ps.key.Partition).
+						Msg("looking for records written after the partition's recovery failed; its next write finds them")
+				}
+			})
+		})
+	}
+}
+
+// catchUp reads what was written past the partition's known end, as the
+// writer's fence does (readBack), taking the writer's place meanwhile so
+// that none of this gateway's own writes is in flight and taken for
+// another's; while the writer runs it does nothing, since the writer's
+// next write finds those records itself.
+func (ps *Partition) catchUp(ctx context.Context) error {
+	w := ps.writer
+	w.mu.Lock()
+	if w.running || w.evicted || w.completing || len(w.queue) > 0 {
+		w.mu.Unlock()
+		return nil
+	}
+	w.running = true
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		if len(w.queue) > 0 {
+			go w.run()
+		} else {
+			w.running = false
+		}
+		w.mu.Unlock()
+	}()
+	_, nextSeq, ok, err := ps.d.Refresh(ctx, ps.key.Topic, ps.key.Partition)
+	if err != nil || !ok {
+		return err
+	}
+	ps.mu.Lock()
+	known, recovered := ps.nextSeq, ps.recovered
+	ps.mu.Unlock()
+	if !recovered || nextSeq <= known {
+		return nil
+	}
+	if _, err := ps.readBack(ctx, known, nil); err != nil {
+		ps.forget()
+		return err
 	}
 	return nil
 }
