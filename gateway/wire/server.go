@@ -74,9 +74,18 @@ func (s *Server[T]) startGnet(l *Bound) error {
 	l.stop = func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		err := t.stop(ctx)
-		<-done
-		return err
+		stopped := make(chan error, 1)
+		go func() { stopped <- t.stop(ctx) }()
+		// gnet's Stop looks whether its shutdown ended every half second;
+		// the transport's run returns as soon as it has, so a stop waits
+		// for that, not for the next look (cancel ends the looking).
+		select {
+		case <-done:
+			return nil
+		case err := <-stopped:
+			<-done
+			return err
+		}
 	}
 	return nil
 }
