@@ -26,7 +26,8 @@ var loadKey = []byte{}
 
 // PartitionOf is the log partition among n that holds k's records: FNV-1a
 // of k's encoding, stable across gateways and releases, since every owner
-// must find the records where its predecessors wrote them.
+// must find the records where its predecessors wrote them. n must be
+// positive.
 func PartitionOf(k Key, n int32) int32 {
 	h := fnv.New32a()
 	h.Write(k.prefix())
