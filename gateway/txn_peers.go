@@ -85,7 +85,9 @@ func (gw *Gateway) callPeer(ctx context.Context, p cluster.Peer, req kmsg.Reques
 	if err == nil {
 		return resp, 0
 	}
-	gw.log.Warn().Int32("peer", p.ID).Str("api", kmsg.NameForKey(req.Key())).Err(err).Msg("a call to a peer gateway failed")
+	if gw.ctx.Err() == nil { // a stopping gateway's calls fail; that is no news
+		gw.log.Warn().Int32("peer", p.ID).Str("api", kmsg.NameForKey(req.Key())).Err(err).Msg("a call to a peer gateway failed")
+	}
 	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 		return nil, kerr.RequestTimedOut.Code
 	}
@@ -238,7 +240,7 @@ func (gw *Gateway) answerPendingOffsets(ctx context.Context, tn *tenant, req *km
 // whichever gateway coordinates them then finishes or times them out.
 // Peers are asked with ListTransactions, which loads them.
 func (gw *Gateway) loadTxnStateEverywhere(ctx context.Context, tn *tenant) {
-	if code := gw.loadOwnedTxnState(ctx, tn); code != 0 {
+	if code := gw.loadOwnedTxnState(ctx, tn); code != 0 && gw.ctx.Err() == nil {
 		gw.log.Warn().Str("error", kerr.ErrorForCode(code).Error()).Msg("loading transaction state for a partition's open transactions failed; it loads on first use")
 	}
 	if gw.cfg.Membership.Changed() == nil || !gw.transactional(tn) {
@@ -252,7 +254,7 @@ func (gw *Gateway) loadTxnStateEverywhere(ctx context.Context, tn *tenant) {
 		if code == 0 {
 			code = resp.(*kmsg.ListTransactionsResponse).ErrorCode
 		}
-		if code != 0 {
+		if code != 0 && gw.ctx.Err() == nil {
 			gw.log.Warn().Int32("peer", p.ID).Str("error", kerr.ErrorForCode(code).Error()).Msg("a peer could not load its transaction state")
 		}
 	}
@@ -269,7 +271,7 @@ func (gw *Gateway) takeTxnState() {
 	gw.panics.Go("transaction state takeover", func() {
 		ctx, cancel := context.WithTimeout(gw.ctx, gw.cfg.RequestTimeout)
 		defer cancel()
-		if code := gw.loadOwnedTxnState(ctx, gw.tenant); code != 0 {
+		if code := gw.loadOwnedTxnState(ctx, gw.tenant); code != 0 && gw.ctx.Err() == nil {
 			gw.log.Warn().Str("error", kerr.ErrorForCode(code).Error()).Msg("taking over transaction state failed; it loads on first use")
 		}
 	})

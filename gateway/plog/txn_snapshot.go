@@ -225,7 +225,7 @@ func (ps *Partition) catchUpLater() {
 			ps.d.Go("partition catch-up", func() {
 				ctx, cancel := context.WithTimeout(ps.d.Ctx, ps.d.RequestTimeout)
 				defer cancel()
-				if err := ps.catchUp(ctx); err != nil {
+				if err := ps.catchUp(ctx); err != nil && ps.d.Ctx.Err() == nil {
 					ps.d.Log.Warn().Err(err).Str("topic", ps.key.Topic).Int32("partition", ps.key.Partition).
 						Msg("looking for records written after the partition's recovery failed; its next write finds them")
 				}
