@@ -84,11 +84,12 @@ func (ps *Partition) readWatermark(ctx context.Context) (next, logStart int64, p
 // writeWatermark stores the next offset and the log start in the watermark
 // checkpoint, at the partition's last sequence number so that it is inside
 // the valid range. It writes only when the next offset moved past what the
-// checkpoint holds; a failure is logged, and the next write tries again.
+// checkpoint holds; a failure is logged, unless the gateway is stopping
+// (which flushes the watermarks itself), and the next write tries again.
 func (ps *Partition) writeWatermark(ctx context.Context) {
 	ps.markMu.Lock()
 	defer ps.markMu.Unlock()
-	if err := ps.writeWatermarkLocked(ctx, -1, nil); err != nil {
+	if err := ps.writeWatermarkLocked(ctx, -1, nil); err != nil && ps.d.Ctx.Err() == nil {
 		ps.d.Log.Warn().Err(err).Str("topic", ps.key.Topic).Int32("partition", ps.key.Partition).
 			Msg("writing the partition's offset watermark checkpoint failed; it is written again after the next produce")
 	}
