@@ -20,6 +20,7 @@ import (
 
 	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/keep"
+	"github.com/disgw/disgw/gateway/plog/sharestate"
 )
 
 // Config holds the gateway settings the partition log reads; the gateway's
@@ -97,6 +98,13 @@ type Deps struct {
 	// loaded its state since a restart, must finish or time them out, or
 	// the last stable offset stays where they began.
 	TxnsOpen func()
+
+	// Shares keeps share-partitions durable and ShareLimits bounds them
+	// (the gateway's group.share.* flags); ShareConfig reads a share
+	// group's configs.
+	Shares      ShareStates
+	ShareLimits sharestate.Config
+	ShareConfig func(ctx context.Context, group string) (ShareGroupConfig, error)
 
 	// Metrics hooks: records and bytes stored for a partition, produces
 	// cancelled before they were written, single-record reads of the
