@@ -33,6 +33,10 @@ type ShareStates interface {
 	Start(ctx context.Context, k sharestore.Key) (start int64, found bool, err error)
 	// Delete removes k's kept state; the next Take finds none.
 	Delete(ctx context.Context, k sharestore.Key) error
+	// Keys lists the share-partitions of group with kept state, sorted,
+	// for the admin APIs that cover a whole group (DescribeShareGroupOffsets
+	// without topics, DeleteGroups).
+	Keys(ctx context.Context, group string) ([]sharestore.Key, error)
 }
 
 // ErrShareFenced is Persist's answer to a token that is no longer k's.
