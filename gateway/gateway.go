@@ -253,6 +253,10 @@ type Config struct {
 	// groups; zero means Kafka's defaults, 45s and 5s.
 	ConsumerGroupSessionTimeout    time.Duration
 	ConsumerGroupHeartbeatInterval time.Duration
+	// ShareMaxSessions is Kafka's group.share.max.share.sessions: the
+	// share sessions this gateway keeps, each a member's list of
+	// partitions; zero means Kafka's default, 2000.
+	ShareMaxSessions int
 	// RequestTimeout bounds a request whose handler calls DIS and has no
 	// deadline of its own (Produce, Fetch and JoinGroup derive theirs from
 	// the request). It stays below a Kafka client's request.timeout.ms
@@ -344,6 +348,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.TransactionStatePartitions <= 0 {
 		c.TransactionStatePartitions = 4
+	}
+	if c.ShareMaxSessions <= 0 {
+		c.ShareMaxSessions = 2000
 	}
 	if c.TransactionMaxTimeout <= 0 {
 		c.TransactionMaxTimeout = 15 * time.Minute
@@ -457,7 +464,9 @@ type Gateway struct {
 	inflight atomic.Int64
 
 	producers *producerIDs
-	groups    *groups.Driver[*tenant]
+	// shareSessions are the share consumers' sessions (share_sessions.go).
+	shareSessions *shareSessions
+	groups        *groups.Driver[*tenant]
 	txns      *txns.Driver[*tenant]
 	// handover holds group coordination back while a starting gateway's
 	// peers let go of its groups.
@@ -520,6 +529,7 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		tenants:   make(map[string]*tenant),
 		handover:  newGroupHandover(cfg.GroupHandoverWait),
 	}
+	gw.shareSessions = newShareSessions(cfg.ShareMaxSessions, shareSessionIdle)
 	gw.metrics = newMetrics(gw)
 	gw.panics = &wire.Panics{Log: gw.log, Count: gw.metrics.Panics}
 	gw.queues = plog.NewQueues(gw.cfg.MaxPartitionQueueBytes, gw.cfg.MaxQueueBytes, gw.metrics.ProduceQueued, gw.metrics.ProduceQueueWaits)

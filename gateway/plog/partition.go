@@ -121,6 +121,12 @@ type Partition struct {
 	gone atomic.Bool
 	// meter counts the partition's DIS traffic for its quota share.
 	meter ioMeter
+
+	// shareMu guards shares, the share groups' share-partitions held
+	// here (share_room.go). It is taken before a room's mu and no other
+	// lock of the partition log is taken while it is held.
+	shareMu sync.Mutex
+	shares  map[string]*shareRoom
 }
 
 // batchLoc places one DIS record of a kafka-format stream: its sequence
@@ -209,7 +215,7 @@ func (ps *Partition) idle(keepTxnState bool) bool {
 		ps.mu.Lock()
 		keep := !ps.txnEmptyLocked() && !ps.gone.Load()
 		ps.mu.Unlock()
-		if keep {
+		if keep || ps.sharesBusy() {
 			return false
 		}
 	}
@@ -230,6 +236,7 @@ func (ps *Partition) dropped() {
 	pr.mu.Unlock()
 	ps.d.Cache.charge(ps, -n)
 	ps.d.Cache.forget(ps)
+	ps.closeShares()
 }
 
 // trim frees at least n bytes of the partition's cached batches, then of

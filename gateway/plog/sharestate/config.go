@@ -55,8 +55,9 @@ type Config struct {
 	UpdatesPerSnapshot int
 }
 
-// withDefaults fills zero fields with Kafka's defaults.
-func (c Config) withDefaults() Config {
+// WithDefaults fills zero fields with Kafka's defaults: the settings in
+// effect, which a driver reports (a share fetch's lock duration).
+func (c Config) WithDefaults() Config {
 	if c.DeliveryCountLimit == 0 {
 		c.DeliveryCountLimit = defaultDeliveryCountLimit
 	}
@@ -79,7 +80,7 @@ func (c Config) withDefaults() Config {
 // defaults are applied, so a driver can refuse a bad flag at start rather
 // than at a group's first fetch.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	switch {
 	case c.DeliveryCountLimit < minDeliveryCountLimit || c.DeliveryCountLimit > maxDeliveryCountLimit:
 		return fmt.Errorf("sharestate: delivery count limit %d outside [%d, %d]", c.DeliveryCountLimit, minDeliveryCountLimit, maxDeliveryCountLimit)

@@ -8,7 +8,7 @@ import (
 // TestConfig: zero is Kafka's defaults; each setting outside what Kafka
 // accepts is refused.
 func TestConfig(t *testing.T) {
-	d := Config{}.withDefaults()
+	d := Config{}.WithDefaults()
 	if want := (Config{5, 30 * time.Second, 60 * time.Second, 2000, 500}); d != want {
 		t.Fatalf("defaults %+v, want %+v", d, want)
 	}

@@ -30,7 +30,7 @@ func Load(cfg Config, snapshot Record, updates ...Record) (*Partition, error) {
 	if err := snapshot.validate(); err != nil {
 		return nil, err
 	}
-	p := &Partition{cfg: cfg.withDefaults(), start: snapshot.Start, end: snapshot.End}
+	p := &Partition{cfg: cfg.WithDefaults(), start: snapshot.Start, end: snapshot.End}
 	for _, s := range snapshot.States {
 		p.entries = append(p.entries, entry{first: s.First, last: s.Last, state: s.State, count: s.DeliveryCount})
 	}

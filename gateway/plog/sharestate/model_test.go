@@ -26,7 +26,7 @@ type mrec struct {
 func (r mrec) done() bool { return r.state == Acknowledged || r.state == Archived }
 
 func newModel(cfg Config, start int64) *model {
-	return &model{cfg: cfg.withDefaults(), start: start, end: start, recs: map[int64]mrec{}}
+	return &model{cfg: cfg.WithDefaults(), start: start, end: start, recs: map[int64]mrec{}}
 }
 
 func (m *model) release(r mrec) mrec {
@@ -249,7 +249,7 @@ func (m *model) reset(now time.Time, off int64) error {
 // v: what was acquired at the delivery count limit is archived, as an
 // expired lock would be.
 func restarted(cfg Config, v view) *model {
-	m := &model{cfg: cfg.withDefaults(), start: v.start, end: v.end, recs: map[int64]mrec{}}
+	m := &model{cfg: cfg.WithDefaults(), start: v.start, end: v.end, recs: map[int64]mrec{}}
 	for i, r := range v.recs {
 		if r.state == Available {
 			r = m.release(r)

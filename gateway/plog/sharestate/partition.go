@@ -43,7 +43,7 @@ func New(cfg Config, start int64) (*Partition, error) {
 	if start < 0 {
 		return nil, errNegative
 	}
-	return &Partition{cfg: cfg.withDefaults(), start: start, end: start, wantSnapshot: true}, nil
+	return &Partition{cfg: cfg.WithDefaults(), start: start, end: start, wantSnapshot: true}, nil
 }
 
 // Ready returns and clears what the driver must do: the record to write,

@@ -1,0 +1,177 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/disgw/disgw/gateway/authz"
+	"github.com/disgw/disgw/gateway/plog"
+	"github.com/disgw/disgw/gateway/plog/sharestate"
+	"github.com/disgw/disgw/gateway/topics"
+)
+
+// What ShareFetch (78) and ShareAcknowledge (79) share: resolving the
+// partitions a request names, acknowledging, and starting a
+// share-partition where share.auto.offset.reset says (docs/design.md §14).
+
+// shareTarget is one partition a share request names, resolved: its topic,
+// or the code it is answered with.
+type shareTarget struct {
+	ref   sharePart
+	topic *topics.Meta
+	code  int16
+}
+
+// shareTargets resolves the topic ids of refs, checking that r may read
+// each topic and that this gateway leads each partition.
+func (gw *Gateway) shareTargets(ctx context.Context, r *request, refs []sharePart) map[sharePart]*shareTarget {
+	tn := r.Tenant()
+	ids := make([][16]byte, 0, len(refs))
+	for _, p := range refs {
+		ids = append(ids, p.topic)
+	}
+	names := tn.catalog.NamesForIDs(ctx, ids, topics.NewCallBudget(gw.cfg.MaxDescribesPerRequest))
+	metas := make(map[[16]byte]*topics.Meta)
+	out := make(map[sharePart]*shareTarget, len(refs))
+	for _, p := range refs {
+		tg := &shareTarget{ref: p}
+		out[p] = tg
+		name, ok := names[p.topic]
+		switch {
+		case !ok:
+			tg.code = kerr.UnknownTopicID.Code
+			continue
+		case isInternalTopic(name) || name == offsetsTopic:
+			tg.code = kerr.InvalidRequest.Code
+			continue
+		case !gw.authorize(r, authz.OpRead, authz.ResourceTopic, name):
+			tg.code = topicDenied
+			continue
+		}
+		t := metas[p.topic]
+		if t == nil {
+			var err error
+			t, err = tn.catalog.Get(ctx, name)
+			switch {
+			case errors.Is(err, topics.ErrUnknownTopic):
+				tg.code = kerr.UnknownTopicID.Code
+				continue
+			case err != nil:
+				tg.code = kafkaCodeForDIS(err)
+				continue
+			}
+			metas[p.topic] = t
+		}
+		switch {
+		case !t.Readable(p.partition):
+			tg.code = kerr.UnknownTopicOrPartition.Code
+		case !gw.ownsPartition(name, p.partition):
+			tg.code = kerr.NotLeaderForPartition.Code
+		}
+		tg.topic = t
+	}
+	return out
+}
+
+// sharePartition is the partition log of a resolved target.
+func (gw *Gateway) sharePartition(tn *tenant, tg *shareTarget) *plog.Partition {
+	return gw.partitionFor(tn.key(tg.topic, tg.ref.partition))
+}
+
+// shareAckBatch is one acknowledgement batch as both requests carry it.
+type shareAckBatch struct {
+	first, last int64
+	types       []int8
+}
+
+// shareAcknowledge applies member's acknowledgements of one partition and
+// returns the partition's acknowledge error: the first range's failure
+// (each range is applied or refused on its own, docs/design.md §14), or
+// INVALID_REQUEST for a RENEW the request did not announce.
+func (gw *Gateway) shareAcknowledge(ctx context.Context, tn *tenant, tg *shareTarget, group, member string, batches []shareAckBatch, renew bool, lock time.Duration) int16 {
+	if tg.code != 0 {
+		return tg.code
+	}
+	req := sharestate.AckRequest{Member: member, Lock: lock, Ranges: make([]sharestate.AckRange, 0, len(batches))}
+	for _, b := range batches {
+		ar := sharestate.AckRange{First: b.first, Last: b.last, Types: make([]sharestate.AckType, len(b.types))}
+		for i, t := range b.types {
+			if sharestate.AckType(t) == sharestate.Renew && !renew {
+				return kerr.InvalidRequest.Code
+			}
+			ar.Types[i] = sharestate.AckType(t)
+		}
+		req.Ranges = append(req.Ranges, ar)
+	}
+	codes, code := gw.sharePartition(tn, tg).ShareAcknowledge(ctx, group, req)
+	if code != 0 {
+		return code
+	}
+	for _, c := range codes {
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// shareStart is where group's share-partition of tg starts when nothing
+// was kept: share.auto.offset.reset's latest, earliest, or the first
+// record at or after its duration ago (the high watermark when none).
+func (gw *Gateway) shareStart(tn *tenant, tg *shareTarget, cfg plog.ShareGroupConfig) func(ctx context.Context) (int64, error) {
+	return func(ctx context.Context) (int64, error) {
+		ts := int64(listLatest)
+		switch cfg.Reset {
+		case plog.ShareResetEarliest:
+			ts = listEarliest
+		case plog.ShareResetByDuration:
+			ts = time.Now().Add(-cfg.ResetDuration).UnixMilli()
+		}
+		for {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			gw.listOffset(ctx, tn, tg.topic, tg.ref.partition, ts, false, &sp)
+			if sp.ErrorCode != 0 {
+				return 0, kerr.ErrorForCode(sp.ErrorCode)
+			}
+			if sp.Offset >= 0 || ts == listLatest {
+				return sp.Offset, nil
+			}
+			ts = listLatest // no record that recent
+		}
+	}
+}
+
+// shareLock is the lock duration a group's records get, as a response
+// reports it.
+func (gw *Gateway) shareLock(cfg plog.ShareGroupConfig) time.Duration {
+	if cfg.LockDuration > 0 {
+		return cfg.LockDuration
+	}
+	return gw.shareLimits().LockDuration
+}
+
+// releaseShareSession releases what the member of a closed or replaced
+// session holds on the session's partitions here.
+func (gw *Gateway) releaseShareSession(ctx context.Context, r *request, group, member string, s *shareSession) {
+	if s == nil || len(s.parts) == 0 {
+		return
+	}
+	tn := r.Tenant()
+	for _, tg := range gw.shareTargets(ctx, r, s.parts) {
+		if tg.code == 0 {
+			gw.sharePartition(tn, tg).ShareReleaseMember(group, member)
+		}
+	}
+}
+
+// deref is s, or "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
