@@ -40,10 +40,9 @@ func shareFetchError(req *kmsg.ShareFetchRequest, code int16) kmsg.Response {
 // shareFetchPart is one session partition being fetched.
 type shareFetchPart struct {
 	plog.FetchPart
-	tg    *shareTarget
-	avail <-chan struct{}
-	got   []sharestate.AcquiredRecords
-	data  []byte // the batches holding got
+	tg   *shareTarget
+	got  []sharestate.AcquiredRecords
+	data []byte // the batches holding got
 }
 
 func handleShareFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.ShareFetchRequest) (kmsg.Response, error) {

@@ -467,7 +467,7 @@ type Gateway struct {
 	// shareSessions are the share consumers' sessions (share_sessions.go).
 	shareSessions *shareSessions
 	groups        *groups.Driver[*tenant]
-	txns      *txns.Driver[*tenant]
+	txns          *txns.Driver[*tenant]
 	// handover holds group coordination back while a starting gateway's
 	// peers let go of its groups.
 	handover *groupHandover

@@ -175,3 +175,11 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// shareMemberLeft lets go of what member of group held on this gateway: its
+// records here are released and its share session dropped (groupcoord's
+// Ready.ShareDepartures).
+func (gw *Gateway) shareMemberLeft(tn *tenant, group, member string) {
+	tn.parts.ReleaseShareMember(group, member)
+	gw.shareSessions.drop(shareSessionKey{tenant: tn.id, group: group, member: member})
+}

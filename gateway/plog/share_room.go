@@ -42,10 +42,6 @@ type shareRoom struct {
 	avail chan struct{}
 }
 
-// errShareClosed is what a call on a room dropped meanwhile gets: the
-// partition moved or its state write failed, and the member asks again.
-var errShareClosed = errors.New("plog: share-partition dropped")
-
 // shareRoom returns group's share-partition here, loading it on first
 // use: from the kept state, or from start (share.auto.offset.reset, or an
 // admin's offset) when none was kept. A partition this gateway does not
