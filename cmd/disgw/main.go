@@ -58,6 +58,7 @@ type options struct {
 	partitionQueueBytes, queueBytes   int64
 	producerIDExpiration              time.Duration
 	transactionStatePartitions        int
+	shareMaxSessions                  int
 	transactionMaxTimeout             time.Duration
 	maxProducersPerPartition          int
 	groupInitialDelay                 time.Duration
@@ -145,6 +146,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Int64Var(&o.queueBytes, "max-queue-bytes", 128<<20, "produced bytes queued for DIS over all partitions before producers wait (backpressure)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long in-flight requests may take to finish before connections close")
 	fs.DurationVar(&o.readyProbe, "ready-probe-interval", 5*time.Second, "how often the gateway checks that DIS answers, for /readyz")
+	fs.IntVar(&o.shareMaxSessions, "share-max-sessions", 2000, "share sessions this gateway keeps (Kafka's group.share.max.share.sessions): one per share consumer fetching from it")
 	fs.IntVar(&o.transactionStatePartitions, "transaction-state-partitions", 4, "partitions of each tenant's __transaction_state topic, created on the first transactional producer; every gateway of a DIS account must agree")
 	fs.DurationVar(&o.transactionMaxTimeout, "transaction-max-timeout", 15*time.Minute, "the longest transaction.timeout.ms a producer may ask for (Kafka's transaction.max.timeout.ms): nothing holds a partition's last stable offset back for longer")
 	fs.DurationVar(&o.producerIDExpiration, "producer-id-expiration", 24*time.Hour, "forget an idempotent producer's state on a partition it has not written for this long (Kafka's producer.id.expiration.ms)")
@@ -391,6 +393,7 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 		MaxQueueBytes:                o.queueBytes,
 		ProducerIDExpiration:         o.producerIDExpiration,
 		TransactionStatePartitions:   int32(o.transactionStatePartitions),
+		ShareMaxSessions:             o.shareMaxSessions,
 		TransactionMaxTimeout:        o.transactionMaxTimeout,
 		MaxProducersPerPartition:     o.maxProducersPerPartition,
 		InitialRebalanceDelay:        initialDelay(o.groupInitialDelay),
@@ -420,6 +423,9 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 	if o.groupMaxSize <= 0 || o.groupMaxPending <= 0 || o.maxGroups <= 0 || o.groupMaxRebalanceTimeout <= 0 || o.offsetsRetention <= 0 ||
 		o.consumerGroupSessionTimeout <= 0 || o.consumerGroupHeartbeatInterval <= 0 {
 		return errors.New("--group-max-size, --group-max-pending-members, --max-groups, --group-max-rebalance-timeout, --offsets-retention and the --consumer-group-* durations must be positive")
+	}
+	if o.shareMaxSessions <= 0 {
+		return errors.New("--share-max-sessions must be positive")
 	}
 	if o.transactionStatePartitions <= 0 || o.transactionStatePartitions > 1000 || o.transactionMaxTimeout <= 0 {
 		return errors.New("--transaction-state-partitions must be 1 to 1000 and --transaction-max-timeout positive")
