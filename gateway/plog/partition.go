@@ -123,8 +123,8 @@ type Partition struct {
 	meter ioMeter
 
 	// shareMu guards shares, the share groups' share-partitions held
-	// here (share_room.go). It is taken before a room's mu and no other
-	// lock of the partition log is taken while it is held.
+	// here (share_room.go). It may be taken while a room's mu is held,
+	// and no other lock of the partition log is taken while it is held.
 	shareMu sync.Mutex
 	shares  map[string]*shareRoom
 }
