@@ -67,7 +67,7 @@ func TestDeleteFencesFormerOwner(t *testing.T) {
 		t.Fatal("the former owner's records outlived the deletion")
 	}
 	acquire(t, p, t0, "a", 2)
-	flush(t, old, k1, p) // late updates
+	flush(t, old, k1, p)   // late updates
 	durable(t, old, k1, p) // a late snapshot
 	for range 2 {
 		if _, ok, _ := take(t, log).Load(k1); ok {
