@@ -126,24 +126,29 @@ func (s *shareStates) serve(ctx context.Context, part int32) (*shareServed, erro
 	return sv, nil
 }
 
-// take takes log partition part over for sv; on failure sv is forgotten,
-// so the next call tries again.
+// errShareTakeover is a take over that panicked.
+var errShareTakeover = errors.New("taking a share state log partition over failed")
+
+// take takes log partition part over for sv; on failure, a panic
+// included, sv is forgotten, so the next call tries again.
 func (s *shareStates) take(part int32, sv *shareServed) {
-	defer close(sv.ready)
+	defer func() {
+		if sv.lp == nil {
+			sv.err = cmp.Or(sv.err, errShareTakeover)
+			s.mu.Lock()
+			if s.served[part] == sv {
+				delete(s.served, part)
+			}
+			s.mu.Unlock()
+		}
+		close(sv.ready)
+	}()
 	ctx, cancel := context.WithTimeout(s.gw.ctx, s.gw.cfg.RequestTimeout)
 	defer cancel()
 	logf := func(err error) {
 		s.gw.log.Warn().Int32("partition", part).Err(err).Msg("a share state record was skipped")
 	}
 	sv.lp, sv.err = sharestore.Take(ctx, shareLog{s.gw.shareState(), s.tn}, part, s.gw.shareLimits(), logf)
-	if sv.err == nil {
-		return
-	}
-	s.mu.Lock()
-	if s.served[part] == sv {
-		delete(s.served, part)
-	}
-	s.mu.Unlock()
 }
 
 // unloadMoved forgets the log partitions another gateway serves now, and
@@ -429,10 +434,13 @@ type shareLog struct {
 	tn *tenant
 }
 
+// Append writes through the log partition's writer, which refuses it
+// once another gateway owns the partition.
 func (l shareLog) Append(ctx context.Context, part int32, key, value []byte) error {
 	return l.st.Append(ctx, l.tn, part, key, value)
 }
 
+// Read reads the whole log partition, as a takeover must.
 func (l shareLog) Read(ctx context.Context, part int32) ([]sharestore.Entry, error) {
 	var out []sharestore.Entry
 	err := l.st.read(ctx, l.tn, part, func(key, value []byte) { out = append(out, sharestore.Entry{Key: key, Value: value}) })

@@ -166,7 +166,8 @@ func closeGateway(t *testing.T, gw *Gateway) {
 	}
 }
 
-// A gateway alone keeps share-partitions in its DIS, across restarts.
+// A gateway alone keeps share-partitions in its DIS, across restarts, in
+// an internal topic clients may not delete or create.
 func TestShareStatesAlone(t *testing.T) {
 	dis := localDIS(t)
 	gw := startGateway(t, Config{}, dis)
@@ -181,6 +182,17 @@ func TestShareStatesAlone(t *testing.T) {
 	resp := dialTest(t, gw).roundTrip(md).(*kmsg.MetadataResponse)
 	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || !resp.Topics[0].IsInternal || len(resp.Topics[0].Partitions) != 4 {
 		t.Fatalf("the state topic in Metadata: %+v", resp.Topics)
+	}
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.Version, del.TopicNames = 5, []string{shareStateTopic}
+	if code := dialTest(t, gw).roundTrip(del).(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode; code != kerr.InvalidTopicException.Code {
+		t.Fatalf("DeleteTopics of the state topic: %v", kerr.ErrorForCode(code))
+	}
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.Version = 7
+	create.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: shareStateTopic, NumPartitions: 1, ReplicationFactor: 1}}
+	if code := dialTest(t, gw).roundTrip(create).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != kerr.InvalidRequest.Code {
+		t.Fatalf("CreateTopics of the state topic: %v", kerr.ErrorForCode(code))
 	}
 }
 
@@ -299,5 +311,43 @@ func TestShareStateAPIsRefuseClients(t *testing.T) {
 	}
 	if _, found := kept(t, gw.tenant.shares, k); found {
 		t.Fatal("a client's write was kept")
+	}
+}
+
+// A log partition that moves away is forgotten with its holders' tokens;
+// when it comes back it is taken over again under a higher epoch, so a
+// token from before is fenced.
+func TestShareStatesUnloadMoved(t *testing.T) {
+	self, other := cluster.Peer{ID: 0}, cluster.Peer{ID: 1}
+	m := &switchableOwner{owner: self, peers: []cluster.Peer{self, other}}
+	gw := startGateway(t, Config{Membership: m}, localDIS(t))
+	s := gw.tenant.shares
+	k := sharestore.Key{Group: "g", Topic: "t", Partition: 0}
+	token := shareStarted(t, s, k, 4, 2)
+	served := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.served)
+	}
+	gw.unloadMovedShareState()
+	if served() != 1 {
+		t.Fatal("a log partition still owned was forgotten")
+	}
+	m.set(other)
+	gw.unloadMovedShareState()
+	if served() != 0 {
+		t.Fatal("a log partition that moved away is still served")
+	}
+	if _, _, _, err := s.Take(shareCtx(t), k); !errors.Is(err, kerr.CoordinatorNotAvailable) {
+		t.Fatalf("Take with the log partition at an unreachable peer: %v", err)
+	}
+	m.set(self)
+	p, newToken, found := shareTake(t, s, k)
+	if !found || p.StartOffset() != 2 || newToken>>32 <= token>>32 {
+		t.Fatalf("taken again: found %t, SPSO %d, token %x after %x", found, p.StartOffset(), newToken, token)
+	}
+	p.WantSnapshot()
+	if err := s.Persist(shareCtx(t), k, token, *p.Ready().Record); !errors.Is(err, plog.ErrShareFenced) {
+		t.Fatalf("a token from before the move: %v", err)
 	}
 }
