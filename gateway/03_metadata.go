@@ -164,7 +164,7 @@ func (gw *Gateway) topicMetadata(ctx context.Context, tn *tenant, name string, f
 		return mt
 	}
 	mt.TopicID = t.ID
-	mt.IsInternal = name == txnStateTopic
+	mt.IsInternal = isInternalTopic(name)
 	if t.Status != "" && t.Status != disclient.StreamStatusRunning {
 		mt.ErrorCode = kerr.LeaderNotAvailable.Code
 		return mt

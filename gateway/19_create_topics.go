@@ -69,6 +69,9 @@ func (gw *Gateway) createOne(ctx context.Context, tn *tenant, t *kmsg.CreateTopi
 	if t.Topic == txnStateTopic {
 		return fail(kerr.InvalidRequest.Code, "topic '"+t.Topic+"' is internal: the transaction coordinator creates it")
 	}
+	if t.Topic == shareStateTopic {
+		return fail(kerr.InvalidRequest.Code, "topic '"+t.Topic+"' is internal: the share groups' state store creates it")
+	}
 	if why := topics.CheckName(t.Topic); why != "" {
 		gw.log.Info().Str("topic", t.Topic).Str("reason", why).Msg("CreateTopics: invalid topic name")
 		return fail(kerr.InvalidTopicException.Code, why)

@@ -93,7 +93,7 @@ func handleDeleteTopics(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 		}
 		switch name {
 		case "":
-		case offsetsTopic, txnStateTopic:
+		case offsetsTopic, txnStateTopic, shareStateTopic:
 			rt.ErrorCode, rt.ErrorMessage = gw.internalTopicRefused(r, name, "DeleteTopics")
 		default:
 			rt.ErrorCode, rt.ErrorMessage = gw.deleteTopic(ctx, tn, name)

@@ -65,7 +65,7 @@ func handleAddPartitionsToTxn(ctx context.Context, gw *Gateway, r *request, req 
 		st := gw.serveTopic(ctx, r, authz.OpWrite, t.Topic, false)
 		for _, p := range t.Partitions {
 			code := existingPartitionCode(st, p)
-			if code == 0 && (st.internal || t.Topic == txnStateTopic) {
+			if code == 0 && isInternalTopic(t.Topic) {
 				code = kerr.InvalidTopicException.Code
 			}
 			if code != 0 {

@@ -163,6 +163,9 @@ type Config struct {
 	// TransactionStatePartitions is how many partitions each tenant's
 	// transaction state topic has (docs/design.md §13); default 4.
 	TransactionStatePartitions int32
+	// ShareStatePartitions is how many partitions each tenant's share
+	// state topic has (docs/design.md §14); default 4.
+	ShareStatePartitions int32
 	// TransactionMaxTimeout is transaction.max.timeout.ms: the longest
 	// transaction.timeout.ms a producer may ask for, so nothing holds a
 	// partition's last stable offset back for longer; default 15 minutes.
@@ -351,6 +354,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ShareMaxSessions <= 0 {
 		c.ShareMaxSessions = 2000
+	}
+	if c.ShareStatePartitions <= 0 {
+		c.ShareStatePartitions = 4
 	}
 	if c.TransactionMaxTimeout <= 0 {
 		c.TransactionMaxTimeout = 15 * time.Minute

@@ -57,8 +57,11 @@ func offsetsPartition(p int32) bool { return p >= 0 && p < offsetsTopicPartition
 // changes an internal topic, as Kafka answers it: INVALID_TOPIC_EXCEPTION.
 func (gw *Gateway) internalTopicRefused(r *request, topic, api string) (int16, *string) {
 	why := "disgw keeps committed offsets in DIS checkpoints"
-	if topic == txnStateTopic {
+	switch topic {
+	case txnStateTopic:
 		why = "it holds the transaction coordinator's state"
+	case shareStateTopic:
+		why = "it holds the share groups' state"
 	}
 	r.Log().Info().Str("topic", topic).Str("api", api).Msg("refused: an internal topic is not the client's to change")
 	return kerr.InvalidTopicException.Code, kmsg.StringPtr("topic '" + topic + "' is internal: " + why)
@@ -66,7 +69,9 @@ func (gw *Gateway) internalTopicRefused(r *request, topic, api string) (int16, *
 
 // isInternalTopic reports whether name is one of Kafka's internal topics,
 // which clients may read but never write, create, delete or grow.
-func isInternalTopic(name string) bool { return name == offsetsTopic || name == txnStateTopic }
+func isInternalTopic(name string) bool {
+	return name == offsetsTopic || name == txnStateTopic || name == shareStateTopic
+}
 
 // fetchOffsetsPartition answers a fetch of the offsets topic: an empty log.
 func fetchOffsetsPartition(sp *kmsg.FetchResponseTopicPartition, offset int64) {

@@ -65,7 +65,8 @@ func (gw *Gateway) coordinates(group string) bool {
 const movedRetryInterval = 50 * time.Millisecond
 
 // followMembership runs until the gateway closes, letting go of the
-// partitions, groups and transaction state partitions that moved away
+// partitions, groups and transaction and share state partitions that
+// moved away
 // whenever the live set changes, and taking over the transaction state
 // partitions it now coordinates (at start too), once its peers let go.
 func (gw *Gateway) followMembership() {
@@ -89,6 +90,7 @@ func (gw *Gateway) followMembership() {
 		retry = nil
 		gw.groups.UnloadMoved()
 		gw.txns.UnloadMoved()
+		gw.unloadMovedShareState()
 		if take && gw.handover.over(gw.cfg.NodeID, gw.cfg.Membership.Live()) {
 			gw.takeTxnState()
 			take = false

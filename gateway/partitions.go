@@ -97,14 +97,16 @@ func (gw *Gateway) plogDeps(tn *tenant) plog.Deps {
 			}
 			return k.Policy, k.Stream, k.Kept(), nil
 		},
-		EnsureApp: func(ctx context.Context, app string) error { return gw.groups.EnsureApp(ctx, tn, app) },
-		ForgetApp: func(app string) { tn.knownApps.Delete(app) },
-		KafkaCode: kafkaCodeForDIS,
-		Queues:    gw.queues,
-		Cache:     gw.readCache,
-		Go:        gw.panics.Go,
-		Recover:   gw.panics.Recover,
-		Owns:      gw.ownsPartition,
+		EnsureApp:   func(ctx context.Context, app string) error { return gw.groups.EnsureApp(ctx, tn, app) },
+		ForgetApp:   func(app string) { tn.knownApps.Delete(app) },
+		KafkaCode:   kafkaCodeForDIS,
+		Queues:      gw.queues,
+		Cache:       gw.readCache,
+		Go:          gw.panics.Go,
+		Recover:     gw.panics.Recover,
+		Owns:        gw.ownsPartition,
+		Shares:      tn.shares,
+		ShareLimits: gw.shareLimits(),
 		TxnsOpen: func() {
 			gw.panics.Go("transaction state load", func() {
 				ctx, cancel := context.WithTimeout(gw.ctx, cfg.RequestTimeout)

@@ -41,6 +41,8 @@ type tenant struct {
 	// parts is the tenant's partition log: each partition's writer,
 	// reader and offsets.
 	parts *plog.Tenant
+	// shares keeps the tenant's share-partitions for its partition log.
+	shares *shareStates
 
 	// conns counts the connections signed in as this tenant and lastActive
 	// is when the count last changed; both under Gateway.tenantsMu.
@@ -51,6 +53,7 @@ type tenant struct {
 func newTenant(gw *Gateway, id, accessKey string, dis disclient.API) *tenant {
 	tn := &tenant{id: id, accessKey: accessKey, dis: gw.metrics.InstrumentDIS(dis, accessKey), lastActive: time.Now()}
 	tn.catalog = topics.NewCatalog(gw.topicsDeps(tn))
+	tn.shares = newShareStates(gw, tn)
 	tn.parts = plog.NewTenant(gw.plogDeps(tn))
 	return tn
 }

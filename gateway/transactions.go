@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/disgw/disgw/disclient"
 	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/gateway/topics"
 	"github.com/disgw/disgw/gateway/txns"
-	"github.com/disgw/disgw/protocol"
 	"github.com/disgw/disgw/txncoord"
 )
 
@@ -38,7 +35,7 @@ func newTxnDriver(gw *Gateway) *txns.Driver[*tenant] {
 		Go:             gw.panics.Go,
 		Ctx:            gw.ctx,
 		RequestTimeout: gw.cfg.RequestTimeout,
-		State:          txnStateLog{gw},
+		State:          txnStateLog{gw.txnState()},
 		WriteMarker:    gw.writeMarker,
 		CommitOffsets:  gw.commitTxnOffsets,
 		Ended: func(commit bool) {
@@ -59,47 +56,17 @@ func newTxnDriver(gw *Gateway) *txns.Driver[*tenant] {
 }
 
 // txnStateLog keeps transaction state in the tenant's __transaction_state
-// topic: kafka-format, compacted, so it outlives DIS's retention (a kept
-// topic, docs/design.md §12) and stays the size of the live ids.
-type txnStateLog struct{ gw *Gateway }
+// topic, one record a transactional id.
+type txnStateLog struct{ stateTopic }
 
-// topic describes the state topic, creating it on first use.
-func (l txnStateLog) topic(ctx context.Context, tn *tenant) (*topics.Meta, error) {
-	gw := l.gw
-	t, err := tn.catalog.Get(ctx, txnStateTopic)
-	if errors.Is(err, topics.ErrUnknownTopic) {
-		spec := topics.Spec{RetentionHours: gw.cfg.DefaultRetentionHours, Format: FormatKafka, StreamType: disclient.StreamTypeCommon}
-		if err := spec.Apply("cleanup.policy", kmsg.StringPtr("compact")); err != nil {
-			return nil, err
-		}
-		if err := gw.topicCfg.CheckSpec(txnStateTopic, &spec); err != nil {
-			return nil, err
-		}
-		err = tn.catalog.Create(ctx, txnStateTopic, gw.cfg.TransactionStatePartitions, &spec, FormatKafka)
-		switch {
-		case err == nil:
-			gw.log.Info().Str("topic", txnStateTopic).Int32("partitions", gw.cfg.TransactionStatePartitions).Msg("created the transaction state topic")
-		case !disclient.IsCode(err, disclient.CodeStreamExists):
-			return nil, err
-		}
-		t, err = tn.catalog.Refresh(ctx, txnStateTopic)
-	}
+// Read returns every record of state partition p from its log start on.
+func (l txnStateLog) Read(ctx context.Context, tn *tenant, p int32) ([]txns.Entry, error) {
+	var out []txns.Entry
+	err := l.read(ctx, tn, p, func(key, value []byte) { out = append(out, txns.Entry{Key: key, Value: value}) })
 	if err != nil {
 		return nil, err
 	}
-	if n := int32(len(t.Partitions)); n != gw.cfg.TransactionStatePartitions || t.Format != FormatKafka {
-		return nil, fmt.Errorf("the %s topic has %d partitions of format %s; --transaction-state-partitions is %d and the format must be kafka", txnStateTopic, n, t.Format, gw.cfg.TransactionStatePartitions)
-	}
-	return t, nil
-}
-
-// Exists reports whether tn's state topic exists.
-func (l txnStateLog) Exists(ctx context.Context, tn *tenant) (bool, error) {
-	_, err := tn.catalog.Get(ctx, txnStateTopic)
-	if errors.Is(err, topics.ErrUnknownTopic) {
-		return false, nil
-	}
-	return err == nil, err
+	return out, nil
 }
 
 // pendingTxnOffsets marks the partitions of out whose group has offsets
@@ -122,107 +89,6 @@ func (gw *Gateway) pendingTxnOffsets(ctx context.Context, tn *tenant, out *kmsg.
 	if gw.cfg.Membership.Changed() != nil {
 		gw.pendingAtPeers(ctx, out)
 	}
-}
-
-// stateReadBytes is how much of a state partition one read asks for, and
-// stateEmptyReads how many empty reads in a row end a state partition
-// below its high watermark.
-const (
-	stateReadBytes  = 1 << 20
-	stateEmptyReads = 3
-)
-
-// Read returns every record of state partition p from its log start on.
-func (l txnStateLog) Read(ctx context.Context, tn *tenant, p int32) ([]txns.Entry, error) {
-	t, err := l.topic(ctx, tn)
-	if err != nil {
-		return nil, err
-	}
-	ps := l.gw.partitionFor(tn.key(t, p))
-	pm := t.Partitions[p]
-	var out []txns.Entry
-	empty := 0 // reads in a row that found nothing below the high watermark
-	for offset := int64(0); ; {
-		part := &plog.FetchPart{Partition: ps, Kafka: true, Offset: offset, Limit: stateReadBytes,
-			Earliest: pm.Earliest, Next: pm.Next, HighWatermark: -1, LogStartOffset: -1}
-		tn.parts.Fetch(ctx, []*plog.FetchPart{part}, time.Now(), 0, stateReadBytes, nil)
-		switch {
-		case part.ErrorCode == kerr.OffsetOutOfRange.Code && part.LogStartOffset > offset:
-			offset = part.LogStartOffset
-			continue
-		case part.ErrorCode != 0:
-			return nil, kerr.ErrorForCode(part.ErrorCode)
-		case part.Throttled:
-			return nil, errors.New("DIS throttled reading the transaction state")
-		case len(part.Batches) == 0 && offset >= part.HighWatermark:
-			return out, nil
-		case len(part.Batches) == 0:
-			// Compaction may leave no batch between offset and the high
-			// watermark: after a few empty reads that is the end, rather
-			// than a spin until the deadline.
-			if empty++; empty == stateEmptyReads {
-				return out, nil
-			}
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		empty = 0
-		for _, b := range part.Batches {
-			data := b.Data
-			if b.File.Len > 0 {
-				if data, err = b.File.AppendTo(nil); err != nil {
-					return nil, err
-				}
-			}
-			batches, err := protocol.DecodeBatches(data, nil)
-			if err != nil {
-				return nil, err
-			}
-			for _, pb := range batches {
-				if !pb.Control() {
-					for _, r := range pb.Records {
-						out = append(out, txns.Entry{Key: r.Key, Value: r.Value})
-					}
-				}
-				offset = max(offset, pb.BaseOffset+int64(pb.LastOffsetDelta)+1)
-			}
-		}
-	}
-}
-
-// Append writes one record to state partition p through its writer and
-// waits until DIS holds it.
-func (l txnStateLog) Append(ctx context.Context, tn *tenant, p int32, key, value []byte) error {
-	t, err := l.topic(ctx, tn)
-	if err != nil {
-		return err
-	}
-	now := time.Now().UnixMilli()
-	data, err := protocol.AppendBatch(nil, []protocol.Record{{Timestamp: now, Key: key, Value: value}}, protocol.CodecNone, 0)
-	if err != nil {
-		return err
-	}
-	op := plog.NewAppend(true)
-	op.Entries = []disclient.PutRecordsEntry{{PartitionID: disclient.PartitionID(p), Data: data, Timestamp: &now}}
-	op.Bytes = len(data)
-	op.Deadline, _ = ctx.Deadline()
-	if _, code := l.gw.partitionFor(tn.key(t, p)).Enqueue(ctx, op); code != 0 {
-		return kerr.ErrorForCode(code)
-	}
-	select {
-	case <-op.Done():
-	case <-ctx.Done():
-		if op.Cancel() {
-			return ctx.Err()
-		}
-		<-op.Done()
-	}
-	if op.ErrCode != 0 {
-		return fmt.Errorf("%w: %s", kerr.ErrorForCode(op.ErrCode), op.ErrMsg)
-	}
-	return nil
 }
 
 // writeMarker writes a transaction's marker into one data partition

@@ -355,6 +355,26 @@ func versionedRequest(t *testing.T, rc *rawConn, key, v int16, topicID [16]byte)
 		req := kmsg.NewPtrDescribeTransactionsRequest()
 		req.Version, req.TransactionalIDs = v, []string{"ver-end-0"}
 		return req
+	case 84:
+		req := kmsg.NewPtrReadShareGroupStateRequest()
+		req.Version, req.GroupID = v, "ver-share"
+		req.Topics = []kmsg.ReadShareGroupStateRequestTopic{{TopicID: topicID, Partitions: []kmsg.ReadShareGroupStateRequestTopicPartition{{Partition: 0}}}}
+		return req
+	case 85:
+		req := kmsg.NewPtrWriteShareGroupStateRequest()
+		req.Version, req.GroupID = v, "ver-share"
+		req.Topics = []kmsg.WriteShareGroupStateRequestTopic{{TopicID: topicID, Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{{Partition: 0}}}}
+		return req
+	case 86:
+		req := kmsg.NewPtrDeleteShareGroupStateRequest()
+		req.Version, req.GroupID = v, "ver-share"
+		req.Topics = []kmsg.DeleteShareGroupStateRequestTopic{{TopicID: topicID, Partitions: []kmsg.DeleteShareGroupStateRequestTopicPartition{{Partition: 0}}}}
+		return req
+	case 87:
+		req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+		req.Version, req.GroupID = v, "ver-share"
+		req.Topics = []kmsg.ReadShareGroupStateSummaryRequestTopic{{TopicID: topicID, Partitions: []kmsg.ReadShareGroupStateSummaryRequestTopicPartition{{Partition: 0}}}}
+		return req
 	case 68:
 		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 		req.Version = v
@@ -420,6 +440,15 @@ func joinedMember(t *testing.T, rc *rawConn, group string, synced bool) (string,
 		}
 	}
 	return jr.MemberID, jr.Generation
+}
+
+// peersOnly is the answer of an API only other gateways may call, to a
+// client: nil when it is refused as one.
+func peersOnly(code int16) error {
+	if code != kerr.ClusterAuthorizationFailed.Code {
+		return fmt.Errorf("a client was answered %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+	return nil
 }
 
 // responseError finds the first error code in a response.
@@ -606,6 +635,14 @@ func responseError(resp kmsg.Response) error {
 		if g.State != "Stable" || len(g.Members) != 1 || len(g.Members[0].Assignment.TopicPartitions) != 1 {
 			return fmt.Errorf("state %s, %d members", g.State, len(g.Members))
 		}
+	case *kmsg.ReadShareGroupStateResponse:
+		return peersOnly(r.Topics[0].Partitions[0].ErrorCode)
+	case *kmsg.WriteShareGroupStateResponse:
+		return peersOnly(r.Topics[0].Partitions[0].ErrorCode)
+	case *kmsg.DeleteShareGroupStateResponse:
+		return peersOnly(r.Topics[0].Partitions[0].ErrorCode)
+	case *kmsg.ReadShareGroupStateSummaryResponse:
+		return peersOnly(r.Topics[0].Partitions[0].ErrorCode)
 	case *kmsg.InitProducerIDResponse:
 		if r.ProducerID < 0 {
 			return fmt.Errorf("producer id %d", r.ProducerID)

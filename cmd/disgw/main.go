@@ -59,6 +59,7 @@ type options struct {
 	producerIDExpiration              time.Duration
 	transactionStatePartitions        int
 	shareMaxSessions                  int
+	shareStatePartitions              int
 	transactionMaxTimeout             time.Duration
 	maxProducersPerPartition          int
 	groupInitialDelay                 time.Duration
@@ -148,6 +149,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.readyProbe, "ready-probe-interval", 5*time.Second, "how often the gateway checks that DIS answers, for /readyz")
 	fs.IntVar(&o.shareMaxSessions, "share-max-sessions", 2000, "share sessions this gateway keeps (Kafka's group.share.max.share.sessions): one per share consumer fetching from it")
 	fs.IntVar(&o.transactionStatePartitions, "transaction-state-partitions", 4, "partitions of each tenant's __transaction_state topic, created on the first transactional producer; every gateway of a DIS account must agree")
+	fs.IntVar(&o.shareStatePartitions, "share-state-partitions", 4, "partitions of each tenant's __share_group_state topic, created when a share group first keeps state; every gateway of a DIS account must agree")
 	fs.DurationVar(&o.transactionMaxTimeout, "transaction-max-timeout", 15*time.Minute, "the longest transaction.timeout.ms a producer may ask for (Kafka's transaction.max.timeout.ms): nothing holds a partition's last stable offset back for longer")
 	fs.DurationVar(&o.producerIDExpiration, "producer-id-expiration", 24*time.Hour, "forget an idempotent producer's state on a partition it has not written for this long (Kafka's producer.id.expiration.ms)")
 	fs.IntVar(&o.maxProducersPerPartition, "max-producers-per-partition", 1000, "idempotent producers remembered per partition; the one idle longest is forgotten first")
@@ -394,6 +396,7 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 		ProducerIDExpiration:         o.producerIDExpiration,
 		TransactionStatePartitions:   int32(o.transactionStatePartitions),
 		ShareMaxSessions:             o.shareMaxSessions,
+		ShareStatePartitions:         int32(o.shareStatePartitions),
 		TransactionMaxTimeout:        o.transactionMaxTimeout,
 		MaxProducersPerPartition:     o.maxProducersPerPartition,
 		InitialRebalanceDelay:        initialDelay(o.groupInitialDelay),
@@ -429,6 +432,9 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 	}
 	if o.transactionStatePartitions <= 0 || o.transactionStatePartitions > 1000 || o.transactionMaxTimeout <= 0 {
 		return errors.New("--transaction-state-partitions must be 1 to 1000 and --transaction-max-timeout positive")
+	}
+	if o.shareStatePartitions <= 0 || o.shareStatePartitions > 1000 {
+		return errors.New("--share-state-partitions must be 1 to 1000")
 	}
 	if o.compactionMapBytes <= 0 || o.keepInterval <= 0 || o.keepReadBytesPerSecond <= 0 {
 		return errors.New("--compaction-map-bytes, --keep-interval and --keep-read-bytes-per-second must be positive")

@@ -18,6 +18,7 @@ type Key struct {
 const (
 	kindSnapshot = 1
 	kindUpdate   = 2
+	kindDeletion = 3
 )
 
 // loadKey is the key of a load record: every other key starts with two
@@ -61,16 +62,23 @@ func updateKey(k Key, epoch uint32, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(b, seq)
 }
 
+// deletionKey is the key of k's deletion record written under epoch.
+func deletionKey(k Key, epoch uint32) []byte {
+	b := append(k.prefix(), kindDeletion)
+	return binary.BigEndian.AppendUint32(b, epoch)
+}
+
 // parsedKey is a share-partition record's key read back.
 type parsedKey struct {
 	k        Key
 	snapshot bool
+	deletion bool
 	epoch    uint32
 	seq      uint64 // updates only
 }
 
-// parseKey reads a key snapshotKey or updateKey made, refusing anything
-// else.
+// parseKey reads a key snapshotKey, updateKey or deletionKey made,
+// refusing anything else.
 func parseKey(b []byte) (parsedKey, error) {
 	var pk parsedKey
 	group, rest, err := lengthPrefixed(b)
@@ -93,6 +101,8 @@ func parseKey(b []byte) (parsedKey, error) {
 		pk.snapshot = true
 	case kind == kindUpdate && len(rest) == 8:
 		pk.seq = binary.BigEndian.Uint64(rest)
+	case kind == kindDeletion && len(rest) == 0:
+		pk.deletion = true
 	default:
 		return pk, fmt.Errorf("sharestore: key of kind %d with %d bytes after the epoch", kind, len(rest))
 	}

@@ -25,6 +25,9 @@ type history struct {
 	// a value under, fenced or corrupt ones included, tombstoned once the
 	// next snapshot is durable.
 	keys map[string]struct{}
+	// deleted is the epoch of the latest deletion record: what lower
+	// epochs write after it is a former owner's late write.
+	deleted uint32
 }
 
 // parsed is a log partition read back.
@@ -56,7 +59,9 @@ func highestEpoch(entries []Entry) uint32 {
 // would leave them: a later value or tombstone under a key replaces the
 // earlier one. A record or tombstone whose epoch is below a load record
 // before it was written by a fenced owner and is skipped; a record that
-// does not decode is reported to logf and counts as removing its key.
+// does not decode is reported to logf and counts as removing its key. A
+// deletion record removes every record of its share-partition before it,
+// and skips those of lower epochs after it.
 func parse(entries []Entry, logf func(error)) parsed {
 	out := parsed{shares: make(map[Key]*history)}
 	type liveRecord struct {
@@ -85,11 +90,22 @@ func parse(entries []Entry, logf func(error)) parsed {
 		}
 		key := string(e.Key)
 		h.keys[key] = struct{}{}
-		if pk.epoch < out.fence {
+		if pk.epoch < out.fence || pk.epoch < h.deleted {
 			continue
 		}
 		if e.Value == nil {
 			delete(live, key)
+			continue
+		}
+		if pk.deletion {
+			if len(e.Value) != len(deletionValue) {
+				logf(fmt.Errorf("sharestore: share-partition %q/%q/%d: deletion record of %d bytes", pk.k.Group, pk.k.Topic, pk.k.Partition, len(e.Value)))
+				continue
+			}
+			for s := range h.keys {
+				delete(live, s)
+			}
+			h.deleted = max(h.deleted, pk.epoch)
 			continue
 		}
 		rec, err := sharestate.Decode(e.Value)

@@ -96,19 +96,56 @@ func (lp *LogPartition) Keys() []Key {
 // snapshot the loaded partition writes first takes its number and so
 // supersedes it.
 func (lp *LogPartition) Load(k Key) (p *sharestate.Partition, ok bool, err error) {
-	lp.mu.Lock()
-	h := lp.shares[k]
-	if h == nil || h.snap == nil {
-		lp.mu.Unlock()
+	snap, updates, ok := lp.Records(k)
+	if !ok {
 		return nil, false, nil
 	}
-	snap, updates := h.snap.rec, slices.Clone(h.updates)
-	lp.mu.Unlock()
 	p, err = sharestate.Load(lp.cfg, snap, updates...)
 	if err != nil {
 		return nil, false, fmt.Errorf("sharestore: loading %q/%q/%d: %w", k.Group, k.Topic, k.Partition, err)
 	}
 	return p, true, nil
+}
+
+// deletionValue is a deletion record's value: any, as long as it is not a
+// tombstone.
+var deletionValue = []byte{1}
+
+// Delete removes share-partition k: it writes a deletion record, which
+// every later load finds k gone by, whatever of k the log still holds
+// before it and whatever a former owner writes after it, then tombstones
+// k's other keys so compaction drops them; a tombstone that fails is only
+// logged, as Persist's. The deletion record itself stays until k's next
+// snapshot tombstones it. On an error nothing is deleted.
+func (lp *LogPartition) Delete(ctx context.Context, k Key) error {
+	key := deletionKey(k, lp.epoch)
+	if err := lp.log.Append(ctx, lp.part, key, deletionValue); err != nil {
+		return err
+	}
+	lp.mu.Lock()
+	h := lp.shares[k]
+	if h == nil {
+		h = &history{keys: make(map[string]struct{})}
+		lp.shares[k] = h
+	}
+	h.keys[string(key)] = struct{}{}
+	h.snap, h.updates = nil, nil
+	lp.mu.Unlock()
+	lp.tombstone(ctx, k, h, string(key))
+	return nil
+}
+
+// Records are what Load rebuilds k from, for a caller that loads it
+// elsewhere (another gateway, with its own sharestate.Config): k's latest
+// snapshot and the updates after it; ok is false when there is none.
+func (lp *LogPartition) Records(k Key) (snap sharestate.Record, updates []sharestate.Record, ok bool) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	h := lp.shares[k]
+	if h == nil || h.snap == nil {
+		return sharestate.Record{}, nil, false
+	}
+	return h.snap.rec, slices.Clone(h.updates), true
 }
 
 // Persist writes rec, the record share-partition k's Ready asked for, and
@@ -143,9 +180,18 @@ func (lp *LogPartition) Persist(ctx context.Context, k Key, rec sharestate.Recor
 		return nil
 	}
 	h.snap, h.updates = &version{lp.epoch, rec}, nil
+	lp.mu.Unlock()
+	lp.tombstone(ctx, k, h, string(key))
+	return nil
+}
+
+// tombstone tombstones every key of k's history h but keep, logging the
+// tombstones that fail, whose keys stay in h for the next try.
+func (lp *LogPartition) tombstone(ctx context.Context, k Key, h *history, keep string) {
+	lp.mu.Lock()
 	var stale []string
 	for s := range h.keys {
-		if s != string(key) {
+		if s != keep {
 			stale = append(stale, s)
 		}
 	}
@@ -160,5 +206,4 @@ func (lp *LogPartition) Persist(ctx context.Context, k Key, rec sharestate.Recor
 		delete(h.keys, s)
 		lp.mu.Unlock()
 	}
-	return nil
 }
