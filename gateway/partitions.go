@@ -97,14 +97,18 @@ func (gw *Gateway) plogDeps(tn *tenant) plog.Deps {
 			}
 			return k.Policy, k.Stream, k.Kept(), nil
 		},
-		EnsureApp: func(ctx context.Context, app string) error { return gw.groups.EnsureApp(ctx, tn, app) },
-		ForgetApp: func(app string) { tn.knownApps.Delete(app) },
-		KafkaCode: kafkaCodeForDIS,
-		Queues:    gw.queues,
-		Cache:     gw.readCache,
-		Go:        gw.panics.Go,
-		Recover:   gw.panics.Recover,
-		Owns:      gw.ownsPartition,
+		EnsureApp:   func(ctx context.Context, app string) error { return gw.groups.EnsureApp(ctx, tn, app) },
+		ForgetApp:   func(app string) { tn.knownApps.Delete(app) },
+		KafkaCode:   kafkaCodeForDIS,
+		Queues:      gw.queues,
+		Cache:       gw.readCache,
+		Go:          gw.panics.Go,
+		Recover:     gw.panics.Recover,
+		Owns:        gw.ownsPartition,
+		ShareLimits: cfg.ShareLimits,
+		ShareConfig: func(ctx context.Context, group string) (plog.ShareGroupConfig, error) {
+			return gw.shareConfig(ctx, tn, group)
+		},
 		TxnsOpen: func() {
 			gw.panics.Go("transaction state load", func() {
 				ctx, cancel := context.WithTimeout(gw.ctx, cfg.RequestTimeout)

@@ -368,6 +368,17 @@ func versionedRequest(t *testing.T, rc *rawConn, key, v int16, topicID [16]byte)
 		req.Version = v
 		req.Groups = []string{"ver-cg-0"}
 		return req
+	case 76:
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.Version = v
+		req.GroupID, req.MemberID = fmt.Sprintf("ver-sg-%d", v), fmt.Sprintf("ver-share-member-%d", v)
+		req.SubscribedTopicNames = []string{"ver"}
+		return req
+	case 77:
+		req := kmsg.NewPtrShareGroupDescribeRequest()
+		req.Version = v
+		req.GroupIDs = []string{"ver-sg-1"}
+		return req
 	}
 	t.Fatalf("the gateway advertises API key %d, which this test does not know how to exercise", key)
 	return nil

@@ -75,6 +75,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// WithDefaults is c with Kafka's defaults in its zero fields: the values a
+// share-partition runs with, which the gateway reports as broker configs.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
+
 // Validate reports the first setting outside what Kafka accepts, after
 // defaults are applied, so a driver can refuse a bad flag at start rather
 // than at a group's first fetch.
