@@ -21,8 +21,9 @@ import (
 // configs are all static. The cluster-default broker resource (empty name)
 // holds only dynamic defaults in Kafka, and disgw has none, so it is
 // answered with no configs. A group (the GROUP resource of KIP-848) has the
-// consumer protocol's heartbeat interval and session timeout, the same for
-// every group.
+// consumer and share protocols' heartbeat intervals and session timeouts,
+// the same for every group, and the share configs it may set
+// (docs/design.md §14).
 
 func init() {
 	regKey(32, 0, 4, api[*kmsg.DescribeConfigsRequest]{Concurrent: handleDescribeConfigs, Errors: describeConfigsError})
@@ -96,7 +97,11 @@ func (gw *Gateway) configEntries(ctx context.Context, tn *tenant, rt kmsg.Config
 		if name == "" {
 			return nil, topics.InvalidRequest("a group config resource names a group")
 		}
-		return groupConfigEntries(gw.groups.ConsumerTimings()), nil
+		entries, err := gw.groupConfigEntries(ctx, tn, name)
+		if err != nil {
+			return nil, &topics.ConfigError{Code: kafkaCodeForDIS(err), Msg: "reading the group's configs from DIS: " + err.Error()}
+		}
+		return entries, nil
 	}
 	return nil, resourceTypeError(rt)
 }

@@ -16,7 +16,8 @@ import (
 // null value means the default too. Configs chosen at creation
 // (dis.record.format, dis.stream.type) and those DIS fixes keep their value
 // when left out, and may be listed with the value they have. Broker configs
-// are static and cannot be altered.
+// are static and cannot be altered. A group's share.* configs are replaced
+// the same way; its timings are set by flags.
 
 func init() {
 	regKey(33, 0, 2, api[*kmsg.AlterConfigsRequest]{Concurrent: handleAlterConfigs, Errors: alterConfigsError})
@@ -29,9 +30,9 @@ func alterConfigsError(req *kmsg.AlterConfigsRequest, code int16) kmsg.Response 
 
 func handleAlterConfigs(ctx context.Context, gw *Gateway, r *request, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
 	return alterConfigsAnswer(req, func(res *kmsg.AlterConfigsRequestResource) (int16, *string) {
-		return gw.alterConfigResource(ctx, r, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topics.Alter) *topics.ConfigError {
-			return a.Replace(res.Configs)
-		})
+		return gw.alterConfigResource(ctx, r, res.ResourceType, res.ResourceName, req.ValidateOnly,
+			func(a *topics.Alter) *topics.ConfigError { return a.Replace(res.Configs) },
+			func(a *groupAlter) *topics.ConfigError { return a.Replace(res.Configs) })
 	}), nil
 }
 

@@ -15,7 +15,8 @@ import (
 // SUBTRACTed; configs not listed keep their value. Every change is checked
 // against the topic config table (gateway/topics), so only retention.ms
 // really changes; APPEND of "delete" to cleanup.policy is accepted and
-// changes nothing. Broker configs are static and cannot be altered.
+// changes nothing. Broker configs are static and cannot be altered. A
+// group's share.* configs are SET and DELETEd (docs/design.md §14).
 
 func init() {
 	regKey(44, 0, 1, api[*kmsg.IncrementalAlterConfigsRequest]{Concurrent: handleIncrementalAlterConfigs, Errors: incrementalAlterConfigsError})
@@ -28,9 +29,9 @@ func incrementalAlterConfigsError(req *kmsg.IncrementalAlterConfigsRequest, code
 
 func handleIncrementalAlterConfigs(ctx context.Context, gw *Gateway, r *request, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
 	return incrementalAlterConfigsAnswer(req, func(res *kmsg.IncrementalAlterConfigsRequestResource) (int16, *string) {
-		return gw.alterConfigResource(ctx, r, res.ResourceType, res.ResourceName, req.ValidateOnly, func(a *topics.Alter) *topics.ConfigError {
-			return a.Change(res.Configs)
-		})
+		return gw.alterConfigResource(ctx, r, res.ResourceType, res.ResourceName, req.ValidateOnly,
+			func(a *topics.Alter) *topics.ConfigError { return a.Change(res.Configs) },
+			func(a *groupAlter) *topics.ConfigError { return a.Change(res.Configs) })
 	}), nil
 }
 

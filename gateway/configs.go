@@ -2,16 +2,16 @@ package gateway
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/gateway/topics"
 )
 
-// Broker and group configs, as DescribeConfigs reports them: they mirror
-// the gateway's own settings and are all read-only, set by its flags, not
-// by Kafka admin requests. Topic configs are in gateway/topics.
+// Broker configs, as DescribeConfigs reports them: they mirror the
+// gateway's own settings and are all read-only, set by its flags, not by
+// Kafka admin requests. Group configs are in group_configs.go, topic
+// configs in gateway/topics.
 
 // fixedValue is a config value that is the same for every gateway.
 func fixedValue(v string) func(*Config) string { return func(*Config) string { return v } }
@@ -48,6 +48,27 @@ var brokerConfigs = []brokerConfig{
 	{name: "group.initial.rebalance.delay.ms", typ: kmsg.ConfigTypeInt, fromFlags: true,
 		doc:   "How long the first rebalance of a new group waits for more members.",
 		value: func(cfg *Config) string { return strconv.FormatInt(cfg.InitialRebalanceDelay.Milliseconds(), 10) }},
+	{name: "group.share.delivery.count.limit", typ: kmsg.ConfigTypeInt, fromFlags: true,
+		doc:   "Deliveries after which a share group's record is archived.",
+		value: func(cfg *Config) string { return strconv.Itoa(cfg.ShareLimits.DeliveryCountLimit) }},
+	{name: "group.share.heartbeat.interval.ms", typ: kmsg.ConfigTypeInt, fromFlags: true,
+		doc:   "Heartbeat interval told to share group members.",
+		value: func(cfg *Config) string { return strconv.FormatInt(cfg.ShareGroupHeartbeatInterval.Milliseconds(), 10) }},
+	{name: "group.share.max.record.lock.duration.ms", typ: kmsg.ConfigTypeInt, fromFlags: true,
+		doc:   "Longest record lock a share group may set.",
+		value: func(cfg *Config) string { return strconv.FormatInt(cfg.ShareLimits.MaxLockDuration.Milliseconds(), 10) }},
+	{name: "group.share.max.size", typ: kmsg.ConfigTypeShort, fromFlags: true,
+		doc:   "Most members of one share group.",
+		value: func(cfg *Config) string { return strconv.Itoa(cfg.ShareGroupMaxSize) }},
+	{name: "group.share.partition.max.record.locks", typ: kmsg.ConfigTypeInt, fromFlags: true,
+		doc:   "Most records of a share-partition taken in and not yet done.",
+		value: func(cfg *Config) string { return strconv.Itoa(cfg.ShareLimits.MaxInFlight) }},
+	{name: "group.share.record.lock.duration.ms", typ: kmsg.ConfigTypeInt, fromFlags: true,
+		doc:   "How long a share group member holds a record it took, unless its group sets share.record.lock.duration.ms.",
+		value: func(cfg *Config) string { return strconv.FormatInt(cfg.ShareLimits.LockDuration.Milliseconds(), 10) }},
+	{name: "group.share.session.timeout.ms", typ: kmsg.ConfigTypeInt, fromFlags: true,
+		doc:   "Share group members silent this long are removed and their records released.",
+		value: func(cfg *Config) string { return strconv.FormatInt(cfg.ShareGroupSessionTimeout.Milliseconds(), 10) }},
 	{name: "log.cleanup.policy", typ: kmsg.ConfigTypeList,
 		doc:   "DIS deletes records by age only.",
 		value: fixedValue("delete")},
@@ -71,20 +92,6 @@ var brokerConfigs = []brokerConfig{
 		value: func(cfg *Config) string { return strconv.Itoa(int(cfg.MaxFrameBytes)) }},
 }
 
-// groupConfigEntries reports the configs of a consumer group (the GROUP
-// resource, KIP-848): the gateway's flags set them for every group alike,
-// so no group overrides them, and a group need not exist to have them.
-func groupConfigEntries(session, heartbeat time.Duration) []topics.ConfigEntry {
-	entry := func(name string, d time.Duration, doc string) topics.ConfigEntry {
-		v := strconv.FormatInt(d.Milliseconds(), 10)
-		return topics.ConfigEntry{Name: name, Value: v, Def: v, Source: kmsg.ConfigSourceDefaultConfig, ReadOnly: true, Type: kmsg.ConfigTypeInt, Doc: doc}
-	}
-	return []topics.ConfigEntry{
-		entry("consumer.heartbeat.interval.ms", heartbeat, "Heartbeat interval told to consumer-protocol members."),
-		entry("consumer.session.timeout.ms", session, "Consumer-protocol members silent this long are removed."),
-	}
-}
-
 // brokerConfigEntries reports every broker config of this gateway.
 func brokerConfigEntries(cfg *Config) []topics.ConfigEntry {
 	entries := make([]topics.ConfigEntry, 0, len(brokerConfigs))
@@ -103,10 +110,6 @@ func brokerConfigEntries(cfg *Config) []topics.ConfigEntry {
 // INVALID_REQUEST for broker configs that cannot be updated dynamically,
 // which is what every disgw broker config is.
 var errBrokerConfigsStatic = topics.InvalidRequest("disgw broker configs are static: set them with the gateway's flags and restart it")
-
-// errGroupConfigsStatic refuses every group config change, as
-// errBrokerConfigsStatic does: the gateway's flags set them for all groups.
-var errGroupConfigsStatic = topics.InvalidRequest("disgw group configs are the same for every group: set them with --consumer-group-session-timeout and --consumer-group-heartbeat-interval")
 
 // resourceTypeError refuses resource types other than topics, brokers and
 // groups.

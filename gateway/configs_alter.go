@@ -22,27 +22,30 @@ import (
 // (alterResource), fill stating the request's changes. It returns the error
 // code and message the resource is answered with, 0 and nil when it was
 // altered (or, with validateOnly, would be).
-func (gw *Gateway) alterConfigResource(ctx context.Context, r *request, rt kmsg.ConfigResourceType, name string, validateOnly bool, fill func(a *topics.Alter) *topics.ConfigError) (int16, *string) {
+func (gw *Gateway) alterConfigResource(ctx context.Context, r *request, rt kmsg.ConfigResourceType, name string, validateOnly bool,
+	fill func(a *topics.Alter) *topics.ConfigError, groupFill func(a *groupAlter) *topics.ConfigError) (int16, *string) {
 	if code := gw.authorizeConfigs(r, authz.OpAlterConfigs, rt, name); code != 0 {
 		return code, nil
 	}
-	if cerr := gw.alterResource(ctx, r.Tenant(), rt, name, validateOnly, fill); cerr != nil {
+	if cerr := gw.alterResource(ctx, r.Tenant(), rt, name, validateOnly, fill, groupFill); cerr != nil {
 		return cerr.Code, kmsg.StringPtr(cerr.Msg)
 	}
 	return 0, nil
 }
 
 // alterResource runs one resource of an AlterConfigs or
-// IncrementalAlterConfigs request: broker and group configs are refused,
-// a topic's changes go to its catalog (topics.Catalog.Alter), fill stating
-// them.
-func (gw *Gateway) alterResource(ctx context.Context, tn *tenant, rt kmsg.ConfigResourceType, name string, validateOnly bool, fill func(a *topics.Alter) *topics.ConfigError) *topics.ConfigError {
+// IncrementalAlterConfigs request: broker configs are refused, a group's
+// changes go to its configs kept in DIS (alterGroupConfigs), groupFill
+// stating them, and a topic's to its catalog (topics.Catalog.Alter), fill
+// stating them.
+func (gw *Gateway) alterResource(ctx context.Context, tn *tenant, rt kmsg.ConfigResourceType, name string, validateOnly bool,
+	fill func(a *topics.Alter) *topics.ConfigError, groupFill func(a *groupAlter) *topics.ConfigError) *topics.ConfigError {
 	switch rt {
 	case kmsg.ConfigResourceTypeTopic:
 	case kmsg.ConfigResourceTypeBroker:
 		return errBrokerConfigsStatic
 	case kmsg.ConfigResourceTypeGroupConfig:
-		return errGroupConfigsStatic
+		return gw.alterGroupConfigs(ctx, tn, name, validateOnly, groupFill)
 	default:
 		return resourceTypeError(rt)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/disgw/disgw/gateway/groups"
 	"github.com/disgw/disgw/gateway/metrics"
 	"github.com/disgw/disgw/gateway/plog"
+	"github.com/disgw/disgw/gateway/plog/sharestate"
 	"github.com/disgw/disgw/gateway/topics"
 	"github.com/disgw/disgw/gateway/txns"
 	"github.com/disgw/disgw/gateway/wire"
@@ -260,6 +261,19 @@ type Config struct {
 	// share sessions this gateway keeps, each a member's list of
 	// partitions; zero means Kafka's default, 2000.
 	ShareMaxSessions int
+	// ShareGroupSessionTimeout, ShareGroupHeartbeatInterval and
+	// ShareGroupMaxSize are Kafka's group.share.session.timeout.ms,
+	// group.share.heartbeat.interval.ms and group.share.max.size for share
+	// groups (KIP-932); zero means Kafka's defaults, 45s, 5s and 200.
+	ShareGroupSessionTimeout    time.Duration
+	ShareGroupHeartbeatInterval time.Duration
+	ShareGroupMaxSize           int
+	// ShareLimits are the broker's share-partition limits
+	// (group.share.delivery.count.limit and the record locks); zero
+	// fields get Kafka's defaults, and New refuses values outside the
+	// ranges Kafka accepts, so a bad flag stops the gateway at start
+	// rather than a share group at its first fetch.
+	ShareLimits sharestate.Config
 	// RequestTimeout bounds a request whose handler calls DIS and has no
 	// deadline of its own (Produce, Fetch and JoinGroup derive theirs from
 	// the request). It stays below a Kafka client's request.timeout.ms
@@ -518,6 +532,10 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	if cfg.MetricsLabels != MetricsLabelsTopic && cfg.MetricsLabels != MetricsLabelsPartition && cfg.MetricsLabels != MetricsLabelsNone {
 		return nil, fmt.Errorf("gateway: metrics labels must be topic, partition or none, not %q", cfg.MetricsLabels)
 	}
+	if err := cfg.ShareLimits.Validate(); err != nil {
+		return nil, fmt.Errorf("gateway: share-partition limits: %w", err)
+	}
+	cfg.ShareLimits = cfg.ShareLimits.WithDefaults()
 	policy, err := newACLPolicy(&cfg)
 	if err != nil {
 		return nil, err
@@ -544,6 +562,8 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	notChecked := disNotChecked
 	gw.disDown.Store(&notChecked)
 	gw.groups = newGroupDriver(gw)
+	// DescribeConfigs reports the share group settings as they run.
+	gw.cfg.ShareGroupSessionTimeout, gw.cfg.ShareGroupHeartbeatInterval, gw.cfg.ShareGroupMaxSize = gw.groups.ShareSettings()
 	gw.txns = newTxnDriver(gw)
 	gw.wire = wire.New(gw.wireDeps())
 	if cfg.Authorizer == AuthorizerACL {

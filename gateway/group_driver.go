@@ -31,6 +31,9 @@ func newGroupDriver(gw *Gateway) *groups.Driver[*tenant] {
 			InitialRebalanceDelay:     cfg.InitialRebalanceDelay,
 			ConsumerSessionTimeout:    cfg.ConsumerGroupSessionTimeout,
 			ConsumerHeartbeatInterval: cfg.ConsumerGroupHeartbeatInterval,
+			ShareSessionTimeout:       cfg.ShareGroupSessionTimeout,
+			ShareHeartbeatInterval:    cfg.ShareGroupHeartbeatInterval,
+			ShareMaxGroupSize:         cfg.ShareGroupMaxSize,
 		},
 		Log:                gw.log,
 		Tenant:             func(tn *tenant) (string, string) { return tn.id, tn.accessKey },
@@ -47,9 +50,10 @@ func newGroupDriver(gw *Gateway) *groups.Driver[*tenant] {
 		Partition: func(tn *tenant, t *topics.Meta, p int32) groups.Partition {
 			return gw.partitionFor(tn.key(t, p))
 		},
-		WatermarkApp: plog.WatermarkApp,
-		KafkaCode:    kafkaCodeForDIS,
-		Parallel:     gw.parallel,
+		WatermarkApp:  plog.WatermarkApp,
+		KafkaCode:     kafkaCodeForDIS,
+		Parallel:      gw.parallel,
+		ShareDeparted: func(tn *tenant, group, member string) { tn.parts.ReleaseShareMember(group, member) },
 		Committed: func(tn *tenant, group string, t *topics.Meta, p int32, offset int64) {
 			gw.metrics.Committed(group, tn.key(t, p), offset)
 		},

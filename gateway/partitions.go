@@ -106,7 +106,7 @@ func (gw *Gateway) plogDeps(tn *tenant) plog.Deps {
 		Recover:     gw.panics.Recover,
 		Owns:        gw.ownsPartition,
 		Shares:      tn.shares,
-		ShareLimits: gw.shareLimits(),
+		ShareLimits: cfg.ShareLimits,
 		TxnsOpen: func() {
 			gw.panics.Go("transaction state load", func() {
 				ctx, cancel := context.WithTimeout(gw.ctx, cfg.RequestTimeout)

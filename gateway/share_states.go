@@ -34,7 +34,7 @@ const shareStateTopic = "__share_group_state"
 // shareLimits bounds every share-partition this gateway loads, the same
 // for the log partitions it serves and the holders it has: zero is
 // sharestate's defaults.
-func (gw *Gateway) shareLimits() sharestate.Config { return sharestate.Config{} }
+func (gw *Gateway) shareLimits() sharestate.Config { return gw.cfg.ShareLimits }
 
 // shareStates is tenant tn's plog.ShareStates: a share-partition's calls
 // go to the log partition sharestore.PartitionOf names, in process when

@@ -37,6 +37,9 @@ type tenant struct {
 	// knownApps remembers DIS apps this tenant created or saw, so a
 	// commit costs one DIS call, not two.
 	knownApps sync.Map
+	// groupConfigs are the tenant's group configs as this gateway last
+	// read or wrote them.
+	groupConfigs groupConfigStore
 
 	// parts is the tenant's partition log: each partition's writer,
 	// reader and offsets.

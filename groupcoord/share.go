@@ -69,12 +69,12 @@ func (sg *shareGroup) state() string {
 	return "Stable"
 }
 
-// ShareTimings are the session timeout and heartbeat interval of share
-// groups, defaults filled in, for the gateway to report as group configs
-// (share.session.timeout.ms, share.heartbeat.interval.ms). The
-// configuration never changes after New, so any goroutine may ask.
-func (c *Coordinator) ShareTimings() (session, heartbeat time.Duration) {
-	return c.cfg.ShareSessionTimeout, c.cfg.ShareHeartbeatInterval
+// ShareSettings are the session timeout, heartbeat interval and largest
+// size of share groups, defaults filled in, for the gateway to report as
+// broker and group configs. The configuration never changes after New, so
+// any goroutine may ask.
+func (c *Coordinator) ShareSettings() (session, heartbeat time.Duration, maxSize int) {
+	return c.cfg.ShareSessionTimeout, c.cfg.ShareHeartbeatInterval, c.cfg.ShareMaxGroupSize
 }
 
 // ShareSubscription is what the caller must look up before stepping req:

@@ -252,11 +252,11 @@ func TestShareFencingAndValidation(t *testing.T) {
 }
 
 func TestShareSessionExpiry(t *testing.T) {
-	if s, hb := New(Config{}).ShareTimings(); s != 45*time.Second || hb != 5*time.Second {
-		t.Fatalf("default share timings %v %v", s, hb)
+	if s, hb, size := New(Config{}).ShareSettings(); s != 45*time.Second || hb != 5*time.Second || size != 200 {
+		t.Fatalf("default share settings %v %v %d", s, hb, size)
 	}
 	h := newHarness(t, Config{ShareSessionTimeout: 20 * time.Second, ShareHeartbeatInterval: 2 * time.Second})
-	if s, hb := h.c.ShareTimings(); s != 20*time.Second || hb != 2*time.Second {
+	if s, hb, _ := h.c.ShareSettings(); s != 20*time.Second || hb != 2*time.Second {
 		t.Fatalf("share timings %v %v", s, hb)
 	}
 	topics := catalog(map[string]TopicInfo{"foo": topicFoo})

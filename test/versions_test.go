@@ -388,9 +388,60 @@ func versionedRequest(t *testing.T, rc *rawConn, key, v int16, topicID [16]byte)
 		req.Version = v
 		req.Groups = []string{"ver-cg-0"}
 		return req
+	case 76:
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.Version = v
+		req.GroupID, req.MemberID = fmt.Sprintf("ver-sg-%d", v), fmt.Sprintf("ver-share-member-%d", v)
+		req.SubscribedTopicNames = []string{"ver"}
+		return req
+	case 78:
+		return shareFetchRaw(t, rc, fmt.Sprintf("ver-sf-%d", v), v, topicID)
+	case 79:
+		// A session to acknowledge in: opened by a share fetch that
+		// acquires offset 0, then accepted.
+		group := fmt.Sprintf("ver-sa-%d", v)
+		fetch := shareFetchRaw(t, rc, group, 1, topicID)
+		resp := rc.roundTrip(fetch).(*kmsg.ShareFetchResponse)
+		if err := responseError(resp); err != nil {
+			t.Fatalf("ShareFetch before ShareAcknowledge v%d: %v", v, err)
+		}
+		req := kmsg.NewPtrShareAcknowledgeRequest()
+		req.Version, req.GroupID, req.MemberID, req.ShareSessionEpoch = v, fetch.GroupID, fetch.MemberID, 1
+		p := kmsg.NewShareAcknowledgeRequestTopicPartition()
+		p.AcknowledgementBatches = []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 0, AcknowledgeTypes: []int8{1}}}
+		req.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: topicID, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{p}}}
+		return req
+	case 77:
+		req := kmsg.NewPtrShareGroupDescribeRequest()
+		req.Version = v
+		req.GroupIDs = []string{"ver-sg-1"}
+		return req
 	}
 	t.Fatalf("the gateway advertises API key %d, which this test does not know how to exercise", key)
 	return nil
+}
+
+// shareFetchRaw is a ShareFetch v of group opening a session that acquires
+// records of ver/0 from the earliest offset (one from v1) (set first with
+// IncrementalAlterConfigs).
+func shareFetchRaw(t *testing.T, rc *rawConn, group string, v int16, topicID [16]byte) *kmsg.ShareFetchRequest {
+	t.Helper()
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{c}
+	alter.Resources = []kmsg.IncrementalAlterConfigsRequestResource{res}
+	if code := rc.roundTrip(alter).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode; code != 0 {
+		t.Fatalf("share.auto.offset.reset of %s: %v", group, kerr.ErrorForCode(code))
+	}
+	req := kmsg.NewPtrShareFetchRequest()
+	req.Version, req.GroupID, req.MemberID = v, kmsg.StringPtr(group), kmsg.StringPtr(group+"-member")
+	req.MaxWaitMillis, req.MinBytes, req.MaxRecords = 2000, 1, 1
+	p := kmsg.NewShareFetchRequestTopicPartition()
+	req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: topicID, Partitions: []kmsg.ShareFetchRequestTopicPartition{p}}}
+	return req
 }
 
 // createTopicRaw creates a topic with CreateTopics v7.
@@ -635,6 +686,25 @@ func responseError(resp kmsg.Response) error {
 		if g.State != "Stable" || len(g.Members) != 1 || len(g.Members[0].Assignment.TopicPartitions) != 1 {
 			return fmt.Errorf("state %s, %d members", g.State, len(g.Members))
 		}
+	case *kmsg.ShareFetchResponse:
+		if err := check(r.ErrorCode); err != nil {
+			return err
+		}
+		if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+			return fmt.Errorf("%d topics answered", len(r.Topics))
+		}
+		p := r.Topics[0].Partitions[0]
+		if err := check(p.ErrorCode); err != nil {
+			return err
+		}
+		if len(p.AcquiredRecords) == 0 || p.AcquiredRecords[0].FirstOffset != 0 || len(p.Records) == 0 {
+			return fmt.Errorf("acquired %+v with %d bytes of records, want from offset 0", p.AcquiredRecords, len(p.Records))
+		}
+	case *kmsg.ShareAcknowledgeResponse:
+		if err := check(r.ErrorCode); err != nil {
+			return err
+		}
+		return check(r.Topics[0].Partitions[0].ErrorCode)
 	case *kmsg.ReadShareGroupStateResponse:
 		return peersOnly(r.Topics[0].Partitions[0].ErrorCode)
 	case *kmsg.WriteShareGroupStateResponse:

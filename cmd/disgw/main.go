@@ -31,6 +31,7 @@ import (
 	"github.com/disgw/disgw/disclient/dislocal"
 	"github.com/disgw/disgw/gateway"
 	"github.com/disgw/disgw/gateway/cluster"
+	"github.com/disgw/disgw/gateway/plog/sharestate"
 )
 
 // options are the parsed flags.
@@ -69,6 +70,10 @@ type options struct {
 	offsetsRetention                  time.Duration
 	consumerGroupSessionTimeout       time.Duration
 	consumerGroupHeartbeatInterval    time.Duration
+	shareGroupSessionTimeout          time.Duration
+	shareGroupHeartbeatInterval       time.Duration
+	shareGroupMaxSize                 int
+	shareLimits                       sharestate.Config
 	requestTimeout                    time.Duration
 	shutdownTimeout, readyProbe       time.Duration
 	maxConns, maxConnsPerIP           int
@@ -161,6 +166,13 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.offsetsRetention, "offsets-retention", 7*24*time.Hour, "how long an empty group's committed offsets are kept (Kafka's offsets.retention.minutes)")
 	fs.DurationVar(&o.consumerGroupSessionTimeout, "consumer-group-session-timeout", 45*time.Second, "consumer-protocol (KIP-848) members silent this long are removed (Kafka's group.consumer.session.timeout.ms)")
 	fs.DurationVar(&o.consumerGroupHeartbeatInterval, "consumer-group-heartbeat-interval", 5*time.Second, "heartbeat interval told to consumer-protocol members (Kafka's group.consumer.heartbeat.interval.ms)")
+	fs.DurationVar(&o.shareGroupSessionTimeout, "share-group-session-timeout", 45*time.Second, "share group (KIP-932) members silent this long are removed and their records released (Kafka's group.share.session.timeout.ms)")
+	fs.DurationVar(&o.shareGroupHeartbeatInterval, "share-group-heartbeat-interval", 5*time.Second, "heartbeat interval told to share group members (Kafka's group.share.heartbeat.interval.ms)")
+	fs.IntVar(&o.shareGroupMaxSize, "share-group-max-size", 200, "most members of one share group (Kafka's group.share.max.size); more get GROUP_MAX_SIZE_REACHED")
+	fs.IntVar(&o.shareLimits.DeliveryCountLimit, "share-delivery-count-limit", 5, "deliveries after which a share group's record is archived rather than made available again, 2 to 10 (Kafka's group.share.delivery.count.limit)")
+	fs.DurationVar(&o.shareLimits.LockDuration, "share-record-lock-duration", 30*time.Second, "how long a share consumer holds a record it took, by default, 1s to --share-max-record-lock-duration (Kafka's group.share.record.lock.duration.ms); a group's share.record.lock.duration.ms overrides it")
+	fs.DurationVar(&o.shareLimits.MaxLockDuration, "share-max-record-lock-duration", 60*time.Second, "longest record lock a share group may set, 30s to 1h (Kafka's group.share.max.record.lock.duration.ms)")
+	fs.IntVar(&o.shareLimits.MaxInFlight, "share-partition-max-record-locks", 2000, "most records of a share-partition taken in and not yet done, 100 to 10000 (Kafka's group.share.partition.max.record.locks)")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 20*time.Second, "deadline of a request that calls DIS and has none of its own; below clients' 30s request.timeout.ms")
 	fs.IntVar(&o.maxConns, "max-connections", 10000, "most open Kafka client connections (Kafka's max.connections); more are closed at once")
 	fs.IntVar(&o.maxConnsPerIP, "max-connections-per-ip", 1000, "most open Kafka client connections from one IP address (Kafka's max.connections.per.ip)")
@@ -430,6 +442,12 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 	if o.shareMaxSessions <= 0 {
 		return errors.New("--share-max-sessions must be positive")
 	}
+	if o.shareGroupSessionTimeout <= 0 || o.shareGroupHeartbeatInterval <= 0 || o.shareGroupMaxSize <= 0 {
+		return errors.New("--share-group-session-timeout, --share-group-heartbeat-interval and --share-group-max-size must be positive")
+	}
+	if err := validateShareLimits(o.shareLimits); err != nil {
+		return err
+	}
 	if o.transactionStatePartitions <= 0 || o.transactionStatePartitions > 1000 || o.transactionMaxTimeout <= 0 {
 		return errors.New("--transaction-state-partitions must be 1 to 1000 and --transaction-max-timeout positive")
 	}
@@ -442,6 +460,8 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 	cfg.GroupMaxSize, cfg.GroupMaxPendingMembers, cfg.MaxGroups = o.groupMaxSize, o.groupMaxPending, o.maxGroups
 	cfg.GroupMaxRebalanceTimeout, cfg.OffsetsRetention = o.groupMaxRebalanceTimeout, o.offsetsRetention
 	cfg.ConsumerGroupSessionTimeout, cfg.ConsumerGroupHeartbeatInterval = o.consumerGroupSessionTimeout, o.consumerGroupHeartbeatInterval
+	cfg.ShareGroupSessionTimeout, cfg.ShareGroupHeartbeatInterval, cfg.ShareGroupMaxSize = o.shareGroupSessionTimeout, o.shareGroupHeartbeatInterval, o.shareGroupMaxSize
+	cfg.ShareLimits = o.shareLimits
 	if embedded {
 		// The embedded server fails every later record of a partition in
 		// a call once one fails (docs/dis-embedded.md), so a call may hold
@@ -659,4 +679,18 @@ func applyMemoryLimit(flagBytes int64, env string) (int64, string) {
 	}
 	debug.SetMemoryLimit(flagBytes)
 	return flagBytes, "flag"
+}
+
+// validateShareLimits refuses share-partition flags outside the ranges
+// Kafka accepts for its broker configs, naming the flags: a zero would
+// silently mean the default, so it is refused too.
+func validateShareLimits(l sharestate.Config) error {
+	const flags = "--share-delivery-count-limit, --share-record-lock-duration, --share-max-record-lock-duration and --share-partition-max-record-locks"
+	if l.DeliveryCountLimit <= 0 || l.LockDuration <= 0 || l.MaxLockDuration <= 0 || l.MaxInFlight <= 0 {
+		return errors.New(flags + " must be positive")
+	}
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", flags, err)
+	}
+	return nil
 }

@@ -611,3 +611,21 @@ func TestACLKeyAtStart(t *testing.T) {
 		t.Error("the ACL key changed at the second start")
 	}
 }
+
+// TestShareFlagsRefusedOutsideKafkasRanges: a share group flag Kafka would
+// refuse stops the gateway at start, and the message names the flags.
+func TestShareFlagsRefusedOutsideKafkasRanges(t *testing.T) {
+	for _, tc := range [][]string{
+		{"--share-group-max-size", "0"},
+		{"--share-delivery-count-limit", "11"},
+		{"--share-delivery-count-limit", "0"},
+		{"--share-record-lock-duration", "90s"},
+		{"--share-max-record-lock-duration", "2h"},
+		{"--share-partition-max-record-locks", "50"},
+	} {
+		args := []string{"--listen", "127.0.0.1:0", "--admin-listen", "", "--embedded-dis-listen", "127.0.0.1:0", "--data-dir", t.TempDir(), tc[0], tc[1]}
+		if err := serve(context.Background(), args, nil); err == nil || !strings.Contains(err.Error(), tc[0]) {
+			t.Errorf("%s %s: %v", tc[0], tc[1], err)
+		}
+	}
+}

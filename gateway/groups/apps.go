@@ -21,12 +21,12 @@ func (d *Driver[T]) rememberGroup(group string) {
 // groupIDForApp returns the group id an app stands for: the app name
 // itself, or for encoded names the id kept in checkpoint metadata. It
 // returns "" when an encoded app has no checkpoint to tell, and for the
-// app that holds offset watermarks, which is no group.
+// apps that hold offset watermarks and group configs, which are no group.
 func (d *Driver[T]) groupIDForApp(ctx context.Context, tn T, app string) string {
 	if !isEncodedAppName(app) {
 		return app
 	}
-	if app == d.deps.WatermarkApp {
+	if app == d.deps.WatermarkApp || isConfigApp(app) {
 		return ""
 	}
 	if g, ok := d.groupForApp.Load(app); ok {

@@ -19,13 +19,14 @@ type testTenant struct{ id string }
 // the initial rebalance delay; they have no DIS side.
 func testDeps() Deps[*testTenant] {
 	return Deps[*testTenant]{
-		Coord:       groupcoord.Config{InitialRebalanceDelay: -1},
-		Log:         zerolog.Nop(),
-		Tenant:      func(tn *testTenant) (string, string) { return tn.id, "" },
-		Coordinates: func(string) bool { return true },
-		Ready:       func(string, string, *groupcoord.Ready) {},
-		Go:          func(_ string, fn func()) { go fn() },
-		Recover:     func(string, func()) {},
+		Coord:         groupcoord.Config{InitialRebalanceDelay: -1},
+		Log:           zerolog.Nop(),
+		Tenant:        func(tn *testTenant) (string, string) { return tn.id, "" },
+		Coordinates:   func(string) bool { return true },
+		Ready:         func(string, string, *groupcoord.Ready) {},
+		Go:            func(_ string, fn func()) { go fn() },
+		Recover:       func(string, func()) {},
+		ShareDeparted: func(*testTenant, string, string) {},
 	}
 }
 

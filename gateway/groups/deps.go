@@ -4,7 +4,7 @@
 // answers the requests waiting on it, and writes each group's committed
 // offsets one at a time, in the order the coordinator accepted them, as
 // checkpoints of the group's DIS app (docs/design.md §2). Handlers use a
-// small API: Step and StepConsumer for the membership APIs, Commit to check
+// small API: Step, StepConsumer and StepShare for the membership APIs, Commit to check
 // and queue an OffsetCommit and CommitOffset to write one, With and WithEach
 // for the coordinator's queries, ReadCommittedOffsets, CommittedTopics,
 // StoredGroups and GroupStored for what DIS holds of groups, DeleteApp and
@@ -86,6 +86,11 @@ type Deps[T comparable] struct {
 	// Parallel runs fn for i in [0, n), at most
 	// topics.DescribeConcurrency at once, and returns when all have.
 	Parallel func(n int, fn func(i int))
+	// ShareDeparted releases the records a share group member holds on
+	// every share-partition of tn's (plog.Tenant.ReleaseShareMember): the
+	// member left or its session expired. It runs outside the driver's
+	// lock.
+	ShareDeparted func(tn T, group, member string)
 	// Committed tells the metrics the offset tn's group committed to
 	// partition p of t, which its lag is computed against.
 	Committed func(tn T, group string, t *topics.Meta, p int32, offset int64)

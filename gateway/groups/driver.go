@@ -34,7 +34,7 @@ type Driver[T comparable] struct {
 	mu sync.Mutex
 	// coords holds each tenant's coordinator by tenant id, which outlives
 	// an idle tenant dropped and signed in again.
-	coords  map[string]*tenantCoord
+	coords  map[string]*tenantCoord[T]
 	nextID  uint64
 	waiting map[uint64]groupWaiter
 	timer   *time.Timer
@@ -42,6 +42,10 @@ type Driver[T comparable] struct {
 	// consumerSession and consumerHeartbeat are the consumer-protocol
 	// group timings, defaults filled in, the same in every coordinator.
 	consumerSession, consumerHeartbeat time.Duration
+	// shareSession, shareHeartbeat and shareMaxSize are the share group
+	// settings, defaults filled in, the same in every coordinator.
+	shareSession, shareHeartbeat time.Duration
+	shareMaxSize                 int
 	// queues holds, per tenant and group, the offset writes not yet
 	// started, in the order the coordinator accepted them; a key is
 	// present while its worker runs.
@@ -54,9 +58,12 @@ type Driver[T comparable] struct {
 // tenantCoord is one tenant's coordinator, with the access key its groups'
 // series are labelled with. The coordinator is not safe for concurrent
 // use: it is called only under Driver.mu (docs/design.md §11).
-type tenantCoord struct {
+type tenantCoord[T comparable] struct {
 	*groupcoord.Coordinator
 	accessKey string
+	// tn is the tenant value last seen for this id: the one whose
+	// partition log releases a departed share member's records.
+	tn T
 }
 
 // groupKey names a group of one tenant's, by tenant id.
@@ -72,13 +79,22 @@ func New[T comparable](deps Deps[T]) *Driver[T] {
 	d := &Driver[T]{
 		deps:       deps,
 		cfg:        cfg,
-		coords:     make(map[string]*tenantCoord),
+		coords:     make(map[string]*tenantCoord[T]),
 		waiting:    make(map[uint64]groupWaiter),
 		queues:     make(map[offsetQueueKey[T]][]func()),
 		committers: make(map[groupKey]T),
 	}
-	d.consumerSession, d.consumerHeartbeat = groupcoord.New(d.cfg).ConsumerTimings()
+	proto := groupcoord.New(d.cfg)
+	d.consumerSession, d.consumerHeartbeat = proto.ConsumerTimings()
+	d.shareSession, d.shareHeartbeat, d.shareMaxSize = proto.ShareSettings()
 	return d
+}
+
+// ShareSettings are the share groups' session timeout, heartbeat interval
+// and largest size, defaults filled in, which DescribeConfigs reports.
+// They never change after New.
+func (d *Driver[T]) ShareSettings() (session, heartbeat time.Duration, maxSize int) {
+	return d.shareSession, d.shareHeartbeat, d.shareMaxSize
 }
 
 // ConsumerTimings are the session timeout and heartbeat interval of
@@ -93,9 +109,10 @@ func (d *Driver[T]) coordLocked(tn T) *groupcoord.Coordinator {
 	id, accessKey := d.deps.Tenant(tn)
 	c := d.coords[id]
 	if c == nil {
-		c = &tenantCoord{Coordinator: groupcoord.New(d.cfg), accessKey: accessKey}
+		c = &tenantCoord[T]{Coordinator: groupcoord.New(d.cfg), accessKey: accessKey}
 		d.coords[id] = c
 	}
+	c.tn = tn
 	return c.Coordinator
 }
 
@@ -133,6 +150,15 @@ func (d *Driver[T]) Step(conn Conn[T], req kmsg.Request) <-chan kmsg.Response {
 func (d *Driver[T]) StepConsumer(conn Conn[T], req *kmsg.ConsumerGroupHeartbeatRequest, topics groupcoord.Topics) kmsg.Response {
 	return <-d.stepWith(conn, req, req.Group, func(c *groupcoord.Coordinator, id uint64) error {
 		c.StepConsumer(time.Now(), id, conn.ClientID, conn.Host, req, topics)
+		return nil
+	})
+}
+
+// StepShare hands a ShareGroupHeartbeat to the coordinator with the topic
+// metadata looked up for it; it is answered at once.
+func (d *Driver[T]) StepShare(conn Conn[T], req *kmsg.ShareGroupHeartbeatRequest, topics groupcoord.Topics) kmsg.Response {
+	return <-d.stepWith(conn, req, req.GroupID, func(c *groupcoord.Coordinator, id uint64) error {
+		c.StepShare(time.Now(), id, conn.ClientID, conn.Host, req, topics)
 		return nil
 	})
 }
@@ -222,12 +248,25 @@ type delivery struct {
 	resp kmsg.Response
 }
 
+// outcome is what readyLocked leaves to do once the lock is released:
+// answers to deliver and share members whose records are to be released.
+type outcome[T comparable] struct {
+	answers    []delivery
+	departures []shareDeparture[T]
+}
+
+// shareDeparture is a share member that left, with its tenant.
+type shareDeparture[T comparable] struct {
+	tn T
+	groupcoord.ShareDeparture
+}
+
 // readyLocked takes every coordinator's Ready, queues the deletion of
 // expired groups' offsets behind their pending writes, drops passthrough
 // tenants' coordinators left without groups, and arms the timer for the
 // earliest deadline.
-func (d *Driver[T]) readyLocked() []delivery {
-	var out []delivery
+func (d *Driver[T]) readyLocked() outcome[T] {
+	var out outcome[T]
 	var next time.Time
 	for id, c := range d.coords {
 		rd := c.Ready()
@@ -240,10 +279,13 @@ func (d *Driver[T]) readyLocked() []delivery {
 				d.enqueueLocked(offsetQueueKey[T]{tn, rm.Group}, func() { d.expireOffsets(tn, rm.Group) })
 			}
 		}
+		for _, dep := range rd.ShareDepartures {
+			out.departures = append(out.departures, shareDeparture[T]{c.tn, dep})
+		}
 		for _, resp := range rd.Responses {
 			if w, ok := d.waiting[resp.ID]; ok {
 				delete(d.waiting, resp.ID)
-				out = append(out, delivery{w, resp.Msg})
+				out.answers = append(out.answers, delivery{w, resp.Msg})
 			}
 		}
 		if !rd.NextTick.IsZero() && (next.IsZero() || rd.NextTick.Before(next)) {
@@ -278,11 +320,15 @@ func (d *Driver[T]) writingLocked(id string) bool {
 	return false
 }
 
-// deliver answers outside the lock: writing a response must not hold up
-// the coordinator.
-func (d *Driver[T]) deliver(ds []delivery) {
-	for _, dl := range ds {
+// deliver answers and releases departed share members' records outside
+// the lock: neither must hold up the coordinator, and the partition log
+// takes locks of its own.
+func (d *Driver[T]) deliver(o outcome[T]) {
+	for _, dl := range o.answers {
 		dl.w.answer <- dl.resp
+	}
+	for _, dep := range o.departures {
+		d.deps.ShareDeparted(dep.tn, dep.Group, dep.Member)
 	}
 }
 

@@ -38,6 +38,23 @@ func appNameFor(group string) string {
 	return topics.EncodeDISName(group, appNameKeep)
 }
 
+// configAppSuffix ends the name of the DIS app that holds a group's
+// dynamic configs (ConfigApp). No group's app name ends so: an encoded one
+// ends in hex digits, and an unencoded one never starts with the prefix.
+const configAppSuffix = "-config"
+
+// ConfigApp is the DIS app whose checkpoint holds group's dynamic configs
+// (docs/design.md §14): an app of its own, so that configs neither make
+// the group exist nor go with its offsets, as in Kafka.
+func ConfigApp(group string) string {
+	return topics.EncodeDISName(group, appNameKeep) + configAppSuffix
+}
+
+// isConfigApp reports whether app holds a group's configs, not a group.
+func isConfigApp(app string) bool {
+	return isEncodedAppName(app) && strings.HasSuffix(app, configAppSuffix)
+}
+
 // isEncodedAppName reports whether app holds a group id encoded by appNameFor.
 func isEncodedAppName(app string) bool { return strings.HasPrefix(app, topics.EncodedNamePrefix) }
 

@@ -112,3 +112,14 @@ func TestAppNamesUnchangedByTheSharedEncoding(t *testing.T) {
 		t.Fatalf("a long group id maps to %d characters", len(got))
 	}
 }
+
+// TestConfigAppIsNoGroupsApp: the app holding a group's configs is never
+// the app of any group, encoded or not, and is told apart by its name.
+func TestConfigAppIsNoGroupsApp(t *testing.T) {
+	for _, g := range []string{"g", "my.group", "disgw-x", strings.Repeat("x", 300), "g-config"} {
+		app := ConfigApp(g)
+		if !isConfigApp(app) || isConfigApp(appNameFor(g)) || app == appNameFor(g) || len(app) > maxAppNameLen || !appNamePattern.MatchString(app) {
+			t.Errorf("group %q: config app %q, group app %q", g, app, appNameFor(g))
+		}
+	}
+}

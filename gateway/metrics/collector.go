@@ -143,7 +143,7 @@ var (
 	descGroupMembers = prometheus.NewDesc("disgw_group_members",
 		"Members of the groups this gateway coordinates.", []string{"tenant", "group"}, nil)
 	descGroupGeneration = prometheus.NewDesc("disgw_group_generation",
-		"Generation (classic) or epoch (consumer protocol) of the groups this gateway coordinates.", []string{"tenant", "group"}, nil)
+		"Generation (classic) or group epoch (consumer protocol, share groups) of the groups this gateway coordinates.", []string{"tenant", "group"}, nil)
 	descGroupOffset = prometheus.NewDesc("disgw_group_committed_offset",
 		"Offset last committed through this gateway by the groups it coordinates; summed over a topic without partition labels.",
 		[]string{"tenant", "group", "topic", "partition"}, nil)
@@ -243,12 +243,19 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric) {
 			}
 			a.states[lg.GroupState]++
 			gen := gens[groupKey{id, lg.Group}]
-			if lg.GroupType == "consumer" {
+			switch lg.GroupType {
+			case "consumer":
 				d := coord.DescribeConsumer(lg.Group)
 				a.members += float64(len(d.Members))
 				gen = d.Epoch
-			} else if d, ok := coord.Describe(lg.Group); ok {
+			case "share":
+				d := coord.DescribeShare(lg.Group)
 				a.members += float64(len(d.Members))
+				gen = d.GroupEpoch
+			default:
+				if d, ok := coord.Describe(lg.Group); ok {
+					a.members += float64(len(d.Members))
+				}
 			}
 			a.generation = max(a.generation, gen)
 		}

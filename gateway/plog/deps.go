@@ -100,11 +100,9 @@ type Deps struct {
 	TxnsOpen func()
 
 	// Shares keeps share-partitions durable and ShareLimits bounds them
-	// (the gateway's group.share.* flags); ShareConfig reads a share
-	// group's configs.
+	// (the gateway's group.share.* flags).
 	Shares      ShareStates
 	ShareLimits sharestate.Config
-	ShareConfig func(ctx context.Context, group string) (ShareGroupConfig, error)
 
 	// Metrics hooks: records and bytes stored for a partition, produces
 	// cancelled before they were written, single-record reads of the
