@@ -15,7 +15,9 @@ import (
 //
 // v2 made it flexible. A group with live members is refused with
 // GROUP_NOT_EMPTY; otherwise its DIS app goes, and with it every committed
-// offset.
+// offset. A share group's state goes first, on every partition that holds
+// some (as Kafka deletes it before the group), then the group; one the
+// coordinator no longer holds is found by its kept state.
 
 func init() {
 	regKey(42, 0, 2, api[*kmsg.DeleteGroupsRequest]{Concurrent: handleDeleteGroups, Errors: deleteGroupsError})
@@ -36,6 +38,7 @@ func handleDeleteGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 	tn := r.Tenant()
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	codes := make([]int16, len(req.Groups))
+	share := make([]bool, len(req.Groups))
 	gw.groups.With(r.Tenant(), func(c *groupcoord.Coordinator) {
 		for i, g := range req.Groups {
 			if !gw.authorize(r, authz.OpDelete, authz.ResourceGroup, g) {
@@ -46,17 +49,30 @@ func handleDeleteGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 				codes[i] = kerr.NotCoordinator.Code
 				continue
 			}
+			if d := c.DescribeShare(g); d.ErrorCode == 0 && len(d.Members) == 0 {
+				share[i] = true // deleted once its state is
+				continue
+			}
 			codes[i] = c.Delete(g)
 		}
 	})
 	for i, g := range req.Groups {
 		d := kmsg.NewDeleteGroupsResponseGroup()
 		d.Group, d.ErrorCode = g, codes[i]
+		if share[i] {
+			d.ErrorCode = gw.deleteHeldShareGroup(ctx, tn, g)
+		}
 		if d.ErrorCode == 0 {
 			err := gw.groups.DeleteApp(ctx, tn, g)
 			switch {
+			case disclient.IsCode(err, disclient.CodeAppNotFound) && !share[i]:
+				// Not a group in memory nor one with offsets: a share
+				// group forgotten while empty still has its state.
+				var found bool
+				if found, d.ErrorCode = gw.deleteShareGroup(ctx, tn, g); d.ErrorCode == 0 && !found {
+					d.ErrorCode = kerr.GroupIDNotFound.Code
+				}
 			case disclient.IsCode(err, disclient.CodeAppNotFound):
-				d.ErrorCode = kerr.GroupIDNotFound.Code
 			case err != nil:
 				d.ErrorCode = kafkaCodeForDIS(err)
 			}
@@ -64,4 +80,15 @@ func handleDeleteGroups(ctx context.Context, gw *Gateway, r *request, req *kmsg.
 		resp.Groups = append(resp.Groups, d)
 	}
 	return resp, nil
+}
+
+// deleteHeldShareGroup deletes the empty share group the coordinator holds:
+// its state, then the group, unless a member joined meanwhile.
+func (gw *Gateway) deleteHeldShareGroup(ctx context.Context, tn *tenant, group string) int16 {
+	if _, code := gw.deleteShareGroup(ctx, tn, group); code != 0 {
+		return code
+	}
+	var code int16
+	gw.groups.With(tn, func(c *groupcoord.Coordinator) { code = c.Delete(group) })
+	return code
 }

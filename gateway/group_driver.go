@@ -53,7 +53,7 @@ func newGroupDriver(gw *Gateway) *groups.Driver[*tenant] {
 		WatermarkApp:  plog.WatermarkApp,
 		KafkaCode:     kafkaCodeForDIS,
 		Parallel:      gw.parallel,
-		ShareDeparted: func(tn *tenant, group, member string) { tn.parts.ReleaseShareMember(group, member) },
+		ShareDeparted: gw.shareMemberLeft,
 		Committed: func(tn *tenant, group string, t *topics.Meta, p int32, offset int64) {
 			gw.metrics.Committed(group, tn.key(t, p), offset)
 		},

@@ -29,6 +29,16 @@ func TestJavaConsumerProtocol(t *testing.T) {
 	runJava(t, fastConsumerGroups, "disgw.ConsumerProtocol", "java consumer protocol ok")
 }
 
+// TestJavaShareConsumers runs test/java's ShareConsumers: three
+// KafkaShareConsumers of one share group (KIP-932) acknowledge explicitly,
+// accepting most records, releasing some, which come back with delivery
+// count 2, and rejecting some, which never come back; every record not
+// rejected is accepted exactly once.
+func TestJavaShareConsumers(t *testing.T) {
+	t.Parallel()
+	runJava(t, nil, "disgw.ShareConsumers", "java share consumers ok")
+}
+
 // runJava builds test/java and runs class against a fresh gateway
 // (configured by tweak), expecting ok in its output; it skips without Java
 // or Maven.

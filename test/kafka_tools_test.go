@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // kafkaTools runs Apache Kafka's command-line tools (kafka-topics.sh and
@@ -85,6 +86,7 @@ const (
 	deleteRecordsCommand = "org.apache.kafka.tools.DeleteRecordsCommand"
 	consoleProducer      = "org.apache.kafka.tools.ConsoleProducer"
 	consoleConsumer      = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+	shareGroupCommand    = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 )
 
 // lines splits a tool's output into its non-empty lines.
@@ -419,6 +421,113 @@ func TestKafkaToolConsumerGroups(t *testing.T) {
 	}
 	if out := k.run(consumerGroupCommand, "--describe", "--group", group); !strings.Contains(out, "Consumer group '"+group+"' does not exist.") {
 		t.Errorf("describe after --delete printed %q", out)
+	}
+}
+
+// TestKafkaToolShareGroups runs kafka-share-groups.sh against a gateway
+// (kafkaToolShareGroups).
+func TestKafkaToolShareGroups(t *testing.T) {
+	t.Parallel()
+	k, _ := startKafkaTools(t)
+	kafkaToolShareGroups(t, k)
+}
+
+// kafkaToolShareGroups runs kafka-share-groups.sh over a share group a
+// franz-go share consumer read a topic in, accepting every record:
+// --list; --describe --state and --members with the member; --describe
+// --offsets (no lag); --delete and
+// --reset-offsets refused while it is active; after it left,
+// --reset-offsets --to-earliest --execute and the lag it makes,
+// --delete-offsets, after which the group has no offsets, and --delete.
+// It talks to k's address only, so that it runs against Apache Kafka
+// alike.
+func kafkaToolShareGroups(t *testing.T, k *kafkaTools) {
+	const topic, group = "tools-share", "tools-share-group"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.TimeoutMillis = 10_000
+	create.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: topic, NumPartitions: 2, ReplicationFactor: 1}}
+	if resp, err := create.RequestWith(k.ctx, cl); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create %s: %v %+v", topic, err, resp)
+	}
+	for i := range 8 {
+		if err := cl.ProduceSync(k.ctx, &kgo.Record{Partition: int32(i % 2), Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	configs := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.auto.offset.reset", Value: kmsg.StringPtr("earliest")}}
+	configs.Resources = []kmsg.IncrementalAlterConfigsRequestResource{res}
+	if resp, err := configs.RequestWith(k.ctx, cl); err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("share.auto.offset.reset: %v %+v", err, resp)
+	}
+
+	member, err := kgo.NewClient(kgo.SeedBrokers(k.addr), kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.ClientID("tools-share-member"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer member.Close()
+	for n := 0; n < 8; {
+		fs := member.PollRecords(k.ctx, 100)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("share poll: %v", err)
+		}
+		member.MarkAcks(kgo.AckAccept, fs.Records()...)
+		n += fs.NumRecords()
+	}
+	if err := member.FlushAcks(k.ctx); err != nil {
+		t.Fatalf("acknowledge: %v", err)
+	}
+
+	if got := lines(k.run(shareGroupCommand, "--list")); !slices.Equal(got, []string{group}) {
+		t.Errorf("--list: %q, want %q", got, []string{group})
+	}
+	checkRows(t, "--describe --state", table(t, k.run(shareGroupCommand, "--describe", "--group", group, "--state"), "GROUP", "COORDINATOR", "(ID)", "STATE", "#MEMBERS"),
+		[]string{group, "*", "*", "Stable", "1"})
+	checkRows(t, "--describe --members", table(t, k.run(shareGroupCommand, "--describe", "--group", group, "--members"), "GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"),
+		[]string{group, "*", "/127.0.0.1", "tools-share-member", "2", topic + ":0,1"})
+	offsetsHeader := []string{"GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"}
+	offsets := func() string { return k.run(shareGroupCommand, "--describe", "--group", group, "--offsets") }
+	// Every record is done, so no lag; Kafka reports the start offset as
+	// its share coordinator last wrote it, which may trail (0 here).
+	checkRows(t, "--describe --offsets with the member", table(t, offsets(), offsetsHeader...),
+		[]string{group, topic, "0", "*", "0"}, []string{group, topic, "1", "*", "0"})
+	if out := k.run(shareGroupCommand, "--delete", "--group", group); !strings.Contains(out, "GroupNotEmptyException") {
+		t.Errorf("--delete of an active share group printed %q, want GroupNotEmptyException", out)
+	}
+	k.fail("Share group '"+group+"' is not empty.", shareGroupCommand, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
+
+	member.Close()
+	for {
+		out, errOut, err := k.try("", shareGroupCommand, "--describe", "--group", group, "--members")
+		if err != nil {
+			t.Fatalf("--describe --members after the member left: %v\n%s%s", err, out, errOut)
+		}
+		if strings.Contains(errOut, "Share group '"+group+"' has no active members.") {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	checkRows(t, "--reset-offsets --to-earliest", table(t, k.run(shareGroupCommand, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute"), "GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"),
+		[]string{group, topic, "0", "0"}, []string{group, topic, "1", "0"})
+	checkRows(t, "--describe --offsets after the reset", table(t, offsets(), offsetsHeader...),
+		[]string{group, topic, "0", "0", "4"}, []string{group, topic, "1", "0", "4"})
+	checkRows(t, "--delete-offsets", table(t, k.run(shareGroupCommand, "--delete-offsets", "--group", group, "--topic", topic), "TOPIC", "STATUS"),
+		[]string{topic, "Successful"})
+	if out := offsets(); !strings.Contains(out, "Share group '"+group+"' has no offset information.") {
+		t.Errorf("--describe --offsets after --delete-offsets printed %q", out)
+	}
+	if out := k.run(shareGroupCommand, "--delete", "--group", group); !strings.Contains(out, "Deletion of requested share groups ('"+group+"') was successful.") {
+		t.Errorf("--delete printed %q", out)
+	}
+	if got := lines(k.run(shareGroupCommand, "--list")); len(got) != 0 {
+		t.Errorf("--list after --delete: %q", got)
 	}
 }
 

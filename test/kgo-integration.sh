@@ -16,7 +16,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 # The tests for produce, consume, regex, pause, purge, partition changes,
 # group ETL, transactional ETL (consume, produce and commit offsets in
-# transactions, read_committed) and large messages.
+# transactions, read_committed), large messages and share groups (KIP-932:
+# share consumers, acknowledgements, the share offsets admin APIs).
 default_tests=(
 	TestClient_Produce TestIssue769 TestIssue831
 	TestConsumeTopicRetrieval TestIssue325 TestIssue337 TestIssue434
@@ -28,7 +29,13 @@ default_tests=(
 	TestAddRemovePartitions
 	TestGroupETL TestTxnEtl
 	TestClient_ProduceLargeMessages TestIssueFetchLargerThanBrokerMaxReadBytes
+	TestShareGroup TestShareGroupETL TestShareGroupAckOnClose
+	TestShareGroupOffsetsAdmin TestConsumeRegexShareSkipsInternal
 )
+# franz-go skips its share tests unless ApiVersions advertises ShareFetch v2
+# and ShareAcknowledge v2 (Kafka 4.2's): against disgw a skip of one of
+# these is a failure.
+must_run=" TestShareGroup TestShareGroupETL TestShareGroupAckOnClose TestShareGroupOffsetsAdmin TestConsumeRegexShareSkipsInternal "
 if [ $# -gt 0 ]; then
 	tests=("$@")
 else
@@ -88,6 +95,11 @@ for t in "${tests[@]}"; do
 		-test.timeout "${KGO_TIMEOUT:-10m}" -test.v >"$work/$t.log" 2>&1); then
 		if grep -q -- "--- SKIP: $t " "$work/$t.log"; then
 			result[$t]=SKIP
+			if [[ $must_run == *" $t "* ]]; then
+				echo "    $t skipped: disgw does not advertise ShareFetch v2 and ShareAcknowledge v2" >>"$work/$t.log"
+				result[$t]=FAIL
+				failed=$((failed + 1))
+			fi
 		else
 			result[$t]=PASS
 		fi
@@ -98,7 +110,7 @@ for t in "${tests[@]}"; do
 	result[$t]="${result[$t]} $(($(date +%s) - start))s"
 	echo "${result[$t]%% *} $t (${result[$t]#* })"
 	if [ "${result[$t]%% *}" = FAIL ]; then
-		grep -m 5 -E -- '^\s+\S+_test\.go:[0-9]+:|^panic|--- FAIL' "$work/$t.log" | sed 's/^/    /' || true
+		grep -m 5 -E -- '^\s+\S+_test\.go:[0-9]+:|^panic|--- FAIL|skipped: disgw' "$work/$t.log" | sed 's/^/    /' || true
 	fi
 done
 

@@ -388,6 +388,18 @@ func versionedRequest(t *testing.T, rc *rawConn, key, v int16, topicID [16]byte)
 		req.Version = v
 		req.Groups = []string{"ver-cg-0"}
 		return req
+	case 90:
+		req := describeShareReq("ver-share", "ver", 0)
+		req.Version = v
+		return req
+	case 91:
+		req := alterShareReq("ver-share", "ver", 0, 0)
+		req.Version = v
+		return req
+	case 92:
+		req := deleteShareReq("ver-share", "ver")
+		req.Version = v
+		return req
 	case 76:
 		req := kmsg.NewPtrShareGroupHeartbeatRequest()
 		req.Version = v
@@ -605,6 +617,21 @@ func responseError(resp kmsg.Response) error {
 		return check(r.ErrorCode)
 	case *kmsg.DeleteGroupsResponse:
 		return check(r.Groups[0].ErrorCode)
+	case *kmsg.DescribeShareGroupOffsetsResponse:
+		if err := check(r.Groups[0].ErrorCode); err != nil {
+			return err
+		}
+		return check(r.Groups[0].Topics[0].Partitions[0].ErrorCode)
+	case *kmsg.AlterShareGroupOffsetsResponse:
+		if err := check(r.ErrorCode); err != nil {
+			return err
+		}
+		return check(r.Topics[0].Partitions[0].ErrorCode)
+	case *kmsg.DeleteShareGroupOffsetsResponse:
+		if err := check(r.ErrorCode); err != nil {
+			return err
+		}
+		return check(r.Topics[0].ErrorCode)
 	case *kmsg.OffsetDeleteResponse:
 		if err := check(r.ErrorCode); err != nil {
 			return err

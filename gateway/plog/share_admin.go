@@ -2,7 +2,6 @@ package plog
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -111,14 +110,4 @@ func (tn *Tenant) ReleaseShareMember(group, member string) {
 	for _, ps := range tn.All() {
 		ps.ShareReleaseMember(group, member)
 	}
-}
-
-// ShareKeys lists group's share-partitions with kept state, for the admin
-// APIs that cover a whole group.
-func (tn *Tenant) ShareKeys(ctx context.Context, group string) ([]sharestore.Key, error) {
-	keys, err := tn.d.Shares.Keys(ctx, group)
-	if err != nil {
-		return nil, fmt.Errorf("listing the share-partitions of group %q: %w", group, err)
-	}
-	return keys, nil
 }
