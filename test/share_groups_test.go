@@ -154,7 +154,9 @@ func TestShareGroupReleaseRejectArchive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	fs := cl.PollFetches(ctx)
 	cancel()
-	fs.EachRecord(func(r *kgo.Record) { t.Errorf("%s delivered again (count %d) after it was done", r.Value, r.DeliveryCount()) })
+	fs.EachRecord(func(r *kgo.Record) {
+		t.Errorf("%s delivered again (count %d) after it was done", r.Value, r.DeliveryCount())
+	})
 	for v, cs := range counts {
 		i, _ := strconv.Atoi(v[1:])
 		want := []int32{1}
