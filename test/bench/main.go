@@ -11,7 +11,10 @@
 // of the disgw process. It prints one greppable line per figure;
 // docs/benchmarks.md explains them and has today's figures.
 //
-//	go -C test run ./bench [-records N] [-sizes 100,1024] [-batches 16384,1000000] [-kafka auto|on|off] [-kafka-flush default|always] [-mode binary|inprocess]
+//	go -C test run ./bench [-records N] [-sizes 100,1024] [-batches 16384,1000000] [-kafka auto|on|off] [-kafka-flush default|always] [-mode binary|inprocess] [-phases throughput,latency,transactions,share]
+//
+// The share phase has franz-go share consumers (KIP-932) accept
+// -share-records records with each count of -share-consumers.
 //
 // With -gateways 1,2,3 it runs a cluster mode instead: for each count, the
 // embedded DIS alone as a process and that many gateway processes in front
@@ -85,6 +88,12 @@ type settings struct {
 	// txns and txnRecords shape the transactions phase: how many
 	// transactions, of how many records each (0 txns: none).
 	txns, txnRecords int
+	// shareRecords and shareConsumers shape the share group phase: how
+	// many records each run accepts (0: none), and the consumer counts.
+	shareRecords   int
+	shareConsumers []int
+	// phases are the phase groups to run (-phases), by name.
+	phases map[string]bool
 	// rounds is how often each cell's phases run, for medians.
 	rounds int
 	// maxSteal is the share of the machine's CPU time a phase may lose to
@@ -95,7 +104,7 @@ type settings struct {
 
 func main() {
 	var s settings
-	var syncMode, encoding, sizes, batches, gateways string
+	var syncMode, encoding, sizes, batches, gateways, shareConsumers, phases string
 	flag.IntVar(&s.records, "records", 200_000, "records to produce and consume in each throughput phase; values under 1 KiB get as many as carry the bytes of this many of 1 KiB")
 	flag.IntVar(&s.warmup, "warmup", 300_000, "records of 1 KiB produced and consumed on every server in each batch size of -batches, untimed, before the first phase (0 for none)")
 	flag.StringVar(&sizes, "sizes", "100,1024", "value sizes in bytes of the throughput phases, comma-separated")
@@ -112,6 +121,9 @@ func main() {
 	flag.IntVar(&s.latencySize, "latency-size", 1024, "value size in bytes of the latency phases")
 	flag.IntVar(&s.txns, "txns", 200, "transactions of the transactional produce phase (0: skip it)")
 	flag.IntVar(&s.txnRecords, "txn-records", 100, "records per transaction of the transactional produce phase")
+	flag.IntVar(&s.shareRecords, "share-records", 20_000, "records of -latency-size bytes each run of the share group phase accepts (0: skip it)")
+	flag.StringVar(&shareConsumers, "share-consumers", "1,4,16", "share consumers in one share group, one run for each count, comma-separated")
+	flag.StringVar(&phases, "phases", strings.Join(allPhases, ","), "the phases to run, comma-separated: "+strings.Join(allPhases, ", ")+" (the warm-up runs with -warmup, the memory line always)")
 	flag.StringVar(&syncMode, "fsync", string(dislocal.SyncAlways), "embedded DIS durability (disgw --fsync): always or none")
 	flag.StringVar(&encoding, "dis-encoding", string(disclient.EncodingProtobuf), "PutRecords/GetRecords bodies between disclient and the embedded DIS: json or protobuf")
 	flag.StringVar(&s.transport, "dis-transport", "local", "how the gateway calls the embedded DIS for records (disgw --embedded-dis-transport): local (in process, disgw's default) or http")
@@ -148,6 +160,12 @@ func main() {
 		s.topicConfigs, err = parseConfigs(s.topicConfig)
 	}
 	if err == nil {
+		s.shareConsumers, err = parseInts(shareConsumers)
+	}
+	if err == nil {
+		s.phases, err = parsePhases(phases)
+	}
+	if err == nil {
 		s.batches, err = parseInts(batches)
 	}
 	if err == nil {
@@ -175,6 +193,29 @@ func parseInts(list string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// The phase groups -phases picks from, in the order they run.
+const (
+	phaseThroughput   = "throughput"   // produce and consume, direct to DIS and through the servers
+	phaseLatency      = "latency"      // end-to-end and unloaded latency
+	phaseTransactions = "transactions" // transactional produce
+	phaseShare        = "share"        // share group consumption
+)
+
+var allPhases = []string{phaseThroughput, phaseLatency, phaseTransactions, phaseShare}
+
+// parsePhases parses -phases, a comma-separated list of allPhases.
+func parsePhases(list string) (map[string]bool, error) {
+	phases := map[string]bool{}
+	for f := range strings.SplitSeq(list, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.Contains(allPhases, f) {
+			return nil, fmt.Errorf("-phases: %q is none of %s", f, strings.Join(allPhases, ", "))
+		}
+		phases[f] = true
+	}
+	return phases, nil
 }
 
 // parseConfigs parses a comma-separated list of topic configs, key=value;
@@ -205,6 +246,8 @@ func (s settings) validate() error {
 		return fmt.Errorf("-warmup must not be negative")
 	case s.records < 1 || s.partitions < 1 || s.unloaded < 1 || s.directBatch < 1 || s.directClientInflight < 1 || s.rounds < 1 || s.latencyRate < 1 || s.latencySize < 16:
 		return fmt.Errorf("-records, -partitions, -unloaded, -direct-batch, -direct-client-inflight and -latency-rate must be positive, -latency-size at least 16")
+	case s.shareRecords < 0:
+		return fmt.Errorf("-share-records must not be negative")
 	case s.maxSteal < 0 || s.stealRetries < 0:
 		return fmt.Errorf("-max-steal and -steal-retries must not be negative")
 	case int(s.latencyDuration.Seconds()*float64(s.latencyRate)) < 10:
@@ -331,9 +374,10 @@ func run(s settings) (err error) {
 		}
 	}
 
-	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s dis-transport=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d direct-client-inflight=%d rounds=%d max-steal=%g steal-retries=%d topic-config=%s page-reporting=%s GOMAXPROCS=%d NumCPU=%d\n",
+	fmt.Printf("settings mode=%s records=%d warmup=%d sizes=%s batches=%s partitions=%d fsync=%s dis-encoding=%s dis-transport=%s %s latency-rate=%d latency-duration=%s latency-size=%d unloaded=%d direct-batch=%d direct-client-inflight=%d rounds=%d max-steal=%g steal-retries=%d topic-config=%s phases=%s share-records=%d share-consumers=%s page-reporting=%s GOMAXPROCS=%d NumCPU=%d\n",
 		s.mode, s.records, s.warmup, joinInts(s.sizes), joinInts(s.batches), s.partitions, s.sync, s.encoding, s.transport, kafkaLine,
-		s.latencyRate, s.latencyDuration, s.latencySize, s.unloaded, s.directBatch, s.directClientInflight, s.rounds, s.maxSteal, s.stealRetries, s.topicConfigLine(), pageReporting(), runtime.GOMAXPROCS(0), runtime.NumCPU())
+		s.latencyRate, s.latencyDuration, s.latencySize, s.unloaded, s.directBatch, s.directClientInflight, s.rounds, s.maxSteal, s.stealRetries, s.topicConfigLine(),
+		s.phaseLine(), s.shareRecords, joinInts(s.shareConsumers), pageReporting(), runtime.GOMAXPROCS(0), runtime.NumCPU())
 	return b.runAll(ctx)
 }
 
@@ -344,6 +388,17 @@ func (s settings) topicConfigLine() string {
 		return "none"
 	}
 	return s.topicConfig
+}
+
+// phaseLine is the phases that run, for the settings line.
+func (s settings) phaseLine() string {
+	var on []string
+	for _, p := range allPhases {
+		if s.phases[p] {
+			on = append(on, p)
+		}
+	}
+	return strings.Join(on, ",")
 }
 
 // moduleDir is the directory of the test module, which holds kafka/pom.xml.

@@ -33,6 +33,12 @@ func (t throughput) recordsPerSecond() float64 { return float64(t.records) / t.e
 // printThroughput prints one phase's line; labels are its key=value
 // labels, such as the value and batch size.
 func printThroughput(name, labels string, t throughput) {
+	fmt.Printf("%s %s %s\n", name, labels, throughputFields(t))
+}
+
+// throughputFields are t's figures as key=value fields: rates, times and
+// the server's memory.
+func throughputFields(t throughput) string {
 	server, rss := "", ""
 	if t.server {
 		server = fmt.Sprintf(" server-cpu=%s bench-faults=%d", t.serverCPU.Round(time.Millisecond), t.faults)
@@ -40,7 +46,7 @@ func printThroughput(name, labels string, t throughput) {
 	if t.rssKiB > 0 {
 		rss = " rss=" + mib(t.rssKiB)
 	}
-	fmt.Printf("%s %s records/s=%.0f MB/s=%.1f elapsed=%s cpu=%s%s steal=%s%s\n", name, labels, t.recordsPerSecond(),
+	return fmt.Sprintf("records/s=%.0f MB/s=%.1f elapsed=%s cpu=%s%s steal=%s%s", t.recordsPerSecond(),
 		float64(t.bytes)/1e6/t.elapsed.Seconds(), t.elapsed.Round(time.Millisecond), t.cpu.Round(time.Millisecond), server, t.steal, rss)
 }
 

@@ -55,6 +55,33 @@ func (b *bench) runAll(ctx context.Context) error {
 	if err := b.warmUp(ctx); err != nil {
 		return err
 	}
+	if b.s.phases[phaseThroughput] {
+		if err := b.runThroughput(ctx); err != nil {
+			return err
+		}
+	}
+	if b.s.phases[phaseLatency] {
+		if err := b.runLatency(ctx); err != nil {
+			return err
+		}
+	}
+	if b.s.phases[phaseTransactions] {
+		if err := b.runTransactions(ctx); err != nil {
+			return err
+		}
+	}
+	if b.s.phases[phaseShare] {
+		if err := b.runShare(ctx); err != nil {
+			return err
+		}
+	}
+	b.printMemory()
+	return nil
+}
+
+// runThroughput runs each value size's direct per-record phases and its
+// cells of every batch size.
+func (b *bench) runThroughput(ctx context.Context) error {
 	for _, size := range b.s.sizes {
 		b := b.forSize(size)
 		fmt.Printf("cell size=%d records=%d\n", size, b.s.records)
@@ -77,13 +104,6 @@ func (b *bench) runAll(ctx context.Context) error {
 			}
 		}
 	}
-	if err := b.runLatency(ctx); err != nil {
-		return err
-	}
-	if err := b.runTransactions(ctx); err != nil {
-		return err
-	}
-	b.printMemory()
 	return nil
 }
 
