@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/disgw/disgw/gateway/authz"
 	"github.com/disgw/disgw/gateway/plog"
 	"github.com/disgw/disgw/gateway/plog/sharestate"
 	"github.com/disgw/disgw/protocol"
@@ -46,37 +45,24 @@ type shareFetchPart struct {
 }
 
 func handleShareFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.ShareFetchRequest) (kmsg.Response, error) {
-	group, member := deref(req.GroupID), deref(req.MemberID)
-	switch {
-	case group == "" || member == "":
-		return shareFetchError(req, kerr.InvalidRequest.Code), nil
-	case !gw.authorize(r, authz.OpRead, authz.ResourceGroup, group):
-		return shareFetchError(req, groupDenied), nil
-	}
-	acking := false
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			acking = acking || len(p.AcknowledgementBatches) > 0
+	epoch := req.ShareSessionEpoch
+	if epoch == shareEpochOpen {
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				if len(p.AcknowledgementBatches) > 0 {
+					return shareFetchError(req, kerr.InvalidRequest.Code), nil // nothing to acknowledge yet
+				}
+			}
 		}
 	}
-	epoch := req.ShareSessionEpoch
-	if epoch == shareEpochOpen && acking {
-		return shareFetchError(req, kerr.InvalidRequest.Code), nil
-	}
-	tn := r.Tenant()
-	key := shareSessionKey{tenant: tn.id, group: group, member: member}
-	s, replaced, code := gw.shareSessions.begin(key, epoch, time.Now())
+	c, code := gw.beginShare(ctx, r, req.GroupID, req.MemberID, epoch, "ShareFetch")
 	if code != 0 {
 		return shareFetchError(req, code), nil
 	}
-	defer gw.shareSessions.end(key, s, epoch)
-	gw.releaseShareSession(ctx, r, group, member, replaced)
-	cfg, err := gw.shareConfig(ctx, tn, group)
-	if err != nil {
-		gw.log.Warn().Err(err).Str("group", group).Msg("share fetch: reading the group's configs failed")
-		return shareFetchError(req, kafkaCodeForDIS(err)), nil
-	}
-	lock := gw.shareLock(cfg)
+	defer gw.endShare(c)
+	tn := r.Tenant()
+	group, member, s, cfg, lock := c.group, c.member, c.session, c.cfg, c.lock
+	gw.releaseShareSession(ctx, r, group, member, c.replaced)
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	resp.AcquisitionLockTimeoutMillis = int32(lock.Milliseconds())
 

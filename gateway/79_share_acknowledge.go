@@ -3,12 +3,9 @@ package gateway
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/disgw/disgw/gateway/authz"
 )
 
 // ShareAcknowledge v0–v2 (KIP-932).
@@ -30,29 +27,17 @@ func shareAcknowledgeError(req *kmsg.ShareAcknowledgeRequest, code int16) kmsg.R
 }
 
 func handleShareAcknowledge(ctx context.Context, gw *Gateway, r *request, req *kmsg.ShareAcknowledgeRequest) (kmsg.Response, error) {
-	group, member := deref(req.GroupID), deref(req.MemberID)
-	switch {
-	case group == "" || member == "":
-		return shareAcknowledgeError(req, kerr.InvalidRequest.Code), nil
-	case !gw.authorize(r, authz.OpRead, authz.ResourceGroup, group):
-		return shareAcknowledgeError(req, groupDenied), nil
-	case req.ShareSessionEpoch == shareEpochOpen:
-		return shareAcknowledgeError(req, kerr.InvalidShareSessionEpoch.Code), nil
-	}
-	tn := r.Tenant()
 	epoch := req.ShareSessionEpoch
-	key := shareSessionKey{tenant: tn.id, group: group, member: member}
-	s, _, code := gw.shareSessions.begin(key, epoch, time.Now())
+	if epoch == shareEpochOpen {
+		return shareAcknowledgeError(req, kerr.InvalidShareSessionEpoch.Code), nil // only a ShareFetch opens a session
+	}
+	c, code := gw.beginShare(ctx, r, req.GroupID, req.MemberID, epoch, "ShareAcknowledge")
 	if code != 0 {
 		return shareAcknowledgeError(req, code), nil
 	}
-	defer gw.shareSessions.end(key, s, epoch)
-	cfg, err := gw.shareConfig(ctx, tn, group)
-	if err != nil {
-		gw.log.Warn().Err(err).Str("group", group).Msg("share acknowledge: reading the group's configs failed")
-		return shareAcknowledgeError(req, kafkaCodeForDIS(err)), nil
-	}
-	lock := gw.shareLock(cfg)
+	defer gw.endShare(c)
+	tn := r.Tenant()
+	group, member, s, lock := c.group, c.member, c.session, c.lock
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	resp.AcquisitionLockTimeoutMillis = int32(lock.Milliseconds())
 

@@ -183,3 +183,46 @@ func (gw *Gateway) shareMemberLeft(tn *tenant, group, member string) {
 	tn.parts.ReleaseShareMember(group, member)
 	gw.shareSessions.drop(shareSessionKey{tenant: tn.id, group: group, member: member})
 }
+
+// shareCall is a share request being served: its member's session, taken
+// for the request, the session it replaced (epoch 0), and the group's
+// configs.
+type shareCall struct {
+	group, member string
+	epoch         int32
+	key           shareSessionKey
+	session       *shareSession
+	replaced      *shareSession
+	cfg           plog.ShareGroupConfig
+	lock          time.Duration
+}
+
+// beginShare checks what both share requests carry (a group and member,
+// READ on the group), takes the member's session for epoch and reads the
+// group's configs; a code fails the whole request. A call must be ended.
+func (gw *Gateway) beginShare(ctx context.Context, r *request, group, member *string, epoch int32, api string) (*shareCall, int16) {
+	c := &shareCall{group: deref(group), member: deref(member), epoch: epoch}
+	switch {
+	case c.group == "" || c.member == "":
+		return nil, kerr.InvalidRequest.Code
+	case !gw.authorize(r, authz.OpRead, authz.ResourceGroup, c.group):
+		return nil, groupDenied
+	}
+	tn := r.Tenant()
+	c.key = shareSessionKey{tenant: tn.id, group: c.group, member: c.member}
+	var code int16
+	if c.session, c.replaced, code = gw.shareSessions.begin(c.key, epoch, time.Now()); code != 0 {
+		return nil, code
+	}
+	cfg, err := gw.shareConfig(ctx, tn, c.group)
+	if err != nil {
+		gw.shareSessions.end(c.key, c.session, epoch)
+		gw.log.Warn().Err(err).Str("group", c.group).Str("api", api).Msg("share request: reading the group's configs failed")
+		return nil, kafkaCodeForDIS(err)
+	}
+	c.cfg, c.lock = cfg, gw.shareLock(cfg)
+	return c, 0
+}
+
+// end finishes the call's turn in its session.
+func (gw *Gateway) endShare(c *shareCall) { gw.shareSessions.end(c.key, c.session, c.epoch) }
