@@ -602,17 +602,29 @@ func TestKafkaToolConfigs(t *testing.T) {
 		t.Errorf("broker %s: %q", broker, got)
 	}
 
-	// A consumer group's configs (KIP-848) are the gateway's, the same for
-	// every group, and cannot be changed per group.
+	// A group's consumer-protocol configs (KIP-848) and share timings are
+	// the gateway's, the same for every group; its share.* configs
+	// (KIP-932) are its own.
 	group := []string{"--entity-type", "groups", "--entity-name", "tools-config-group"}
 	if got := lines(k.run(configCommand, append([]string{"--describe"}, group...)...)); !slices.Equal(got, []string{"Dynamic configs for group tools-config-group are:"}) {
 		t.Errorf("group: %q", got)
 	}
 	want = []string{"All configs for group tools-config-group are:",
 		"  consumer.heartbeat.interval.ms=5000 sensitive=false synonyms={DEFAULT_CONFIG:consumer.heartbeat.interval.ms=5000}",
-		"  consumer.session.timeout.ms=45000 sensitive=false synonyms={DEFAULT_CONFIG:consumer.session.timeout.ms=45000}"}
+		"  consumer.session.timeout.ms=45000 sensitive=false synonyms={DEFAULT_CONFIG:consumer.session.timeout.ms=45000}",
+		"  share.auto.offset.reset=latest sensitive=false synonyms={DEFAULT_CONFIG:share.auto.offset.reset=latest}",
+		"  share.heartbeat.interval.ms=5000 sensitive=false synonyms={DEFAULT_CONFIG:share.heartbeat.interval.ms=5000}",
+		"  share.isolation.level=read_uncommitted sensitive=false synonyms={DEFAULT_CONFIG:share.isolation.level=read_uncommitted}",
+		"  share.record.lock.duration.ms=30000 sensitive=false synonyms={DEFAULT_CONFIG:share.record.lock.duration.ms=30000}",
+		"  share.session.timeout.ms=45000 sensitive=false synonyms={DEFAULT_CONFIG:share.session.timeout.ms=45000}"}
 	if got := lines(k.run(configCommand, append([]string{"--describe", "--all"}, group...)...)); !slices.Equal(got, want) {
 		t.Errorf("group --all:\n%q\nwant\n%q", got, want)
+	}
+	k.run(configCommand, append([]string{"--alter", "--add-config", "share.auto.offset.reset=earliest"}, group...)...)
+	want = []string{"Dynamic configs for group tools-config-group are:",
+		"  share.auto.offset.reset=earliest sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=earliest, DEFAULT_CONFIG:share.auto.offset.reset=latest}"}
+	if got := lines(k.run(configCommand, append([]string{"--describe"}, group...)...)); !slices.Equal(got, want) {
+		t.Errorf("group after --alter:\n%q\nwant\n%q", got, want)
 	}
 	k.fail("the same for every group", configCommand, append([]string{"--alter", "--add-config", "consumer.session.timeout.ms=30000"}, group...)...)
 }
