@@ -306,6 +306,7 @@ func (gw *Gateway) shareTake(r *request, p *shareFetchPart, group, member string
 	if n == 0 {
 		return 0
 	}
+	gw.metrics.ShareRecords.WithLabelValues("acquired").Add(float64(n))
 	p.got = append(p.got, got...)
 	if p.Kafka {
 		for _, b := range batches {

@@ -120,5 +120,12 @@ func (gw *Gateway) plogDeps(tn *tenant) plog.Deps {
 		ProduceCancelled: func(n int) { gw.metrics.ProduceCancelled.Add(float64(n)) },
 		OffsetProbe:      gw.metrics.OffsetProbes.Inc,
 		FencedBatches:    func(n int) { gw.metrics.FencedBatches.Add(float64(n)) },
+		ShareWritten: func(ok bool) {
+			result := "written"
+			if !ok {
+				result = "failed"
+			}
+			gw.metrics.ShareStateWrites.WithLabelValues(result).Inc()
+		},
 	}
 }

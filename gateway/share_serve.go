@@ -111,12 +111,36 @@ func (gw *Gateway) shareAcknowledge(ctx context.Context, tn *tenant, tg *shareTa
 	if code != 0 {
 		return code
 	}
-	for _, c := range codes {
-		if c != 0 {
-			return c
+	first := int16(0)
+	for i, c := range codes {
+		if c == 0 {
+			gw.countShareAcks(req.Ranges[i])
+		} else if first == 0 {
+			first = c
 		}
 	}
-	return 0
+	return first
+}
+
+// shareAckEvents names the disgw_share_records_total event of each
+// acknowledgement type: a gap is an offset rejected for want of a record.
+var shareAckEvents = [...]string{sharestate.Gap: "rejected", sharestate.Accept: "accepted", sharestate.Release: "released", sharestate.Reject: "rejected", sharestate.Renew: "renewed"}
+
+// countShareAcks counts an applied acknowledgement range's offsets by
+// type (an applied range's types are all known ones).
+func (gw *Gateway) countShareAcks(r sharestate.AckRange) {
+	count := func(t sharestate.AckType, n int64) {
+		if int(t) >= 0 && int(t) < len(shareAckEvents) {
+			gw.metrics.ShareRecords.WithLabelValues(shareAckEvents[t]).Add(float64(n))
+		}
+	}
+	if len(r.Types) == 1 {
+		count(r.Types[0], r.Last-r.First+1)
+		return
+	}
+	for _, t := range r.Types {
+		count(t, 1)
+	}
 }
 
 // shareStart is where group's share-partition of tg starts when nothing

@@ -3,17 +3,21 @@ package test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/disgw/disgw/gateway"
 	"github.com/disgw/disgw/gateway/cluster"
 )
 
@@ -117,10 +121,13 @@ func TestShareGroupSharesPartitions(t *testing.T) {
 
 // Released records come back with their delivery count raised; rejected
 // ones never do; a record released up to group.share.delivery.count.limit
-// times is archived.
+// times is archived. The share metrics count every event.
 func TestShareGroupReleaseRejectArchive(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, nil)
+	reg := prometheus.NewRegistry()
+	c := startCluster(t, func(cfg *gateway.Config) { cfg.Registry = reg })
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	t.Cleanup(srv.Close)
 	const n = 30
 	topic, group := shareGroup(t, c, "share-acks", n)
 	cl := shareConsumer(t, c, group, topic)
@@ -161,6 +168,26 @@ func TestShareGroupReleaseRejectArchive(t *testing.T) {
 		if fmt.Sprint(cs) != fmt.Sprint(want) {
 			t.Errorf("%s delivered with counts %v, want %v", v, cs, want)
 		}
+	}
+	// 10 records rejected at once, 10 released five times, 10 released
+	// once then accepted: 80 deliveries; the last acknowledgements may
+	// still be on their way.
+	want := map[string]float64{"acquired": 80, "accepted": 10, "released": 60, "rejected": 10, "renewed": 0}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		text := scrape(t, srv.URL+"/metrics")
+		got := map[string]float64{}
+		for event := range want {
+			got[event], _ = sample(text, "disgw_share_records_total", "event", event)
+		}
+		writes, _ := sample(text, "disgw_share_state_writes_total", "result", "written")
+		if fmt.Sprint(got) == fmt.Sprint(want) && writes > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("disgw_share_records_total %v, want %v; %v state writes", got, want, writes)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -150,6 +150,11 @@ type Metrics struct {
 	// abort), and TxnMarkers the markers written into data partitions by
 	// result (written, failed: retried), docs/design.md §13.
 	TxnsEnded, TxnMarkers *prometheus.CounterVec
+	// ShareRecords counts share groups' records by what happened to them
+	// (acquired, and each acknowledgement type applied), and
+	// ShareStateWrites the share-partition state records written by
+	// result (written, failed), docs/design.md §14.
+	ShareRecords, ShareStateWrites *prometheus.CounterVec
 	// KeepRewrites counts the keeper's rewrites of kept partitions by
 	// result (docs/design.md §12): written, fenced, failed, skipped.
 	KeepRewrites *prometheus.CounterVec
@@ -261,6 +266,10 @@ func New(cfg Config, st State) *Metrics {
 			Name: "disgw_transactions_ended_total", Help: "Transactions completed (their markers written and their end recorded in DIS), by outcome: commit or abort (by the producer, a newer producer of the id, or the timeout)."}, []string{"outcome"}),
 		TxnMarkers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "disgw_transaction_markers_total", Help: "Transaction markers (control batches) sent to data partitions, by result: written, or failed (the coordinator tries again)."}, []string{"result"}),
+		ShareRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_share_records_total", Help: "Share groups' records by event: acquired (handed to a member by a share fetch), accepted, released, rejected, renewed (acknowledgements applied; an offset with no record, a gap, counts as rejected)."}, []string{"event"}),
+		ShareStateWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "disgw_share_state_writes_total", Help: "Share-partition state records written to the tenant's __share_group_state topic, by result: written, or failed (the share-partition is loaded again from what is durable)."}, []string{"result"}),
 		KeepRewrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "disgw_keep_rewrites_total", Help: "Rewrites of kept topics' partitions by result: written (a new generation is current), fenced (someone else wrote the keep partition meanwhile), failed, skipped (not due)."}, []string{"result"}),
 		keptBatches: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -299,6 +308,10 @@ func New(cfg Config, st State) *Metrics {
 	}
 	for _, result := range []string{"written", "failed"} {
 		m.TxnMarkers.WithLabelValues(result)
+		m.ShareStateWrites.WithLabelValues(result)
+	}
+	for _, event := range []string{"acquired", "accepted", "released", "rejected", "renewed"} {
+		m.ShareRecords.WithLabelValues(event)
 	}
 	for _, reason := range []string{"idle", "write_timeout", "inflight_budget", "tls_handshake"} {
 		m.ConnsClosed.WithLabelValues(reason)
@@ -323,7 +336,7 @@ func New(cfg Config, st State) *Metrics {
 			m.ProduceQueueWaits, m.ProduceCancelled, m.ProduceDropped,
 			m.ConnsRefused, m.ConnsClosed, m.inflightBytes, &stateCollector{m: m})
 		reg.MustRegister(m.RawHeadersDropped, m.RawKeysDropped, m.KeepRewrites, m.keptBatches, m.keptRecords, m.keptBytes,
-			m.TxnsEnded, m.TxnMarkers)
+			m.TxnsEnded, m.TxnMarkers, m.ShareRecords, m.ShareStateWrites)
 	}
 	return m
 }

@@ -112,4 +112,7 @@ type Deps struct {
 	ProduceCancelled func(n int)
 	OffsetProbe      func()
 	FencedBatches    func(n int)
+	// ShareWritten reports each share-partition state record's write,
+	// durable or not.
+	ShareWritten func(ok bool)
 }

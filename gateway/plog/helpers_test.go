@@ -83,6 +83,7 @@ func testTenant(t testing.TB, s testSettings, dis disclient.API) *Tenant {
 		ProduceCancelled: func(int) {},
 		OffsetProbe:      func() {},
 		FencedBatches:    func(int) {},
+		ShareWritten:     func(bool) {},
 	})
 }
 

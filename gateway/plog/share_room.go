@@ -259,6 +259,7 @@ func (r *shareRoom) persist(rec sharestate.Record) {
 	ctx, cancel := context.WithTimeout(d.Ctx, d.RequestTimeout)
 	err := d.Shares.Persist(ctx, r.key, r.token, rec)
 	cancel()
+	d.ShareWritten(err == nil)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.writing = false
