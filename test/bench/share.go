@@ -118,10 +118,10 @@ func (b *bench) runShare(ctx context.Context) error {
 			var parts []string
 			for _, op := range slices.Sorted(maps.Keys(after)) {
 				if n := after[op] - before[op]; n > 0 {
-					parts = append(parts, fmt.Sprintf("%s=%.2f", op, n/float64(b.s.shareRecords)))
+					parts = append(parts, fmt.Sprintf("%s=%.2f", op, 1000*n/float64(b.s.shareRecords)))
 				}
 			}
-			fmt.Printf("share.dis-calls-per-acked-record %s %s\n", labels, strings.Join(parts, " "))
+			fmt.Printf("share.dis-calls-per-1000-acked-records %s %s\n", labels, strings.Join(parts, " "))
 		}
 		if b.kafka != nil {
 			r, after := "-", "-"
