@@ -502,3 +502,61 @@ func TestShareGroupKillGateway(t *testing.T) {
 	}
 	t.Logf("gateway %d killed after %d deliveries; %d of %d acceptances answered; %d deliveries were redeliveries", victim, n/4, len(confirmed), n, redelivered)
 }
+
+// ShareFetch and ShareAcknowledge need READ on the group (else the whole
+// request is GROUP_AUTHORIZATION_FAILED) and READ on each topic (else
+// that partition is TOPIC_AUTHORIZATION_FAILED).
+func TestShareFetchACLs(t *testing.T) {
+	t.Parallel()
+	c := startACLCluster(t)
+	ctx := context.Background()
+	adm := kadm.NewClient(aclClient(t, c, "admin"))
+	if _, err := adm.CreateTopics(ctx, 1, 1, nil, "sf-acl"); err != nil {
+		t.Fatal(err)
+	}
+	md, err := adm.Metadata(ctx, "sf-acl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := md.Topics["sf-acl"].ID
+	addr := c.Gateway.ListenerAddr(gateway.SASLPlaintext).String()
+	bob := seedBroker(t, addr, aclClientOpts("bob")...)
+	fetch := func() *kmsg.ShareFetchResponse {
+		t.Helper()
+		req := kmsg.NewPtrShareFetchRequest()
+		req.GroupID, req.MemberID = kmsg.StringPtr("sf-acl-g"), kmsg.StringPtr("bob-0")
+		p := kmsg.NewShareFetchRequestTopicPartition()
+		req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: id, Partitions: []kmsg.ShareFetchRequestTopicPartition{p}}}
+		resp, err := bob.Request(testContext(t, 10*time.Second), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.ShareFetchResponse)
+	}
+	acknowledge := func() *kmsg.ShareAcknowledgeResponse {
+		t.Helper()
+		req := kmsg.NewPtrShareAcknowledgeRequest()
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr("sf-acl-g"), kmsg.StringPtr("bob-0"), 1
+		p := kmsg.NewShareAcknowledgeRequestTopicPartition()
+		p.AcknowledgementBatches = []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 0, AcknowledgeTypes: []int8{1}}}
+		req.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: id, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{p}}}
+		resp, err := bob.Request(testContext(t, 10*time.Second), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.ShareAcknowledgeResponse)
+	}
+	if resp := fetch(); resp.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("share fetch without READ on the group: %v, want GROUP_AUTHORIZATION_FAILED", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	if res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:bob").Groups("sf-acl-g").Operations(kadm.OpRead)); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+	resp := fetch()
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("share fetch without READ on the topic: %v %+v, want TOPIC_AUTHORIZATION_FAILED on its partition", kerr.ErrorForCode(resp.ErrorCode), resp.Topics)
+	}
+	if resp := acknowledge(); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("share acknowledge without READ on the topic: %v %+v, want TOPIC_AUTHORIZATION_FAILED on its partition", kerr.ErrorForCode(resp.ErrorCode), resp.Topics)
+	}
+}
