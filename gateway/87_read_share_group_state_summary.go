@@ -97,14 +97,15 @@ func (s *shareStates) answerKeys(ctx context.Context, req *kmsg.ReadShareGroupSt
 		keys = append(keys, ks...)
 	}
 	resp := req.ResponseKind().(*kmsg.ReadShareGroupStateSummaryResponse)
-	byTopic := make(map[string]int)
+	type topicStream struct{ topic, stream string }
+	byTopic := make(map[topicStream]int)
 	for _, k := range keys {
-		i, ok := byTopic[k.Topic]
+		i, ok := byTopic[topicStream{k.Topic, k.Stream}]
 		if !ok {
 			i = len(resp.Topics)
-			byTopic[k.Topic] = i
+			byTopic[topicStream{k.Topic, k.Stream}] = i
 			rt := kmsg.NewReadShareGroupStateSummaryResponseTopic()
-			rt.UnknownTags = topicTags(k.Topic)
+			rt.UnknownTags = topicTags(k)
 			resp.Topics = append(resp.Topics, rt)
 		}
 		rp := kmsg.NewReadShareGroupStateSummaryResponseTopicPartition()

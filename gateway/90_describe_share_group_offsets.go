@@ -70,7 +70,7 @@ func (gw *Gateway) describeShareOffsets(ctx context.Context, r *request, g kmsg.
 	}
 	all := g.Topics == nil
 	if all {
-		names, held, err := gw.shareKeysByTopic(ctx, tn, g.GroupID)
+		names, held, _, err := gw.shareKeysByTopic(ctx, tn, g.GroupID)
 		if err != nil {
 			return describeShareGroupError(g.GroupID, kafkaCodeForDIS(err))
 		}

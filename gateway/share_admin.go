@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/disgw/disgw/gateway/cluster"
+	"github.com/disgw/disgw/gateway/sharestore"
 	"github.com/disgw/disgw/gateway/topics"
 	"github.com/disgw/disgw/groupcoord"
 )
@@ -320,33 +321,61 @@ func peerShareResults(resp kmsg.Response) map[shareKey]shareResult {
 }
 
 // shareKeysByTopic lists group's share-partitions with kept state by
-// topic, topics sorted.
-func (gw *Gateway) shareKeysByTopic(ctx context.Context, tn *tenant, group string) (names []string, parts map[string][]int32, err error) {
+// topic, topics sorted. Those of a topic deleted since (no topic of that
+// name, or one over another stream) are stale: left out, and returned
+// apart for deletion.
+func (gw *Gateway) shareKeysByTopic(ctx context.Context, tn *tenant, group string) (names []string, parts map[string][]int32, stale []sharestore.Key, err error) {
 	keys, err := tn.parts.ShareKeys(ctx, group)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	parts = make(map[string][]int32)
+	streams := make(map[string]string) // each name's stream now, "" when none
 	for _, k := range keys {
+		stream, known := streams[k.Topic]
+		if !known {
+			t, err := tn.catalog.Get(ctx, k.Topic)
+			switch {
+			case err == nil:
+				stream = t.StreamID
+			case !errors.Is(err, topics.ErrUnknownTopic):
+				return nil, nil, nil, err
+			}
+			streams[k.Topic] = stream
+		}
+		if k.Stream != stream {
+			stale = append(stale, k)
+			continue
+		}
 		if _, ok := parts[k.Topic]; !ok {
 			names = append(names, k.Topic)
 		}
 		parts[k.Topic] = append(parts[k.Topic], k.Partition)
 	}
 	slices.Sort(names)
-	return names, parts, nil
+	return names, parts, stale, nil
 }
 
 // deleteShareState deletes group's share-partitions at their owners:
 // those of the topics in only, or, with only nil (DeleteGroups), those of
-// every topic that still exists; a share-partition of a deleted topic
-// cannot be reached through a partition log and stays. It returns the
-// code of each topic it found state of, by name, and a code for the whole
-// group when the state could not be listed.
+// every topic that still exists; a share-partition of a topic deleted
+// since, which no partition log holds, is deleted from the kept state
+// directly. It returns the code of each topic it found state of, by
+// name, and a code for the whole group when the state could not be
+// listed.
 func (gw *Gateway) deleteShareState(ctx context.Context, tn *tenant, group string, only map[string]*topics.Meta) (found map[string]int16, code int16) {
-	names, held, err := gw.shareKeysByTopic(ctx, tn, group)
+	names, held, stale, err := gw.shareKeysByTopic(ctx, tn, group)
 	if err != nil {
 		return nil, kafkaCodeForDIS(err)
+	}
+	for _, k := range stale {
+		if _, named := only[k.Topic]; only != nil && !named {
+			continue
+		}
+		if err := tn.shares.Delete(ctx, k); err != nil {
+			gw.log.Warn().Err(err).Str("group", group).Str("topic", k.Topic).Int32("partition", k.Partition).
+				Msg("deleting the share state of a deleted topic failed; it stays, unused")
+		}
 	}
 	found = make(map[string]int16)
 	var parts []shareAdminPart

@@ -27,8 +27,9 @@ import (
 // Tags of the share-state calls, after the transaction ones
 // (peerVersionTag, peerPendingTag).
 const (
-	// peerShareTopicTag is a topic's name, on each topic of the
-	// requests and of ReadShareGroupStateSummary's answer to Keys.
+	// peerShareTopicTag is a topic's name and stream id
+	// (encodeShareTopic), on each topic of the requests and of
+	// ReadShareGroupStateSummary's answer to Keys.
 	peerShareTopicTag = 0x444b
 	// peerShareTokenTag is a holder's token, 8 bytes big-endian, on a
 	// partition of ReadShareGroupState's answer and of
@@ -59,11 +60,33 @@ func tagValue(tags *kmsg.Tags, key uint32) (val []byte, ok bool) {
 	return val, ok
 }
 
-// topicTags are the tags naming topic.
-func topicTags(topic string) kmsg.Tags {
+// topicTags are the tags naming k's topic.
+func topicTags(k sharestore.Key) kmsg.Tags {
 	var tags kmsg.Tags
-	tags.Set(peerShareTopicTag, []byte(topic))
+	tags.Set(peerShareTopicTag, encodeShareTopic(k))
 	return tags
+}
+
+// encodeShareTopic is k's topic name after its length, then its stream
+// id.
+func encodeShareTopic(k sharestore.Key) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(k.Topic)))
+	return append(append(b, k.Topic...), k.Stream...)
+}
+
+// peerShareKey is the share-partition of group and partition in the
+// topic a peer's tags name; ok is false without a well-formed name.
+func peerShareKey(group string, tags *kmsg.Tags, partition int32) (k sharestore.Key, ok bool) {
+	b, ok := tagValue(tags, peerShareTopicTag)
+	if !ok {
+		return k, false
+	}
+	n, used := binary.Uvarint(b)
+	if used <= 0 || n > uint64(len(b)-used) {
+		return k, false
+	}
+	name := b[used : used+int(n)]
+	return sharestore.Key{Group: group, Topic: string(name), Stream: string(b[used+int(n):]), Partition: partition}, true
 }
 
 // encodeShareRecords is recs one after the other, each after its length.
@@ -156,7 +179,7 @@ func (gw *Gateway) peerShareTake(ctx context.Context, part int32, k sharestore.K
 	req := kmsg.NewPtrReadShareGroupStateRequest()
 	req.GroupID = k.Group
 	rt := kmsg.NewReadShareGroupStateRequestTopic()
-	rt.UnknownTags = topicTags(k.Topic)
+	rt.UnknownTags = topicTags(k)
 	rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
 	rp.Partition, rp.LeaderEpoch = k.Partition, -1
 	rt.Partitions = []kmsg.ReadShareGroupStateRequestTopicPartition{rp}
@@ -190,7 +213,7 @@ func (gw *Gateway) peerSharePersist(ctx context.Context, part int32, k sharestor
 	req := kmsg.NewPtrWriteShareGroupStateRequest()
 	req.GroupID = k.Group
 	rt := kmsg.NewWriteShareGroupStateRequestTopic()
-	rt.UnknownTags = topicTags(k.Topic)
+	rt.UnknownTags = topicTags(k)
 	rp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
 	rp.Partition, rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset = k.Partition, int32(token>>32), -1, rec.Start
 	rp.UnknownTags.Set(peerShareTokenTag, binary.BigEndian.AppendUint64(nil, token))
@@ -213,7 +236,7 @@ func (gw *Gateway) peerShareDelete(ctx context.Context, part int32, k sharestore
 	req := kmsg.NewPtrDeleteShareGroupStateRequest()
 	req.GroupID = k.Group
 	rt := kmsg.NewDeleteShareGroupStateRequestTopic()
-	rt.UnknownTags = topicTags(k.Topic)
+	rt.UnknownTags = topicTags(k)
 	rp := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
 	rp.Partition = k.Partition
 	rt.Partitions = []kmsg.DeleteShareGroupStateRequestTopicPartition{rp}
@@ -235,7 +258,7 @@ func (gw *Gateway) peerShareStart(ctx context.Context, part int32, k sharestore.
 	req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
 	req.GroupID = k.Group
 	rt := kmsg.NewReadShareGroupStateSummaryRequestTopic()
-	rt.UnknownTags = topicTags(k.Topic)
+	rt.UnknownTags = topicTags(k)
 	rp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
 	rp.Partition, rp.LeaderEpoch = k.Partition, -1
 	rt.Partitions = []kmsg.ReadShareGroupStateSummaryRequestTopicPartition{rp}
@@ -275,12 +298,12 @@ func (gw *Gateway) peerShareKeys(ctx context.Context, p cluster.Peer, parts []in
 	}
 	var out []sharestore.Key
 	for _, t := range r.Topics {
-		topic, ok := tagValue(&t.UnknownTags, peerShareTopicTag)
-		if !ok {
-			return nil, errShareAnswer
-		}
 		for _, tp := range t.Partitions {
-			out = append(out, sharestore.Key{Group: group, Topic: string(topic), Partition: tp.Partition})
+			k, ok := peerShareKey(group, &t.UnknownTags, tp.Partition)
+			if !ok {
+				return nil, errShareAnswer
+			}
+			out = append(out, k)
 		}
 	}
 	return out, nil
@@ -295,13 +318,6 @@ func peerOnly(r *request, api string) bool {
 	}
 	r.Log().Info().Str("api", api).Msg("refused: only another gateway of the cluster may call it")
 	return false
-}
-
-// peerShareKey is the share-partition a peer's request names, ok=false
-// when the topic carries no name.
-func peerShareKey(group string, topicTags *kmsg.Tags, partition int32) (sharestore.Key, bool) {
-	topic, ok := tagValue(topicTags, peerShareTopicTag)
-	return sharestore.Key{Group: group, Topic: string(topic), Partition: partition}, ok
 }
 
 // errNoTopicName answers a topic a peer sent without its name.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -409,7 +408,7 @@ func (s *shareStates) Keys(ctx context.Context, group string) ([]sharestore.Key,
 		}
 		out = append(out, ks...)
 	}
-	slices.SortFunc(out, compareShareKeys)
+	slices.SortFunc(out, sharestore.CompareKeys)
 	return out, nil
 }
 
@@ -421,11 +420,6 @@ func (s *shareStates) keysHere(ctx context.Context, part int32, group string) ([
 		return nil, err
 	}
 	return keysServed(sv, group), nil
-}
-
-// compareShareKeys orders share-partitions as sharestore lists them.
-func compareShareKeys(a, b sharestore.Key) int {
-	return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 }
 
 // shareLog is the sharestore.Log of one tenant's state topic.

@@ -87,7 +87,7 @@ func kept(t *testing.T, s plog.ShareStates, k sharestore.Key) (sharestate.Record
 // checkShareStates runs what every plog.ShareStates must do through
 // s, which restart replaces by the same store after a restart.
 func checkShareStates(t *testing.T, s plog.ShareStates, restart func() plog.ShareStates) {
-	k := sharestore.Key{Group: "g1", Topic: "orders", Partition: 2}
+	k := sharestore.Key{Group: "g1", Topic: "orders", Stream: "s-orders", Partition: 2}
 	if _, token, found := shareTake(t, s, k); found || token == 0 {
 		t.Fatalf("an empty store: found %t, token %d", found, token)
 	}
@@ -126,7 +126,7 @@ func checkShareStates(t *testing.T, s plog.ShareStates, restart func() plog.Shar
 		t.Fatalf("a fenced write changed the state: %+v, want %+v", got, want)
 	}
 
-	others := []sharestore.Key{{Group: "g1", Topic: "audit", Partition: 0}, {Group: "g1", Topic: "orders", Partition: 0}, {Group: "g2", Topic: "orders", Partition: 2}}
+	others := []sharestore.Key{{Group: "g1", Topic: "audit", Stream: "s-audit", Partition: 0}, {Group: "g1", Topic: "orders", Stream: "s-orders", Partition: 0}, {Group: "g2", Topic: "orders", Stream: "s-orders", Partition: 2}}
 	for _, o := range others {
 		shareStarted(t, s, o, 3, 1)
 	}
@@ -275,7 +275,7 @@ func TestShareStatesThroughPeer(t *testing.T) {
 	req := kmsg.NewPtrReadShareGroupStateRequest()
 	req.GroupID = "g1"
 	rt := kmsg.NewReadShareGroupStateRequestTopic()
-	rt.UnknownTags = topicTags("orders")
+	rt.UnknownTags = topicTags(sharestore.Key{Group: "g1", Topic: "orders", Stream: "s-orders", Partition: 2})
 	rt.Partitions = []kmsg.ReadShareGroupStateRequestTopicPartition{{Partition: 2}}
 	req.Topics = []kmsg.ReadShareGroupStateRequestTopic{rt}
 	resp, err := pc.Request(shareCtx(t), peerOf(t, 0, holder), req)
@@ -295,7 +295,7 @@ func TestShareStateAPIsRefuseClients(t *testing.T) {
 	req := kmsg.NewPtrWriteShareGroupStateRequest()
 	req.GroupID = k.Group
 	rt := kmsg.NewWriteShareGroupStateRequestTopic()
-	rt.UnknownTags = topicTags(k.Topic)
+	rt.UnknownTags = topicTags(k)
 	rp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
 	p, err := sharestate.New(sharestate.Config{}, 0)
 	if err != nil {

@@ -560,3 +560,39 @@ func TestShareFetchACLs(t *testing.T) {
 		t.Errorf("share acknowledge without READ on the topic: %v %+v, want TOPIC_AUTHORIZATION_FAILED on its partition", kerr.ErrorForCode(resp.ErrorCode), resp.Topics)
 	}
 }
+
+// A topic deleted and created again under its name is another topic to a
+// share group, as Kafka's topic ids make it: the group starts it afresh
+// (share.auto.offset.reset) rather than taking offsets done in the old
+// one as done in the new.
+func TestShareGroupTopicRecreated(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, nil)
+	const n = 10
+	topic, group := shareGroup(t, c, "share-recreated", n)
+	first := shareConsumer(t, c, group, topic)
+	got := 0
+	pollUntil(t, first, func() bool { return got >= n }, func(*kgo.Record) kgo.AckStatus {
+		got++
+		return kgo.AckAccept
+	})
+	if err := first.FlushAcks(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	adm := kadm.NewClient(newClient(t, c))
+	if _, err := adm.DeleteTopic(testContext(t, 10*time.Second), topic); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, c, topic, 2, nil)
+	produceValues(t, c, topic, 0, n/2)
+	second := shareConsumer(t, c, group, topic)
+	again := map[string]bool{}
+	pollUntil(t, second, func() bool { return len(again) >= n/2 }, func(r *kgo.Record) kgo.AckStatus {
+		if r.DeliveryCount() != 1 {
+			t.Errorf("%s of the new topic delivered with count %d", r.Value, r.DeliveryCount())
+		}
+		again[string(r.Value)] = true
+		return kgo.AckAccept
+	})
+}

@@ -100,7 +100,7 @@ func (ps *Partition) ShareDelete(ctx context.Context, group string) int16 {
 
 // shareKey names group's share-partition of this partition.
 func (ps *Partition) shareKey(group string) sharestore.Key {
-	return sharestore.Key{Group: group, Topic: ps.key.Topic, Partition: ps.key.Partition}
+	return sharestore.Key{Group: group, Topic: ps.key.Topic, Stream: ps.key.StreamID, Partition: ps.key.Partition}
 }
 
 // ReleaseShareMember makes the records member of group holds on every

@@ -1,17 +1,28 @@
 package sharestore
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 )
 
 // Key names a share-partition: a share group's view of one topic
-// partition.
+// partition. Stream is the topic's DIS stream id, so that a topic deleted
+// and created again under its name starts its share-partitions afresh,
+// as Kafka's, keyed by topic id, do.
 type Key struct {
-	Group, Topic string
-	Partition    int32
+	Group, Topic, Stream string
+	Partition            int32
+}
+
+// CompareKeys orders share-partitions by group, topic, stream and
+// partition: the order Keys lists them in, wherever they are gathered
+// from.
+func CompareKeys(a, b Key) int {
+	return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Topic, b.Topic), strings.Compare(a.Stream, b.Stream), cmp.Compare(a.Partition, b.Partition))
 }
 
 // The kinds of key, the byte after the share-partition.
@@ -21,7 +32,7 @@ const (
 	kindDeletion = 3
 )
 
-// loadKey is the key of a load record: every other key starts with two
+// loadKey is the key of a load record: every other key starts with three
 // length varints, so none is empty.
 var loadKey = []byte{}
 
@@ -35,15 +46,17 @@ func PartitionOf(k Key, n int32) int32 {
 	return int32(h.Sum32() % uint32(n))
 }
 
-// prefix is k as every one of its keys begins: the group and the topic
-// length-prefixed, so no choice of characters makes two share-partitions'
-// keys alike, then the partition.
+// prefix is k as every one of its keys begins: the group, the topic and
+// its stream length-prefixed, so no choice of characters makes two
+// share-partitions' keys alike, then the partition.
 func (k Key) prefix() []byte {
-	b := make([]byte, 0, len(k.Group)+len(k.Topic)+4+2*binary.MaxVarintLen64+1+4+8)
+	b := make([]byte, 0, len(k.Group)+len(k.Topic)+len(k.Stream)+4+3*binary.MaxVarintLen64+1+4+8)
 	b = binary.AppendUvarint(b, uint64(len(k.Group)))
 	b = append(b, k.Group...)
 	b = binary.AppendUvarint(b, uint64(len(k.Topic)))
 	b = append(b, k.Topic...)
+	b = binary.AppendUvarint(b, uint64(len(k.Stream)))
+	b = append(b, k.Stream...)
 	return binary.BigEndian.AppendUint32(b, uint32(k.Partition))
 }
 
@@ -89,10 +102,14 @@ func parseKey(b []byte) (parsedKey, error) {
 	if err != nil {
 		return pk, err
 	}
+	stream, rest, err := lengthPrefixed(rest)
+	if err != nil {
+		return pk, err
+	}
 	if len(rest) < 4+1+4 {
 		return pk, errors.New("sharestore: key truncated")
 	}
-	pk.k = Key{Group: group, Topic: topic, Partition: int32(binary.BigEndian.Uint32(rest))}
+	pk.k = Key{Group: group, Topic: topic, Stream: stream, Partition: int32(binary.BigEndian.Uint32(rest))}
 	kind := rest[4]
 	pk.epoch = binary.BigEndian.Uint32(rest[5:])
 	rest = rest[9:]

@@ -1,12 +1,10 @@
 package sharestore
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/disgw/disgw/gateway/plog/sharestate"
@@ -82,9 +80,7 @@ func (lp *LogPartition) Keys() []Key {
 			out = append(out, k)
 		}
 	}
-	slices.SortFunc(out, func(a, b Key) int {
-		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
+	slices.SortFunc(out, CompareKeys)
 	return out
 }
 

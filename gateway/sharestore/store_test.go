@@ -15,7 +15,7 @@ var k1 = Key{Group: "g", Topic: "t", Partition: 3}
 // share-partitions apart whatever their names hold, and PartitionOf is
 // stable and in range.
 func TestKeys(t *testing.T) {
-	ks := []Key{{"a", "bc", 0}, {"ab", "c", 0}, {"", "\x00\x01", -1}, {"g\x00", "t", 1 << 30}, {"é✓", "", 7}}
+	ks := []Key{{"a", "bc", "s", 0}, {"ab", "c", "s", 0}, {"", "\x00\x01", "", -1}, {"g\x00", "t", "s", 1 << 30}, {"é✓", "", "s", 7}, {"a", "b", "cs", 0}, {"a", "bc", "", 0}}
 	seen := make(map[string]Key)
 	for _, k := range ks {
 		for _, raw := range [][]byte{snapshotKey(k, 9), updateKey(k, 9, 1<<40)} {
@@ -180,7 +180,7 @@ func TestFencedLateWrites(t *testing.T) {
 func TestManySharePartitions(t *testing.T) {
 	log := &memLog{}
 	lp := take(t, log)
-	ks := []Key{{"a", "bc", 0}, {"ab", "c", 0}, {"ab", "c", 1}, {"", "\x00", 0}, {"x", "y", 9}}
+	ks := []Key{{"a", "bc", "s", 0}, {"ab", "c", "s", 0}, {"ab", "c", "s", 1}, {"", "\x00", "s", 0}, {"x", "y", "s", 9}}
 	states := make([]sharestate.Record, len(ks))
 	for i, k := range ks {
 		p := newShare(t, lp, k)
@@ -222,7 +222,7 @@ func TestCorruptRecords(t *testing.T) {
 		{[]byte{}, []byte{1}},
 		{update, []byte("not a record")},
 		{updateKey(k1, lp.Epoch(), rd.Record.Seq+1), snapWrong.Encode()},
-		{updateKey(Key{"other", "t", 0}, lp.Epoch(), 1), rd.Record.Encode()},
+		{updateKey(Key{"other", "t", "s", 0}, lp.Epoch(), 1), rd.Record.Encode()},
 	} {
 		if err := log.Append(ctx, 0, e.Key, e.Value); err != nil {
 			t.Fatal(err)
