@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
@@ -147,7 +149,7 @@ func (s *shareStates) take(part int32, sv *shareServed) {
 	logf := func(err error) {
 		s.gw.log.Warn().Int32("partition", part).Err(err).Msg("a share state record was skipped")
 	}
-	sv.lp, sv.err = sharestore.Take(ctx, shareLog{s.gw.shareState(), s.tn}, part, s.gw.shareLimits(), logf)
+	sv.lp, sv.err = sharestore.Take(ctx, newShareLog(s.gw.shareState(), s.tn), part, s.gw.shareLimits(), logf)
 }
 
 // unloadMoved forgets the log partitions another gateway serves now, and
@@ -422,22 +424,49 @@ func (s *shareStates) keysHere(ctx context.Context, part int32, group string) ([
 	return keysServed(sv, group), nil
 }
 
-// shareLog is the sharestore.Log of one tenant's state topic.
+// shareLog is the sharestore.Log of one tenant's state topic. Tenants
+// that sign in with different keys of one DIS project share its streams,
+// the state topic among them, yet keep their own groups: each one's keys
+// begin with its namespace (shareSpace), and it reads only its own, so
+// neither one's records nor its takeovers fence the other's.
 type shareLog struct {
-	st stateTopic
-	tn *tenant
+	st    stateTopic
+	tn    *tenant
+	space []byte
+}
+
+// newShareLog is tn's share state log.
+func newShareLog(st stateTopic, tn *tenant) shareLog {
+	return shareLog{st: st, tn: tn, space: shareSpace(tn.id)}
+}
+
+// shareSpace is the namespace of tenant id's keys: its length, then the
+// first 16 bytes of its SHA-256 (an access key is not written out for the
+// project's other users to read), or nothing for the gateway's own
+// credentials, whose id is empty. The length makes it prefix-free.
+func shareSpace(id string) []byte {
+	if id == "" {
+		return []byte{0}
+	}
+	sum := sha256.Sum256([]byte(id))
+	return append([]byte{16}, sum[:16]...)
 }
 
 // Append writes through the log partition's writer, which refuses it
 // once another gateway owns the partition.
 func (l shareLog) Append(ctx context.Context, part int32, key, value []byte) error {
-	return l.st.Append(ctx, l.tn, part, key, value)
+	return l.st.Append(ctx, l.tn, part, append(slices.Clip(l.space), key...), value)
 }
 
-// Read reads the whole log partition, as a takeover must.
+// Read reads the whole log partition, as a takeover must, and returns
+// the tenant's records with their keys out of its namespace.
 func (l shareLog) Read(ctx context.Context, part int32) ([]sharestore.Entry, error) {
 	var out []sharestore.Entry
-	err := l.st.read(ctx, l.tn, part, func(key, value []byte) { out = append(out, sharestore.Entry{Key: key, Value: value}) })
+	err := l.st.read(ctx, l.tn, part, func(key, value []byte) {
+		if own, ok := bytes.CutPrefix(key, l.space); ok {
+			out = append(out, sharestore.Entry{Key: own, Value: value})
+		}
+	})
 	if err != nil {
 		return nil, err
 	}

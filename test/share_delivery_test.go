@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/disgw/disgw/gateway"
 	"github.com/disgw/disgw/gateway/cluster"
@@ -595,4 +596,59 @@ func TestShareGroupTopicRecreated(t *testing.T) {
 		again[string(r.Value)] = true
 		return kgo.AckAccept
 	})
+}
+
+// Two passthrough tenants signed in with keys of one DIS project share its
+// streams, the share state topic among them, but not their share groups:
+// each tenant's group "g" reads the one topic from the start on its own,
+// and after a gateway restart each goes on from where it was.
+func TestShareGroupsPassthroughTenantsApart(t *testing.T) {
+	t.Parallel()
+	c, _, _ := startPassthroughCluster(t)
+	ctx := testContext(t, 60*time.Second)
+	const topic, n = "share-tenants", 20
+	if _, err := kadm.NewClient(passthroughClient(t, c, tenant1AK, tenant1SK)).CreateTopic(ctx, 1, -1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	producer := passthroughClient(t, c, tenant1AK, tenant1SK, kgo.DefaultProduceTopic(topic))
+	for i := range n {
+		if err := producer.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tenants := [][2]string{{tenant1AK, tenant1SK}, {tenant2AK, tenant2SK}}
+	addr := c.Gateway.ListenerAddr(gateway.SASLPlaintext).String()
+	for _, tn := range tenants {
+		b := seedBroker(t, addr, kgo.SASL(plain.Auth{User: tn[0], Pass: tn[1]}.AsMechanism()))
+		if code, msg := alterGroupConfigs(t, b, "g", groupConfigOp(kmsg.IncrementalAlterConfigOpSet, "share.auto.offset.reset", "earliest")); code != 0 {
+			t.Fatalf("share.auto.offset.reset for %s: %v (%s)", tn[0], kerr.ErrorForCode(code), msg)
+		}
+	}
+	// Each tenant accepts half the records, in turn, so that their share
+	// state records interleave in the state topic.
+	consume := func(tn [2]string, want int, seen map[string]bool) {
+		t.Helper()
+		cl := passthroughClient(t, c, tn[0], tn[1], kgo.ShareGroup("g"), kgo.ConsumeTopics(topic), kgo.ShareMaxRecords(5))
+		pollUntil(t, cl, func() bool { return len(seen) >= want }, func(r *kgo.Record) kgo.AckStatus {
+			if seen[string(r.Value)] {
+				t.Errorf("tenant %s: %s delivered again", tn[0], r.Value)
+			}
+			seen[string(r.Value)] = true
+			return kgo.AckAccept
+		})
+		if err := cl.FlushAcks(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cl.Close()
+	}
+	seen := []map[string]bool{{}, {}}
+	for i, tn := range tenants {
+		consume(tn, n/2, seen[i])
+	}
+	if err := c.RestartGateway(); err != nil {
+		t.Fatal(err)
+	}
+	for i, tn := range tenants {
+		consume(tn, n, seen[i])
+	}
 }
