@@ -145,8 +145,10 @@ func TestDriverStateSurvivesReload(t *testing.T) {
 func TestDriverLoadSkipsFencedRecordsAndTombstones(t *testing.T) {
 	log := &memLog{}
 	rec := func(id string, pid int64, epoch int32) Entry {
+		// Updated now: an id last updated at 0 is long past its
+		// expiration, and the driver's first tick would expire it.
 		r := txncoord.Record{TxnID: id, ProducerID: pid, LastProducerID: -1, LastEpoch: -1, TimeoutMillis: 10000,
-			State: txncoord.Empty, StartMillis: -1, CoordinatorEpoch: epoch}
+			State: txncoord.Empty, StartMillis: -1, UpdateMillis: time.Now().UnixMilli(), CoordinatorEpoch: epoch}
 		return Entry{Key: []byte(id), Value: r.Encode()}
 	}
 	load := func(epoch uint32) Entry {
