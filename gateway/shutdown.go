@@ -109,6 +109,11 @@ func (gw *Gateway) groupOwner(key string) cluster.Peer {
 	return gw.cfg.Membership.Owner(key)
 }
 
+// goroutineWait bounds how long a stopping gateway waits for the
+// goroutines it started, once its context is cancelled: they end at
+// their next DIS call or wait, which the context cuts short.
+const goroutineWait = 5 * time.Second
+
 // close runs the shutdown sequence and logs how long each phase took.
 func (gw *Gateway) close(ctx context.Context) error {
 	began := time.Now()
@@ -126,6 +131,11 @@ func (gw *Gateway) close(ctx context.Context) error {
 		<-gw.swept
 	}
 	err := gw.wire.Stop()
+	wctx, cancel := context.WithTimeout(context.Background(), goroutineWait)
+	if n := gw.panics.Wait(wctx); n > 0 {
+		gw.log.Warn().Int64("goroutines", n).Dur("waited", goroutineWait).Msg("shutdown: goroutines still running")
+	}
+	cancel()
 	gw.tenantsMu.Lock()
 	for _, tn := range gw.tenants {
 		closeDIS(tn.dis)

@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -17,6 +20,9 @@ type Panics struct {
 	// (disgw_panics_recovered_total).
 	Log   zerolog.Logger
 	Count prometheus.Counter
+	// running counts the goroutines Go started that have not returned,
+	// which a gateway that stops waits for (Wait).
+	running atomic.Int64
 }
 
 // note counts a recovered panic in disgw_panics_recovered_total and
@@ -47,8 +53,34 @@ var errTransportPanicked = errors.New("gateway: listener transport panicked")
 
 // Go runs fn on a new goroutine guarded by Recover.
 func (p *Panics) Go(what string, fn func()) {
+	p.running.Add(1)
 	go func() {
+		defer p.running.Add(-1)
 		defer p.Recover(what, nil)
 		fn()
 	}()
+}
+
+// waitPoll is how often Wait looks at the goroutines still running.
+const waitPoll = 5 * time.Millisecond
+
+// Wait returns once every goroutine Go started has returned, or ctx is
+// done first; it reports how many were still running then. A gateway
+// that stops waits, once its context is cancelled, so that nothing it
+// started outlives it: a goroutine still logging after Close would write
+// to a logger its owner no longer expects lines on.
+func (p *Panics) Wait(ctx context.Context) int64 {
+	t := time.NewTicker(waitPoll)
+	defer t.Stop()
+	for {
+		n := p.running.Load()
+		if n == 0 {
+			return 0
+		}
+		select {
+		case <-ctx.Done():
+			return n
+		case <-t.C:
+		}
+	}
 }
