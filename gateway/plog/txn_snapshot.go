@@ -390,7 +390,7 @@ func (ps *Partition) scheduleTxnSnapshot() {
 			}
 			ctx, cancel := context.WithTimeout(ps.d.Ctx, ps.d.RequestTimeout)
 			defer cancel()
-			if err := ps.writeTxnSnapshot(ctx, false); err != nil {
+			if err := ps.writeTxnSnapshot(ctx); err != nil {
 				ps.txnSnapshotFailed(err, "writing the partition's transaction snapshot failed; it is tried again")
 			}
 		})
@@ -413,10 +413,11 @@ func (ps *Partition) txnSnapshotFailed(err error, msg string) {
 }
 
 // writeTxnSnapshot writes the state as a snapshot record and points the
-// watermark checkpoint at it, when it changed since the last one or, with
-// refresh, when the last is older than txnSnapshotRefresh. An empty state
-// needs no record: the pointer says "empty".
-func (ps *Partition) writeTxnSnapshot(ctx context.Context, refresh bool) error {
+// watermark checkpoint at it, when it changed since the last one or the
+// last is older than txnSnapshotRefresh: so a refresh that failed is made
+// by the write tried again after it. An empty state needs no record: the
+// pointer says "empty".
+func (ps *Partition) writeTxnSnapshot(ctx context.Context) error {
 	ps.markMu.Lock()
 	defer ps.markMu.Unlock()
 	ps.mu.Lock()
@@ -427,7 +428,7 @@ func (ps *Partition) writeTxnSnapshot(ctx context.Context, refresh bool) error {
 	ps.trimAbortedLocked()
 	ps.expireTxnProducersLocked(time.Now().UnixMilli())
 	tx := &ps.txn
-	stale := refresh && tx.ptr.Seq >= 0 && time.Since(ps.txnSnapAt) >= txnSnapshotRefresh
+	stale := tx.ptr.Seq >= 0 && time.Since(ps.txnSnapAt) >= txnSnapshotRefresh
 	if tx.snapVersion == tx.version && !stale {
 		ps.mu.Unlock()
 		return nil
@@ -475,7 +476,7 @@ func (ps *Partition) refreshTxnSnapshotLater() {
 		ps.d.Go("transaction snapshot refresh", func() {
 			ctx, cancel := context.WithTimeout(ps.d.Ctx, ps.d.RequestTimeout)
 			defer cancel()
-			if err := ps.writeTxnSnapshot(ctx, true); err != nil {
+			if err := ps.writeTxnSnapshot(ctx); err != nil {
 				ps.txnSnapshotFailed(err, "writing the partition's transaction snapshot again failed; it is tried again")
 			}
 		})

@@ -330,7 +330,7 @@ func TestTxnRecoveryRandomized(t *testing.T) {
 					}
 				}
 			case r < 85:
-				if err := f.ps.writeTxnSnapshot(f.ctx, false); err != nil {
+				if err := f.ps.writeTxnSnapshot(f.ctx); err != nil {
 					t.Fatal(err)
 				}
 			case r < 90:
@@ -415,5 +415,57 @@ func TestTxnSnapshotFailures(t *testing.T) {
 				t.Errorf("the partition evicted: %v, want %v", evicted, tc.evict)
 			}
 		})
+	}
+}
+
+// switchedSnapshotDIS fails snapshot checkpoints as snapshotFaultDIS does
+// while failing is set, and passes them through otherwise.
+type switchedSnapshotDIS struct {
+	snapshotFaultDIS
+	failing atomic.Bool
+}
+
+func (d *switchedSnapshotDIS) CommitCheckpoint(ctx context.Context, req *disclient.CommitCheckpointRequest) error {
+	if d.failing.Load() {
+		return d.snapshotFaultDIS.CommitCheckpoint(ctx, req)
+	}
+	return d.API.CommitCheckpoint(ctx, req)
+}
+
+// A refresh of a snapshot about to outlive its record that fails is made
+// by the write tried again txnSnapshotInterval later, though the state did
+// not change meanwhile.
+func TestTxnSnapshotRefreshRetried(t *testing.T) {
+	t.Parallel()
+	dis := &switchedSnapshotDIS{snapshotFaultDIS: snapshotFaultDIS{API: localDIS(t), err: errInjected}}
+	f := newTxnFixtureOver(t, dis)
+	f.mustProduce(7, 1, true)
+	written := func() time.Time {
+		f.ps.mu.Lock()
+		defer f.ps.mu.Unlock()
+		return f.ps.txnSnapAt
+	}
+	for deadline := time.Now().Add(10 * time.Second); written().IsZero(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the first snapshot was not written")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The snapshot is due for its refresh, which fails.
+	f.ps.mu.Lock()
+	f.ps.txnSnapAt = time.Now().Add(-txnSnapshotRefresh - time.Minute)
+	f.ps.mu.Unlock()
+	dis.failing.Store(true)
+	if err := f.ps.writeTxnSnapshot(f.ctx); err == nil {
+		t.Fatal("the refresh was written through a failing DIS")
+	}
+	f.ps.txnSnapshotFailed(errInjected, "refresh failed")
+	dis.failing.Store(false)
+	began := time.Now()
+	for written().Before(began) {
+		if time.Since(began) > 3*txnSnapshotInterval {
+			t.Fatalf("the failed refresh was not made again within %v", 3*txnSnapshotInterval)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
