@@ -67,16 +67,21 @@ func handleShareFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.Sh
 	resp.AcquisitionLockTimeoutMillis = int32(lock.Milliseconds())
 
 	// The session's partitions: every one the request names joins it,
-	// with or without acknowledgements; forgotten ones leave.
+	// with or without acknowledgements, unless no such partition exists
+	// (so a session holds no more than the topics have); forgotten ones
+	// leave.
 	var named []sharePart
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			named = append(named, sharePart{t.TopicID, p.Partition})
 		}
 	}
+	targets := gw.shareTargets(ctx, r, append(append([]sharePart(nil), named...), s.parts...))
 	if epoch != shareEpochClose {
 		for _, p := range named {
-			s.add(p)
+			if code := targets[p].code; code != kerr.UnknownTopicID.Code && code != kerr.UnknownTopicOrPartition.Code {
+				s.add(p)
+			}
 		}
 		for _, f := range req.ForgottenTopicsData {
 			for _, p := range f.Partitions {
@@ -84,7 +89,6 @@ func handleShareFetch(ctx context.Context, gw *Gateway, r *request, req *kmsg.Sh
 			}
 		}
 	}
-	targets := gw.shareTargets(ctx, r, append(append([]sharePart(nil), named...), s.parts...))
 	out := newShareFetchAnswer(gw, r, resp)
 
 	// Acknowledgements first, all partitions at once: each returns once

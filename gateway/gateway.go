@@ -261,6 +261,10 @@ type Config struct {
 	// share sessions this gateway keeps, each a member's list of
 	// partitions; zero means Kafka's default, 2000.
 	ShareMaxSessions int
+	// MaxSharePartitions bounds the share-partitions (a share group's
+	// view of one partition) this gateway holds, over all tenants: a
+	// share fetch makes one for any group it names. Zero means 50000.
+	MaxSharePartitions int
 	// ShareGroupSessionTimeout, ShareGroupHeartbeatInterval and
 	// ShareGroupMaxSize are Kafka's group.share.session.timeout.ms,
 	// group.share.heartbeat.interval.ms and group.share.max.size for share
@@ -368,6 +372,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ShareMaxSessions <= 0 {
 		c.ShareMaxSessions = 2000
+	}
+	if c.MaxSharePartitions <= 0 {
+		c.MaxSharePartitions = 50000
 	}
 	if c.ShareStatePartitions <= 0 {
 		c.ShareStatePartitions = 4
@@ -484,8 +491,11 @@ type Gateway struct {
 	inflight atomic.Int64
 
 	producers *producerIDs
-	// shareSessions are the share consumers' sessions (share_sessions.go).
+	// shareSessions are the share consumers' sessions (share_sessions.go),
+	// and shareBudget bounds the share-partitions every tenant's
+	// partition log holds.
 	shareSessions *shareSessions
+	shareBudget   *plog.ShareBudget
 	groups        *groups.Driver[*tenant]
 	txns          *txns.Driver[*tenant]
 	// handover holds group coordination back while a starting gateway's
@@ -554,6 +564,7 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		handover:  newGroupHandover(cfg.GroupHandoverWait),
 	}
 	gw.shareSessions = newShareSessions(cfg.ShareMaxSessions, shareSessionIdle)
+	gw.shareBudget = plog.NewShareBudget(cfg.MaxSharePartitions)
 	gw.metrics = newMetrics(gw)
 	gw.panics = &wire.Panics{Log: gw.log, Count: gw.metrics.Panics}
 	gw.queues = plog.NewQueues(gw.cfg.MaxPartitionQueueBytes, gw.cfg.MaxQueueBytes, gw.metrics.ProduceQueued, gw.metrics.ProduceQueueWaits)

@@ -107,6 +107,7 @@ func (gw *Gateway) plogDeps(tn *tenant) plog.Deps {
 		Owns:        gw.ownsPartition,
 		Shares:      tn.shares,
 		ShareLimits: cfg.ShareLimits,
+		ShareBudget: gw.shareBudget,
 		TxnsOpen: func() {
 			gw.panics.Go("transaction state load", func() {
 				ctx, cancel := context.WithTimeout(gw.ctx, cfg.RequestTimeout)

@@ -60,6 +60,7 @@ type options struct {
 	producerIDExpiration              time.Duration
 	transactionStatePartitions        int
 	shareMaxSessions                  int
+	maxSharePartitions                int
 	shareStatePartitions              int
 	transactionMaxTimeout             time.Duration
 	maxProducersPerPartition          int
@@ -152,6 +153,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Int64Var(&o.queueBytes, "max-queue-bytes", 128<<20, "produced bytes queued for DIS over all partitions before producers wait (backpressure)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long in-flight requests may take to finish before connections close")
 	fs.DurationVar(&o.readyProbe, "ready-probe-interval", 5*time.Second, "how often the gateway checks that DIS answers, for /readyz")
+	fs.IntVar(&o.maxSharePartitions, "max-share-partitions", 50000, "share-partitions (a share group's view of one partition) this gateway holds; beyond, a share fetch of a new one is answered POLICY_VIOLATION")
 	fs.IntVar(&o.shareMaxSessions, "share-max-sessions", 2000, "share sessions this gateway keeps (Kafka's group.share.max.share.sessions): one per share consumer fetching from it")
 	fs.IntVar(&o.transactionStatePartitions, "transaction-state-partitions", 4, "partitions of each tenant's __transaction_state topic, created on the first transactional producer; every gateway of a DIS account must agree")
 	fs.IntVar(&o.shareStatePartitions, "share-state-partitions", 4, "partitions of each tenant's __share_group_state topic, created when a share group first keeps state; every gateway of a DIS account must agree")
@@ -408,6 +410,7 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 		ProducerIDExpiration:         o.producerIDExpiration,
 		TransactionStatePartitions:   int32(o.transactionStatePartitions),
 		ShareMaxSessions:             o.shareMaxSessions,
+		MaxSharePartitions:           o.maxSharePartitions,
 		ShareStatePartitions:         int32(o.shareStatePartitions),
 		TransactionMaxTimeout:        o.transactionMaxTimeout,
 		MaxProducersPerPartition:     o.maxProducersPerPartition,
@@ -439,8 +442,8 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 		o.consumerGroupSessionTimeout <= 0 || o.consumerGroupHeartbeatInterval <= 0 {
 		return errors.New("--group-max-size, --group-max-pending-members, --max-groups, --group-max-rebalance-timeout, --offsets-retention and the --consumer-group-* durations must be positive")
 	}
-	if o.shareMaxSessions <= 0 {
-		return errors.New("--share-max-sessions must be positive")
+	if o.shareMaxSessions <= 0 || o.maxSharePartitions <= 0 {
+		return errors.New("--share-max-sessions and --max-share-partitions must be positive")
 	}
 	if o.shareGroupSessionTimeout <= 0 || o.shareGroupHeartbeatInterval <= 0 || o.shareGroupMaxSize <= 0 {
 		return errors.New("--share-group-session-timeout, --share-group-heartbeat-interval and --share-group-max-size must be positive")

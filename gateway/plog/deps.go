@@ -100,9 +100,11 @@ type Deps struct {
 	TxnsOpen func()
 
 	// Shares keeps share-partitions durable and ShareLimits bounds them
-	// (the gateway's group.share.* flags).
+	// (the gateway's group.share.* flags); ShareBudget bounds how many
+	// are held, shared by every tenant.
 	Shares      ShareStates
 	ShareLimits sharestate.Config
+	ShareBudget *ShareBudget
 
 	// Metrics hooks: records and bytes stored for a partition, produces
 	// cancelled before they were written, single-record reads of the

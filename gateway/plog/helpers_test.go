@@ -84,6 +84,7 @@ func testTenant(t testing.TB, s testSettings, dis disclient.API) *Tenant {
 		OffsetProbe:      func() {},
 		FencedBatches:    func(int) {},
 		ShareWritten:     func(bool) {},
+		ShareBudget:      NewShareBudget(1000),
 	})
 }
 

@@ -3,6 +3,7 @@ package plog
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/disgw/disgw/gateway/plog/sharestate"
@@ -41,6 +42,34 @@ type ShareStates interface {
 
 // ErrShareFenced is Persist's answer to a token that is no longer k's.
 var ErrShareFenced = errors.New("plog: share-partition taken by another holder")
+
+// ShareBudget bounds the share-partitions a gateway holds, over all its
+// tenants: a share fetch makes one for any group it names, so without a
+// bound clients could grow the gateway's memory (and its state writes)
+// with group names. It is safe for concurrent use.
+type ShareBudget struct {
+	max  int64
+	held atomic.Int64
+}
+
+// NewShareBudget makes a budget of max share-partitions.
+func NewShareBudget(max int) *ShareBudget { return &ShareBudget{max: int64(max)} }
+
+// take counts one more share-partition, or reports false when the budget
+// is spent.
+func (b *ShareBudget) take() bool {
+	if b.held.Add(1) > b.max {
+		b.held.Add(-1)
+		return false
+	}
+	return true
+}
+
+// release counts one share-partition fewer.
+func (b *ShareBudget) release() { b.held.Add(-1) }
+
+// Held is the share-partitions counted now.
+func (b *ShareBudget) Held() int64 { return b.held.Load() }
 
 // ShareReset is where a share-partition with no kept state starts:
 // share.auto.offset.reset.

@@ -54,6 +54,12 @@ func (ps *Partition) shareRoom(ctx context.Context, group string, start func(ctx
 			ps.shareMu.Unlock()
 			return nil, kerr.NotLeaderForPartition.Code
 		}
+		if !ps.d.ShareBudget.take() {
+			ps.shareMu.Unlock()
+			ps.d.Log.Warn().Str("group", group).Str("topic", ps.key.Topic).Int32("partition", ps.key.Partition).
+				Msg("share fetch refused: the gateway holds as many share-partitions as --max-share-partitions allows")
+			return nil, kerr.PolicyViolation.Code
+		}
 		r = &shareRoom{
 			ps:      ps,
 			key:     ps.shareKey(group),
@@ -162,6 +168,7 @@ func (r *shareRoom) drop() {
 	ps.shareMu.Lock()
 	if ps.shares[r.key.Group] == r {
 		delete(ps.shares, r.key.Group)
+		ps.d.ShareBudget.release()
 	}
 	ps.shareMu.Unlock()
 }
@@ -319,6 +326,9 @@ func (ps *Partition) closeShares() {
 	rooms := ps.shares
 	ps.shares = nil
 	ps.shareMu.Unlock()
+	for range rooms {
+		ps.d.ShareBudget.release()
+	}
 	for _, r := range rooms {
 		select {
 		case <-r.loaded:

@@ -301,3 +301,38 @@ func TestShareReleaseMemberAndReset(t *testing.T) {
 		t.Fatal("state found after delete")
 	}
 }
+
+// The share budget bounds the share-partitions held, whatever group names
+// clients make up: one more is refused with POLICY_VIOLATION until one
+// goes.
+func TestShareBudget(t *testing.T) {
+	f := newShareFixture(t)
+	f.ps.d.ShareBudget = NewShareBudget(1)
+	ctx := context.Background()
+	if _, _, _, code := f.ps.ShareFetchOffset(ctx, "g", startEarliest); code != 0 {
+		t.Fatalf("the first share-partition: code %d", code)
+	}
+	if _, _, _, code := f.ps.ShareFetchOffset(ctx, "g2", startEarliest); code != kerr.PolicyViolation.Code {
+		t.Fatalf("a second share-partition over a budget of one: code %d, want POLICY_VIOLATION", code)
+	}
+	if code := f.ps.ShareDelete(ctx, "g"); code != 0 {
+		t.Fatalf("delete: %d", code)
+	}
+	if _, _, _, code := f.ps.ShareFetchOffset(ctx, "g2", startEarliest); code != 0 {
+		t.Fatalf("a share-partition after one went: code %d", code)
+	}
+	if held := f.ps.d.ShareBudget.Held(); held != 1 {
+		t.Fatalf("%d share-partitions counted, want 1", held)
+	}
+	// Once its first state record is written, the idle partition goes,
+	// and its share-partition with it.
+	for deadline := time.Now().Add(5 * time.Second); !f.ps.t.EvictIdle(time.Now().Add(time.Hour)); {
+		if time.Now().After(deadline) {
+			t.Fatal("the partition was never evicted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if held := f.ps.d.ShareBudget.Held(); held != 0 {
+		t.Fatalf("%d share-partitions counted after the partition was evicted, want 0", held)
+	}
+}
