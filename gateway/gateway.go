@@ -171,6 +171,10 @@ type Config struct {
 	// transaction.timeout.ms a producer may ask for, so nothing holds a
 	// partition's last stable offset back for longer; default 15 minutes.
 	TransactionMaxTimeout time.Duration
+	// MaxTransactionalIDs bounds the transactional ids each tenant's
+	// coordinator holds (zero: 100000); a new one past it is refused with
+	// COORDINATOR_NOT_AVAILABLE until idle ids expire.
+	MaxTransactionalIDs int
 	// MaxProducersPerPartition bounds the idempotent producers remembered
 	// per partition; the one idle longest is forgotten first.
 	MaxProducersPerPartition int

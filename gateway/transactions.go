@@ -27,7 +27,7 @@ const txnStateTopic = "__transaction_state"
 // newTxnDriver makes the driver of every tenant's transactions.
 func newTxnDriver(gw *Gateway) *txns.Driver[*tenant] {
 	return txns.New(txns.Deps[*tenant]{
-		Coord:          txncoord.Config{MaxTimeout: gw.cfg.TransactionMaxTimeout, NewProducerID: gw.producers.next},
+		Coord:          txncoord.Config{MaxTimeout: gw.cfg.TransactionMaxTimeout, MaxIDs: gw.cfg.MaxTransactionalIDs, NewProducerID: gw.producers.next},
 		Partitions:     gw.cfg.TransactionStatePartitions,
 		Owns:           gw.coordinatesTxnPartition,
 		Log:            gw.log,

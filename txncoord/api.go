@@ -34,6 +34,12 @@ type Config struct {
 	// groups (default 10000), for the same reason; a TxnOffsetCommit past
 	// it is refused with INVALID_REQUEST.
 	MaxPendingOffsets int
+	// MaxIDs caps the transactional ids held (default 100000; Kafka has
+	// no cap), as groups are capped: an InitProducerId for a new id past
+	// it is refused with COORDINATOR_NOT_AVAILABLE, which clients retry,
+	// and slots free up as idle ids expire, so clients making up ids
+	// cannot grow the coordinator's memory without bound.
+	MaxIDs int
 	// Logger receives state changes and abort reasons; zero discards.
 	Logger zerolog.Logger
 }

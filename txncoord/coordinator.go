@@ -17,6 +17,7 @@ const (
 	defaultIDExpiration      = 7 * 24 * time.Hour
 	defaultMaxPartitions     = 10000
 	defaultMaxPendingOffsets = 10000
+	defaultMaxIDs            = 100000
 )
 
 // Marker, offset commit and coordinator-initiated write retries back off
@@ -72,6 +73,9 @@ func New(cfg Config) *Coordinator {
 	}
 	if cfg.MaxPendingOffsets <= 0 {
 		cfg.MaxPendingOffsets = defaultMaxPendingOffsets
+	}
+	if cfg.MaxIDs <= 0 {
+		cfg.MaxIDs = defaultMaxIDs
 	}
 	if cfg.PartitionOf == nil {
 		cfg.PartitionOf = func(string) int32 { return 0 }

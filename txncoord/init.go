@@ -38,6 +38,11 @@ func (c *Coordinator) initProducerID(now time.Time, id uint64, r *kmsg.InitProdu
 		return
 	}
 	if t == nil {
+		if len(c.txns) >= c.cfg.MaxIDs {
+			c.log.Warn().Str("txn", txnID).Int("ids", len(c.txns)).Msg("new transactional id refused: the coordinator holds as many as --max-transactional-ids allows")
+			fail(kerr.CoordinatorNotAvailable.Code)
+			return
+		}
 		t = c.newTxn(now, txnID, r.TransactionTimeoutMillis)
 	}
 	if t.write != nil {

@@ -147,3 +147,23 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("after expiry %+v", p)
 	}
 }
+
+// TestMaxIDs: past MaxIDs a new transactional id is refused with
+// COORDINATOR_NOT_AVAILABLE, a known one is still served, and a slot
+// freed by an expired id takes a new one.
+func TestMaxIDs(t *testing.T) {
+	h := newHarness(t, Config{IDExpiration: time.Hour, MaxIDs: 2})
+	h.initID("a")
+	h.initID("b")
+	h.wantCode(h.step(initReq(5, "c", testTimeout, -1, -1)), kerr.CoordinatorNotAvailable)
+	h.after(30 * time.Minute)
+	if p := h.initID("b"); p.epoch != 1 {
+		t.Fatalf("a known id past the cap: %+v, want its epoch bumped", p)
+	}
+	h.at(t0.Add(time.Hour)) // a expires; b, touched later, does not
+	if h.state("a") != -1 || h.state("b") == -1 {
+		t.Fatalf("a %v, b %v: want a forgotten and b kept", h.state("a"), h.state("b"))
+	}
+	h.initID("c")
+	h.wantCode(h.step(initReq(5, "d", testTimeout, -1, -1)), kerr.CoordinatorNotAvailable)
+}

@@ -63,6 +63,7 @@ type options struct {
 	maxSharePartitions                int
 	shareStatePartitions              int
 	transactionMaxTimeout             time.Duration
+	maxTransactionalIDs               int
 	maxProducersPerPartition          int
 	groupInitialDelay                 time.Duration
 	groupMaxSize, groupMaxPending     int
@@ -157,6 +158,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.shareMaxSessions, "share-max-sessions", 2000, "share sessions this gateway keeps (Kafka's group.share.max.share.sessions): one per share consumer fetching from it")
 	fs.IntVar(&o.transactionStatePartitions, "transaction-state-partitions", 4, "partitions of each tenant's __transaction_state topic, created on the first transactional producer; every gateway of a DIS account must agree")
 	fs.IntVar(&o.shareStatePartitions, "share-state-partitions", 4, "partitions of each tenant's __share_group_state topic, created when a share group first keeps state; every gateway of a DIS account must agree")
+	fs.IntVar(&o.maxTransactionalIDs, "max-transactional-ids", 100000, "transactional ids each tenant's transaction coordinator holds; a new one past it is refused with COORDINATOR_NOT_AVAILABLE until idle ids expire (7 days)")
 	fs.DurationVar(&o.transactionMaxTimeout, "transaction-max-timeout", 15*time.Minute, "the longest transaction.timeout.ms a producer may ask for (Kafka's transaction.max.timeout.ms): nothing holds a partition's last stable offset back for longer")
 	fs.DurationVar(&o.producerIDExpiration, "producer-id-expiration", 24*time.Hour, "forget an idempotent producer's state on a partition it has not written for this long (Kafka's producer.id.expiration.ms)")
 	fs.IntVar(&o.maxProducersPerPartition, "max-producers-per-partition", 1000, "idempotent producers remembered per partition; the one idle longest is forgotten first")
@@ -413,6 +415,7 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 		MaxSharePartitions:           o.maxSharePartitions,
 		ShareStatePartitions:         int32(o.shareStatePartitions),
 		TransactionMaxTimeout:        o.transactionMaxTimeout,
+		MaxTransactionalIDs:          o.maxTransactionalIDs,
 		MaxProducersPerPartition:     o.maxProducersPerPartition,
 		InitialRebalanceDelay:        initialDelay(o.groupInitialDelay),
 		MaxConnections:               o.maxConns,
@@ -450,6 +453,9 @@ func serve(ctx context.Context, args []string, started func(serving)) error {
 	}
 	if err := validateShareLimits(o.shareLimits); err != nil {
 		return err
+	}
+	if o.maxTransactionalIDs <= 0 {
+		return errors.New("--max-transactional-ids must be positive")
 	}
 	if o.transactionStatePartitions <= 0 || o.transactionStatePartitions > 1000 || o.transactionMaxTimeout <= 0 {
 		return errors.New("--transaction-state-partitions must be 1 to 1000 and --transaction-max-timeout positive")
