@@ -567,7 +567,6 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 		tenants:   make(map[string]*tenant),
 		handover:  newGroupHandover(cfg.GroupHandoverWait),
 	}
-	gw.shareSessions = newShareSessions(cfg.ShareMaxSessions, shareSessionIdle)
 	gw.shareBudget = plog.NewShareBudget(cfg.MaxSharePartitions)
 	gw.metrics = newMetrics(gw)
 	gw.panics = &wire.Panics{Log: gw.log, Count: gw.metrics.Panics}
@@ -579,6 +578,9 @@ func New(cfg Config, dis disclient.API) (*Gateway, error) {
 	gw.groups = newGroupDriver(gw)
 	// DescribeConfigs reports the share group settings as they run.
 	gw.cfg.ShareGroupSessionTimeout, gw.cfg.ShareGroupHeartbeatInterval, gw.cfg.ShareGroupMaxSize = gw.groups.ShareSettings()
+	// A share session unused for twice the share session timeout belongs
+	// to a member no longer in its group, or gone elsewhere.
+	gw.shareSessions = newShareSessions(cfg.ShareMaxSessions, 2*gw.cfg.ShareGroupSessionTimeout)
 	gw.txns = newTxnDriver(gw)
 	gw.wire = wire.New(gw.wireDeps())
 	if cfg.Authorizer == AuthorizerACL {

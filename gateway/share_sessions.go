@@ -13,11 +13,6 @@ import (
 // its epoch makes every request follow the one before it, so a request
 // replayed or sent out of turn is refused instead of acting twice.
 
-// shareSessionIdle is how long a share session may go unused before it
-// may be dropped to make room: twice Kafka's share session timeout, so a
-// member still in its group never loses its session.
-const shareSessionIdle = 90 * time.Second
-
 // shareSessionKey names a share session.
 type shareSessionKey struct {
 	tenant, group, member string
