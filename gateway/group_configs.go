@@ -193,9 +193,9 @@ func (gw *Gateway) ensureGroupConfigStream(ctx context.Context, tn *tenant) erro
 	return nil
 }
 
-// shareConfig is group's configs as share fetches use them, checked
-// again (a value kept in DIS may predate a change
-// of --share-max-record-lock-duration).
+// shareConfig is group's configs as share fetches use them, checked again:
+// a value kept in DIS may predate a change of
+// --share-max-record-lock-duration.
 func (gw *Gateway) shareConfig(ctx context.Context, tn *tenant, group string) (plog.ShareGroupConfig, error) {
 	configs, err := gw.groupConfigs(ctx, tn, group)
 	if err != nil {
